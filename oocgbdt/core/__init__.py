@@ -1,0 +1,1 @@
+"""In-memory objects built on NumPy and the kernels: no dask here."""

@@ -1,0 +1,1 @@
+"""The Dask layer: the only place that imports dask, distributed or zarr."""

@@ -1,0 +1,1 @@
+"""Numba and NumPy kernels: the hot loops of oocgbdt. Never imports dask."""
