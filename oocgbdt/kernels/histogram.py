@@ -1,0 +1,47 @@
+"""This module contains the histogram kernels: per-bin sums of gradients, hessians and counts.
+
+Data flow position: per chunk and per boosting pass, for the rows of one leaf. Histograms use one
+flat layout over all columns: column ``j`` owns rows ``[bin_offsets[j], bin_offsets[j + 1])`` of an
+array of shape ``(n_total_bins, 3)`` whose fields are (sum_gradients, sum_hessians, count), float64.
+"""
+import numpy as np
+
+from oocgbdt.kernels._jit import njit
+
+__all__ = ["build_histogram", "build_histogram_naive"]
+
+
+@njit
+def build_histogram(X_binned, bin_offsets, gradients, hessians, row_indices, out):
+    """Add the rows ``row_indices`` of a binned chunk into ``out``.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16   # IN
+    bin_offsets : ndarray of shape (n_columns + 1,), dtype int64             # IN
+    gradients, hessians : ndarray of shape (n_rows,), dtype float32          # IN
+    row_indices : ndarray of shape (n_selected,), dtype int32                # IN
+    out : ndarray of shape (n_total_bins, 3), dtype float64                  # IN and OUT (added to)
+    """
+    n_columns = X_binned.shape[1]
+    for i in range(row_indices.shape[0]):
+        r = row_indices[i]
+        g = np.float64(gradients[r])
+        h = np.float64(hessians[r])
+        for j in range(n_columns):
+            b = bin_offsets[j] + X_binned[r, j]
+            out[b, 0] += g
+            out[b, 1] += h
+            out[b, 2] += 1.0
+
+
+def build_histogram_naive(X_binned, bin_offsets, gradients, hessians, row_indices, out):
+    """NumPy twin of :func:`build_histogram` (``np.add.at``), used by tests."""
+    rows = np.asarray(row_indices)
+    if rows.size == 0:
+        return
+    flat = (X_binned[rows].astype(np.int64) + bin_offsets[:-1][None, :]).ravel()
+    n_columns = X_binned.shape[1]
+    np.add.at(out[:, 0], flat, np.repeat(gradients[rows].astype(np.float64), n_columns))
+    np.add.at(out[:, 1], flat, np.repeat(hessians[rows].astype(np.float64), n_columns))
+    np.add.at(out[:, 2], flat, 1.0)

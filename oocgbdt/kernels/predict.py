@@ -1,0 +1,133 @@
+"""This module contains the prediction kernels: sum tree outputs over rows.
+
+Trees use LightGBM's node layout (``include/LightGBM/tree.h``): internal nodes ``0..n_leaves-2``
+with ``left_child``/``right_child`` >= 0 for an internal node and ``~leaf`` (< 0) for a leaf.
+``decision_type`` holds LightGBM's bits: bit 1 (2) = default_left, bits 2-3 = missing type
+(0 None, 1 Zero, 2 NaN).
+
+* :func:`predict_raw` walks raw float features with raw float thresholds (the public model).
+* :func:`predict_binned` walks binned features with bin thresholds (eval sets during training).
+"""
+import numpy as np
+
+from oocgbdt.kernels._jit import njit
+from oocgbdt.kernels.partition import goes_left_bin
+
+__all__ = ["predict_raw", "predict_raw_naive", "predict_binned", "predict_binned_naive",
+           "K_ZERO_THRESHOLD"]
+
+K_ZERO_THRESHOLD = 1.0000000180025095e-35
+
+
+@njit
+def _goes_left_raw(x, threshold, decision_type):
+    missing_type = (decision_type >> 2) & 3
+    default_left = (decision_type & 2) != 0
+    if np.isnan(x) and missing_type != 2:
+        x = 0.0
+    if (missing_type == 1 and abs(x) <= K_ZERO_THRESHOLD) or (missing_type == 2 and np.isnan(x)):
+        return default_left
+    return x <= threshold
+
+
+@njit
+def predict_raw(X, split_feature, threshold, decision_type, left_child, right_child, leaf_value,
+                node_offsets, leaf_offsets, tree_class, out):
+    """Add every tree's output for every row of ``X`` to ``out``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features), dtype float32 or float64           # IN
+    split_feature : int32, threshold : float64, decision_type : uint8,
+    left_child, right_child : int32 -- arrays of shape (n_nodes_total,)            # IN  all trees
+    leaf_value : ndarray of shape (n_leaves_total,), dtype float64                # IN
+    node_offsets, leaf_offsets : ndarray of shape (n_trees + 1,), dtype int64      # IN  tree t's slices
+    tree_class : ndarray of shape (n_trees,), dtype int32                         # IN  output column
+    out : ndarray of shape (n_rows, n_outputs), dtype float64                     # IN and OUT
+    """
+    n_trees = tree_class.shape[0]
+    for i in range(X.shape[0]):
+        for t in range(n_trees):
+            n0 = node_offsets[t]
+            l0 = leaf_offsets[t]
+            if node_offsets[t + 1] == n0:
+                out[i, tree_class[t]] += leaf_value[l0]
+                continue
+            node = 0
+            while node >= 0:
+                k = n0 + node
+                x = np.float64(X[i, split_feature[k]])
+                if _goes_left_raw(x, threshold[k], decision_type[k]):
+                    node = left_child[k]
+                else:
+                    node = right_child[k]
+            out[i, tree_class[t]] += leaf_value[l0 + ~node]
+
+
+def predict_raw_naive(X, split_feature, threshold, decision_type, left_child, right_child,
+                      leaf_value, node_offsets, leaf_offsets, tree_class, out):
+    """Plain-Python twin of :func:`predict_raw`, used by tests."""
+    for i in range(X.shape[0]):
+        for t in range(len(tree_class)):
+            n0, l0 = node_offsets[t], leaf_offsets[t]
+            node = 0 if node_offsets[t + 1] > n0 else -1
+            while node >= 0:
+                k = n0 + node
+                x = float(X[i, split_feature[k]])
+                mt = (int(decision_type[k]) >> 2) & 3
+                dl = bool(int(decision_type[k]) & 2)
+                if np.isnan(x) and mt != 2:
+                    x = 0.0
+                if (mt == 1 and abs(x) <= K_ZERO_THRESHOLD) or (mt == 2 and np.isnan(x)):
+                    left = dl
+                else:
+                    left = x <= threshold[k]
+                node = left_child[k] if left else right_child[k]
+            out[i, tree_class[t]] += leaf_value[l0 + ~node]
+
+
+@njit
+def predict_binned(X_binned, split_feature, threshold_bin, default_left, missing_type,
+                   default_bin, nan_bin, left_child, right_child, leaf_value, out):
+    """Add one tree's output for every row of a binned chunk to ``out``.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_features), dtype uint8 or uint16     # IN
+    split_feature, threshold_bin : int32; default_left : bool; missing_type, : uint8;
+    default_bin, nan_bin : int32 (of each node's split feature);
+    left_child, right_child : int32 -- arrays of shape (n_nodes,)                # IN
+    leaf_value : ndarray of shape (n_leaves,), dtype float64                    # IN
+    out : ndarray of shape (n_rows,), dtype float64                             # IN and OUT
+    """
+    n_nodes = split_feature.shape[0]
+    for i in range(X_binned.shape[0]):
+        if n_nodes == 0:
+            out[i] += leaf_value[0]
+            continue
+        node = 0
+        while node >= 0:
+            b = X_binned[i, split_feature[node]]
+            if goes_left_bin(b, threshold_bin[node], default_left[node], missing_type[node],
+                             default_bin[node], nan_bin[node]):
+                node = left_child[node]
+            else:
+                node = right_child[node]
+        out[i] += leaf_value[~node]
+
+
+def predict_binned_naive(X_binned, split_feature, threshold_bin, default_left, missing_type,
+                         default_bin, nan_bin, left_child, right_child, leaf_value, out):
+    """Plain-Python twin of :func:`predict_binned`, used by tests."""
+    for i in range(X_binned.shape[0]):
+        node = 0 if len(split_feature) else -1
+        while node >= 0:
+            b = int(X_binned[i, split_feature[node]])
+            if missing_type[node] == 2 and b == nan_bin[node]:
+                left = bool(default_left[node])
+            elif missing_type[node] == 1 and b == default_bin[node]:
+                left = bool(default_left[node])
+            else:
+                left = b <= threshold_bin[node]
+            node = left_child[node] if left else right_child[node]
+        out[i] += leaf_value[~node]

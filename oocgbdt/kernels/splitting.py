@@ -1,0 +1,210 @@
+"""This module contains the split-search kernel: the best threshold of every feature of one leaf.
+
+Data flow position: in the final task of each tree-reduced histogram pass, on the worker that holds
+the leaf's histogram. Formulas and scan order follow LightGBM (``src/treelearner/
+feature_histogram.hpp``: ``FindBestThresholdSequentially`` and ``GetLeafGain``), see
+``reference/lightgbm-algorithms.md`` section 4:
+
+* ``T(G) = sign(G) * max(0, |G| - lambda_l1)``; leaf output ``-T(G) / (H + lambda_l2)``;
+  leaf gain ``T(G)**2 / (H + lambda_l2)``; split gain ``gain(L) + gain(R) - gain(parent)``.
+* Scan R (right to left, missing values default left) always; scan F (left to right, missing values
+  default right) for features with a NaN or Zero missing type and more than two bins, and only when
+  the leaf has missing rows (otherwise both scans give the same partition).
+* A split must leave ``min_data_in_leaf`` rows and ``min_sum_hessian_in_leaf`` hessian on each
+  side and have ``split_gain > min_gain_to_split``. Counts are exact (LightGBM estimates them from
+  hessians).
+"""
+import numpy as np
+
+from oocgbdt.kernels._jit import njit
+
+__all__ = ["find_best_thresholds", "find_best_thresholds_naive", "leaf_gain", "leaf_output"]
+
+K_EPSILON = 1e-15
+
+
+@njit
+def _threshold_l1(s, l1):
+    reg = max(0.0, abs(s) - l1)
+    return reg if s >= 0 else -reg
+
+
+@njit
+def leaf_gain(sum_g, sum_h, l1, l2):
+    """LightGBM's ``GetLeafGain`` without max_delta_step or path smoothing."""
+    t = _threshold_l1(sum_g, l1)
+    return t * t / (sum_h + l2)
+
+
+@njit
+def leaf_output(sum_g, sum_h, l1, l2):
+    """LightGBM's ``CalculateSplittedLeafOutput`` without max_delta_step or path smoothing."""
+    return -_threshold_l1(sum_g, l1) / (sum_h + l2)
+
+
+@njit
+def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_right,
+          sum_g, sum_h, count, l1, l2, min_data, min_hess, min_gain_shift, margin, res):
+    # res: [gain, threshold_bin, left_g, left_h, left_count]; updated when better by > margin.
+    nan_bin = n_bins - 1
+    if reverse:
+        acc_g = 0.0
+        acc_h = K_EPSILON
+        acc_c = 0.0
+        top = n_bins - 1
+        if missing_type == 2 and not include_nan_right:
+            top = n_bins - 2
+        for t in range(top, 0, -1):
+            if missing_type == 1 and t == default_bin:
+                continue
+            acc_g += hist[lo + t, 0]
+            acc_h += hist[lo + t, 1]
+            acc_c += hist[lo + t, 2]
+            if acc_c < min_data or acc_h < min_hess:
+                continue
+            lc = count - acc_c
+            lh = sum_h - acc_h
+            if lc < min_data or lh < min_hess:
+                break
+            lg = sum_g - acc_g
+            gain = leaf_gain(lg, lh, l1, l2) + leaf_gain(acc_g, acc_h, l1, l2)
+            if gain > min_gain_shift and gain > res[0]:
+                res[0] = gain
+                res[1] = t - 1
+                res[2] = lg
+                res[3] = lh
+                res[4] = lc
+    else:
+        acc_g = 0.0
+        acc_h = K_EPSILON
+        acc_c = 0.0
+        t_end = n_bins - 2
+        for t in range(0, t_end + 1):
+            if missing_type == 1 and t == default_bin:
+                continue
+            acc_g += hist[lo + t, 0]
+            acc_h += hist[lo + t, 1]
+            acc_c += hist[lo + t, 2]
+            if acc_c < min_data or acc_h < min_hess:
+                continue
+            rc = count - acc_c
+            rh = sum_h - acc_h
+            if rc < min_data or rh < min_hess:
+                break
+            rg = sum_g - acc_g
+            gain = leaf_gain(acc_g, acc_h, l1, l2) + leaf_gain(rg, rh, l1, l2)
+            if gain > min_gain_shift and gain > res[0] + margin:
+                res[0] = gain
+                res[1] = t
+                res[2] = acc_g
+                res[3] = acc_h
+                res[4] = acc_c
+
+
+@njit
+def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins, feature_mask,
+                         sum_g, sum_h, count, l1, l2, min_data, min_hess, min_gain_to_split, out):
+    """Best split of every feature of one leaf.
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n_total_bins, 3), dtype float64              # IN  the leaf's histogram
+    bin_offsets : ndarray of shape (n_features + 1,), dtype int64         # IN  feature f's slice
+    n_bins : ndarray of shape (n_features,), dtype int32                  # IN  bins incl. the NaN bin
+    missing_types : ndarray of shape (n_features,), dtype uint8           # IN  0 None, 1 Zero, 2 NaN
+    default_bins : ndarray of shape (n_features,), dtype int32            # IN  bin of 0.0
+    feature_mask : ndarray of shape (n_features,), dtype bool             # IN  features to search
+    sum_g, sum_h, count : float                                           # IN  leaf totals
+    l1, l2, min_data, min_hess, min_gain_to_split : float                 # IN  LightGBM parameters
+    out : ndarray of shape (n_features, 6), dtype float64                 # OUT per feature:
+        split gain (``-inf`` when no valid split), threshold bin, default_left (0/1), left sum of
+        gradients, left sum of hessians, left count.
+    """
+    parent_gain = leaf_gain(sum_g, sum_h, l1, l2)
+    min_gain_shift = parent_gain + min_gain_to_split
+    res = np.empty(5)
+    for f in range(n_bins.shape[0]):
+        out[f, 0] = -np.inf
+        out[f, 1:] = 0.0
+        nb = n_bins[f]
+        if not feature_mask[f] or nb <= 1:
+            continue
+        lo = bin_offsets[f]
+        mt = missing_types[f]
+        res[0] = -np.inf
+        if mt == 2 and nb <= 2:
+            _scan(hist, lo, nb, mt, default_bins[f], True, True, sum_g, sum_h, count,
+                  l1, l2, min_data, min_hess, min_gain_shift, 0.0, res)
+            default_left = 0.0
+        else:
+            _scan(hist, lo, nb, mt, default_bins[f], True, False, sum_g, sum_h, count,
+                  l1, l2, min_data, min_hess, min_gain_shift, 0.0, res)
+            default_left = 1.0
+            if mt != 0 and nb > 2:
+                missing_bin = nb - 1 if mt == 2 else default_bins[f]
+                if hist[lo + missing_bin, 2] > 0:
+                    best_r = res[0]
+                    # Scan F must beat scan R by more than rounding: a threshold with the
+                    # missing bin alone on one side is the same partition in both scans.
+                    margin = 1e-12 * abs(best_r) if best_r > -np.inf else 0.0
+                    _scan(hist, lo, nb, mt, default_bins[f], False, False, sum_g, sum_h, count,
+                          l1, l2, min_data, min_hess, min_gain_shift, margin, res)
+                    if res[0] > best_r:
+                        default_left = 0.0
+        if res[0] > -np.inf:
+            out[f, 0] = res[0] - parent_gain
+            out[f, 1] = res[1]
+            out[f, 2] = default_left
+            out[f, 3] = res[2]
+            out[f, 4] = res[3]
+            out[f, 5] = res[4]
+
+
+def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default_bins,
+                               feature_mask, sum_g, sum_h, count, l1, l2, min_data, min_hess,
+                               min_gain_to_split, out):
+    """Brute-force twin of :func:`find_best_thresholds`, used by tests.
+
+    Enumerates every candidate partition (threshold, side of the missing bin) explicitly and sums
+    its left side with NumPy instead of running accumulators. Candidates are visited in the
+    kernel's order (scan R by decreasing threshold, then scan F by increasing threshold) and a
+    candidate replaces the best only if strictly better, as in LightGBM. Thresholds that differ
+    only by empty bins give the same partition; NumPy's pairwise sums may round their gains
+    differently in the last bit, so "better" here means better by more than 1e-12 relative.
+    """
+    def gain_of(g, h):
+        t = np.sign(g) * max(0.0, abs(g) - l1)
+        return t * t / (h + l2)
+
+    parent_gain = gain_of(sum_g, sum_h)
+    for f in range(len(n_bins)):
+        out[f, 0] = -np.inf
+        out[f, 1:] = 0.0
+        nb = int(n_bins[f])
+        if not feature_mask[f] or nb <= 1:
+            continue
+        h = hist[bin_offsets[f]:bin_offsets[f] + nb]
+        mt, dbin = int(missing_types[f]), int(default_bins[f])
+        missing_bin = nb - 1 if mt == 2 else (dbin if mt == 1 else -1)
+        if mt == 2 and nb <= 2:
+            candidates = [(0, False)]
+        else:
+            top = nb - 2 if mt == 2 else nb - 1
+            candidates = [(t - 1, True) for t in range(top, 0, -1) if not (mt == 1 and t == dbin)]
+            if mt != 0 and nb > 2 and h[missing_bin, 2] > 0:
+                candidates += [(t, False) for t in range(0, nb - 1) if not (mt == 1 and t == dbin)]
+        best, best_rec = -np.inf, None
+        for t, missing_left in candidates:
+            left = np.arange(nb) <= t
+            if missing_bin >= 0:
+                left[missing_bin] = missing_left
+            lg, lh, lc = h[left, 0].sum(), h[left, 1].sum(), h[left, 2].sum()
+            rg, rh, rc = sum_g - lg, sum_h - lh, count - lc
+            if min(lc, rc) < min_data or min(lh, rh) < min_hess:
+                continue
+            gain = gain_of(lg, lh) + gain_of(rg, rh)
+            if gain > parent_gain + min_gain_to_split and (best_rec is None or gain > best + 1e-12 * abs(best)):
+                best, best_rec = gain, (t, float(missing_left), lg, lh, lc)
+        if best_rec is not None:
+            out[f, 0] = best - parent_gain
+            out[f, 1:6] = best_rec

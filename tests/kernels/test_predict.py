@@ -1,0 +1,77 @@
+"""Prediction kernels against their plain-Python twins."""
+import numpy as np
+
+from oocgbdt.kernels.predict import (K_ZERO_THRESHOLD, predict_binned, predict_binned_naive,
+                                     predict_raw, predict_raw_naive)
+
+
+def _random_forest(rng, n_trees, n_features, n_outputs):
+    cols = {k: [] for k in ("split_feature", "threshold", "decision_type", "left_child",
+                            "right_child", "leaf_value")}
+    node_offsets, leaf_offsets = [0], [0]
+    for t in range(n_trees):
+        n_leaves = int(rng.integers(1, 8))
+        # grow a random tree in LightGBM's layout by splitting random leaves
+        left, right, parent_of_leaf = [], [], [-1]
+        for node in range(n_leaves - 1):
+            leaf = int(rng.integers(0, node + 1))
+            p = parent_of_leaf[leaf]
+            if p >= 0:
+                if left[p] == ~leaf:
+                    left[p] = node
+                else:
+                    right[p] = node
+            left.append(~leaf)
+            right.append(~(node + 1))
+            parent_of_leaf[leaf] = node
+            parent_of_leaf.append(node)
+        m = n_leaves - 1
+        cols["split_feature"] += list(rng.integers(0, n_features, m))
+        cols["threshold"] += list(np.round(rng.normal(size=m), 1))
+        cols["decision_type"] += list(rng.choice([0, 2, 4, 6, 8, 10], size=m))
+        cols["left_child"] += left
+        cols["right_child"] += right
+        cols["leaf_value"] += list(rng.normal(size=n_leaves))
+        node_offsets.append(node_offsets[-1] + m)
+        leaf_offsets.append(leaf_offsets[-1] + n_leaves)
+    dt = dict(split_feature=np.int32, threshold=np.float64, decision_type=np.uint8,
+              left_child=np.int32, right_child=np.int32, leaf_value=np.float64)
+    arrays = {k: np.asarray(v, dtype=dt[k]) for k, v in cols.items()}
+    arrays["node_offsets"] = np.asarray(node_offsets, np.int64)
+    arrays["leaf_offsets"] = np.asarray(leaf_offsets, np.int64)
+    arrays["tree_class"] = (np.arange(n_trees) % n_outputs).astype(np.int32)
+    return arrays
+
+
+def test_predict_raw_matches_naive_with_missing_values():
+    rng = np.random.default_rng(1)
+    f = _random_forest(rng, 25, 4, 3)
+    X = np.round(rng.normal(size=(300, 4)), 1).astype(np.float32)  # values on thresholds
+    X[rng.random(X.shape) < 0.1] = np.nan
+    X[rng.random(X.shape) < 0.1] = 0.0
+    X[0, 0] = K_ZERO_THRESHOLD / 2
+    args = [f[k] for k in ("split_feature", "threshold", "decision_type", "left_child",
+                           "right_child", "leaf_value", "node_offsets", "leaf_offsets", "tree_class")]
+    out = np.zeros((300, 3))
+    ref = np.zeros((300, 3))
+    predict_raw(X, *args, out)
+    predict_raw_naive(X, *args, ref)
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_predict_binned_matches_naive():
+    rng = np.random.default_rng(2)
+    f = _random_forest(rng, 1, 5, 1)
+    m = len(f["split_feature"])
+    while m == 0:
+        f = _random_forest(rng, 1, 5, 1)
+        m = len(f["split_feature"])
+    Xb = rng.integers(0, 10, size=(200, 5)).astype(np.uint8)
+    args = (f["split_feature"], rng.integers(0, 9, m).astype(np.int32), rng.random(m) < 0.5,
+            rng.integers(0, 3, m).astype(np.uint8), rng.integers(0, 10, m).astype(np.int32),
+            np.full(m, 9, np.int32), f["left_child"], f["right_child"], f["leaf_value"])
+    out = np.zeros(200)
+    ref = np.zeros(200)
+    predict_binned(Xb, *args, out)
+    predict_binned_naive(Xb, *args, ref)
+    np.testing.assert_array_equal(out, ref)
