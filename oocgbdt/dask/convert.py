@@ -1,0 +1,604 @@
+"""Convert CSV/TSV, Parquet and LibSVM files to the oocgbdt Zarr dataset layout, streaming.
+
+The source is read ``chunk_rows`` rows at a time and each block is appended to a
+:class:`~oocgbdt.dask.store.DatasetWriter`, so memory is bounded by a few chunks
+(about ``chunk_rows * n_columns * 8`` bytes per parsed block), never by the file size.
+
+Readers
+-------
+- CSV/TSV (also ``.gz``, ``.bz2``, ``.xz``, ``.zip`` with one member): ``pandas.read_csv`` with
+  ``chunksize=chunk_rows``.
+- Parquet (a file, or a directory of ``*.parquet`` files read in sorted order):
+  ``pyarrow.parquet.ParquetFile.iter_batches(batch_size=chunk_rows)``, reading only the needed
+  columns.
+- LibSVM/SVMlight: ``chunk_rows`` lines at a time parsed by
+  ``sklearn.datasets.load_svmlight_file``. When ``n_features`` or the index base is not given, a
+  first streaming pass finds the largest index and whether index 0 occurs.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import itertools
+import lzma
+import os
+import re
+import zipfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .._dtypes import X_DTYPE, Y_DTYPE
+from .store import DEFAULT_CHUNK_ROWS, Dataset, DatasetWriter, _as_path, _check_chunk_rows, _check_destination
+from .store import default_feature_names, open_dataset
+
+__all__ = ["convert", "FORMATS", "infer_format"]
+
+#: Formats understood by :func:`convert` (aliases map to these).
+FORMATS = ("csv", "parquet", "libsvm")
+_FORMAT_ALIASES = {
+    "csv": "csv", "tsv": "csv", "txt": "csv",
+    "parquet": "parquet", "pq": "parquet",
+    "libsvm": "libsvm", "svm": "libsvm", "svmlight": "libsvm",
+}
+_EXT_FORMATS = {
+    ".csv": "csv", ".tsv": "csv",
+    ".parquet": "parquet", ".pq": "parquet",
+    ".svm": "libsvm", ".libsvm": "libsvm", ".svmlight": "libsvm",
+}
+_COMPRESSION_EXTS = (".gz", ".bz2", ".xz", ".zip")
+#: Weights are stored as float32, as LightGBM reads them.
+_WEIGHT_DTYPE = np.float32
+_LIBSVM_TOKEN = re.compile(rb"^(qid:\S+|\d+:\S+)$")
+
+
+# --------------------------------------------------------------------------------------------
+# Format inference and file opening
+# --------------------------------------------------------------------------------------------
+
+
+def _split_ext(path: Path) -> tuple[str, Optional[str]]:
+    """(inner extension, compression extension) of a file name, lower-case."""
+    suffixes = [s.lower() for s in path.suffixes]
+    comp = suffixes[-1] if suffixes and suffixes[-1] in _COMPRESSION_EXTS else None
+    inner = suffixes[-2] if comp and len(suffixes) >= 2 else (None if comp else (suffixes[-1] if suffixes else ""))
+    return inner or "", comp
+
+
+@contextmanager
+def _open_binary(path: Path) -> Iterator[io.BufferedIOBase]:
+    """Open a possibly compressed file for streaming binary reads."""
+    _, comp = _split_ext(path)
+    if comp == ".gz":
+        fh = gzip.open(path, "rb")
+    elif comp == ".bz2":
+        fh = bz2.open(path, "rb")
+    elif comp == ".xz":
+        fh = lzma.open(path, "rb")
+    elif comp == ".zip":
+        zf = zipfile.ZipFile(path)
+        members = [m for m in zf.namelist() if not m.endswith("/")]
+        if len(members) != 1:
+            zf.close()
+            raise ValueError(f"'{path}': expected a ZIP archive with exactly one file, found {members}.")
+        inner = zf.open(members[0])
+        try:
+            yield inner
+        finally:
+            inner.close()
+            zf.close()
+        return
+    else:
+        fh = open(path, "rb")
+    try:
+        yield fh
+    finally:
+        fh.close()
+
+
+def _first_data_line(path: Path, max_lines: int = 50, skip_comments: bool = True) -> bytes:
+    """First line that is not blank (nor a ``#`` comment if ``skip_comments``); empty bytes if none."""
+    with _open_binary(path) as fh:
+        for line in itertools.islice(fh, max_lines):
+            s = line.strip()
+            if s and not (skip_comments and s.startswith(b"#")):
+                return s
+    return b""
+
+
+def _looks_like_libsvm(line: bytes) -> bool:
+    tokens = line.split(b"#", 1)[0].split()
+    return len(tokens) >= 2 and all(_LIBSVM_TOKEN.match(t) for t in tokens[1:])
+
+
+def infer_format(source: str | os.PathLike) -> str:
+    """Infer the format of ``source`` from its extension (content sniffing for ``.txt``).
+
+    ``.csv``/``.tsv`` -> ``"csv"``, ``.parquet``/``.pq`` (or a directory) -> ``"parquet"``,
+    ``.svm``/``.libsvm``/``.svmlight`` -> ``"libsvm"``; a compression suffix (``.gz``, ``.bz2``,
+    ``.xz``, ``.zip``) is looked through. For ``.txt`` and bare compressed files the first data
+    line decides between LibSVM (``label idx:val ...``) and CSV.
+
+    Parameters
+    ----------
+    source : str or path-like
+
+    Returns
+    -------
+    str
+        One of :data:`FORMATS`.
+
+    Raises
+    ------
+    ValueError
+        The extension is not recognised (e.g. LightGBM's ``.train``/``.test``); the message says
+        which ``fmt=`` to pass.
+    """
+    path = _as_path(source)
+    if path.is_dir():
+        return "parquet"
+    inner, comp = _split_ext(path)
+    if inner in _EXT_FORMATS:
+        return _EXT_FORMATS[inner]
+    if inner == ".txt" or (comp and not inner):
+        return "libsvm" if _looks_like_libsvm(_first_data_line(path)) else "csv"
+    raise ValueError(
+        f"Cannot infer the format of '{path}' from its extension {inner or '(none)'!r}; pass fmt= one of "
+        f"{list(FORMATS)}. LightGBM's .train/.test files are TSV without header: fmt='csv', sep='\\t', "
+        "header=None (or fmt='libsvm' for LibSVM ones)."
+    )
+
+
+def _normalize_format(fmt: Optional[str], source: Path) -> str:
+    if fmt is None:
+        return infer_format(source)
+    key = str(fmt).lower().lstrip(".")
+    if key not in _FORMAT_ALIASES:
+        raise ValueError(f"Unknown format {fmt!r}; expected one of {sorted(_FORMAT_ALIASES)}.")
+    return _FORMAT_ALIASES[key]
+
+
+# --------------------------------------------------------------------------------------------
+# Tabular (CSV / Parquet): frames -> (X, y, weight) blocks
+# --------------------------------------------------------------------------------------------
+
+
+def _is_number(token: str) -> bool:
+    token = token.strip().strip('"').strip("'")
+    if token == "":
+        return True  # an empty field parses as NaN
+    try:
+        float(token)
+        return True
+    except ValueError:
+        return False
+
+
+def _sniff_sep(line: str, inner_ext: str) -> str:
+    preferred = {".tsv": "\t", ".csv": ","}.get(inner_ext)
+    candidates = ([preferred] if preferred else []) + ["\t", ",", ";", "|"]
+    for c in candidates:
+        if c in line:
+            return c
+    return preferred or r"\s+"
+
+
+def _read_csv_chunks(path: Path, *, sep: str, header: Optional[int], chunk_rows: int) -> Iterator[pd.DataFrame]:
+    """Yield DataFrames of at most ``chunk_rows`` rows (the CSV reader used by :func:`convert`)."""
+    reader = pd.read_csv(
+        path,
+        sep=sep,
+        header=header,
+        chunksize=chunk_rows,
+        compression="infer",
+        comment=None,
+        skip_blank_lines=True,
+    )
+    with reader:
+        yield from reader
+
+
+def _parquet_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in (".parquet", ".pq"))
+        if not files:
+            raise ValueError(f"'{path}' is a directory without *.parquet files.")
+        return files
+    return [path]
+
+
+def _parquet_columns(path: Path) -> list[str]:
+    import pyarrow.parquet as pq
+
+    files = _parquet_files(path)
+    names = list(pq.ParquetFile(files[0]).schema_arrow.names)
+    for f in files[1:]:
+        other = list(pq.ParquetFile(f).schema_arrow.names)
+        if other != names:
+            raise ValueError(f"Parquet files under '{path}' have different columns: '{files[0]}' has {names}, "
+                             f"'{f}' has {other}.")
+    return names
+
+
+def _check_parquet_types(path: Path, columns: Sequence[str]) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.ParquetFile(_parquet_files(path)[0]).schema_arrow
+    bad = []
+    for c in columns:
+        t = schema.field(c).type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            bad.append((c, str(t)))
+    if bad:
+        raise _non_numeric_error(path, bad)
+
+
+def _read_parquet_chunks(path: Path, *, columns: Sequence[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
+    """Yield DataFrames of at most ``chunk_rows`` rows (the Parquet reader used by :func:`convert`)."""
+    import pyarrow.parquet as pq
+
+    for f in _parquet_files(path):
+        pf = pq.ParquetFile(f)
+        try:
+            for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(columns)):
+                yield batch.to_pandas()
+        finally:
+            pf.close()
+
+
+def _non_numeric_error(path: Path, bad: Sequence[tuple]) -> ValueError:
+    names = [b[0] for b in bad]
+    details = "; ".join(f"{b[0]!r}: {b[1]}" for b in bad)
+    return ValueError(
+        f"'{path}': column(s) {names} are not numeric ({details}). Integer-coding of categorical/text "
+        f"columns is not supported yet: drop them with drop={names!r} or encode them as numbers before "
+        "converting."
+    )
+
+
+def _resolve_column(spec: Any, columns: Sequence[Any], what: str, path: Path) -> Any:
+    """Map a column name or integer position to the actual column key."""
+    if spec in columns:
+        return spec
+    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool) and -len(columns) <= spec < len(columns):
+        return columns[int(spec)]
+    if isinstance(spec, str) and spec.lstrip("-").isdigit() and all(isinstance(c, (int, np.integer)) for c in columns):
+        return _resolve_column(int(spec), columns, what, path)
+    shown = list(columns[:50]) + (["..."] if len(columns) > 50 else [])
+    headerless = all(isinstance(c, (int, np.integer)) for c in columns)
+    hint = (" The file was read without a header row, so pass an integer column index (e.g. 0)."
+            if headerless else "")
+    raise ValueError(
+        f"'{path}': {what} column {spec!r} not found. Available columns ({len(columns)}): {shown}.{hint}"
+    )
+
+
+class _LabelNaN(Exception):
+    pass
+
+
+def _tabular_blocks(
+    frames: Iterator[pd.DataFrame],
+    *,
+    path: Path,
+    label_col: Any,
+    weight_col: Any,
+    feature_cols: list,
+    dropna_label: bool,
+    label_name: str,
+) -> Iterator[tuple]:
+    """Turn DataFrame chunks into (X float32, y float64, weight float32 or None) blocks.
+
+    Raises ValueError for non-numeric columns, non-finite labels (NaN unless ``dropna_label``)
+    and NaN weights. On NaN labels without ``dropna_label`` the rest of the file is scanned
+    (label column only, nothing written) so that the error gives the total count.
+    """
+    needed = feature_cols + [label_col] + ([weight_col] if weight_col is not None else [])
+    row0 = 0
+    nan_rows = 0
+    first_nan_row = None
+    for frame in frames:
+        n = len(frame)
+        if nan_rows:  # error already decided: only count
+            nan_rows += int(np.isnan(frame[label_col].to_numpy(dtype=Y_DTYPE, na_value=np.nan)).sum())
+            row0 += n
+            continue
+        bad = []
+        for c in needed:
+            s = frame[c]
+            if not (pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)):
+                non_null = s.dropna()
+                example = f", e.g. {non_null.iloc[0]!r} at data row {row0 + int(non_null.index[0] - frame.index[0])}" \
+                    if len(non_null) else ""
+                bad.append((c, f"dtype {s.dtype}{example}"))
+        if bad:
+            raise _non_numeric_error(path, bad)
+        y = frame[label_col].to_numpy(dtype=Y_DTYPE, na_value=np.nan)
+        nan_mask = np.isnan(y)
+        if np.isinf(y).any():
+            i = int(np.flatnonzero(np.isinf(y))[0])
+            raise ValueError(f"'{path}': label column {label_name!r} has infinite values (first at data row {row0 + i}).")
+        X = frame[feature_cols].to_numpy(dtype=X_DTYPE, na_value=np.nan)
+        w = None
+        if weight_col is not None:
+            w = frame[weight_col].to_numpy(dtype=_WEIGHT_DTYPE, na_value=np.nan)
+        if nan_mask.any():
+            if not dropna_label:
+                nan_rows = int(nan_mask.sum())
+                first_nan_row = row0 + int(np.flatnonzero(nan_mask)[0])
+                row0 += n
+                continue
+            keep = ~nan_mask
+            X, y = X[keep], y[keep]
+            w = None if w is None else w[keep]
+        if w is not None and np.isnan(w).any():
+            i = int(np.flatnonzero(np.isnan(w))[0])
+            raise ValueError(f"'{path}': weight column {weight_col!r} has missing values (first at data row ~{row0 + i}).")
+        row0 += n
+        yield X, y, w
+    if nan_rows:
+        raise ValueError(
+            f"'{path}': label column {label_name!r} has {nan_rows} missing (NaN) value(s) out of {row0} rows "
+            f"(first at data row {first_nan_row}). Pass dropna_label=True (CLI: --dropna-label) to drop those rows."
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# LibSVM
+# --------------------------------------------------------------------------------------------
+
+
+def _line_chunks(path: Path, chunk_rows: int) -> Iterator[tuple[int, bytes]]:
+    """Yield (first line number, bytes of up to ``chunk_rows`` lines)."""
+    with _open_binary(path) as fh:
+        line_no = 0
+        while True:
+            lines = list(itertools.islice(fh, chunk_rows))
+            if not lines:
+                return
+            if not lines[-1].endswith(b"\n"):
+                lines[-1] += b"\n"
+            yield line_no, b"".join(lines)
+            line_no += len(lines)
+
+
+def _load_svmlight_chunk(data: bytes, **kwargs: Any):
+    """Parse LibSVM lines (the parser used by :func:`convert`; a seam for tests)."""
+    from sklearn.datasets import load_svmlight_file
+
+    return load_svmlight_file(io.BytesIO(data), **kwargs)
+
+
+def _scan_libsvm(path: Path, chunk_rows: int) -> tuple[int, int]:
+    """First pass: (max column index + 1, min column index) over the file, indices as written."""
+    n_cols = 0
+    min_index = None
+    for line_no, data in _line_chunks(path, chunk_rows):
+        try:
+            Xs, _ = _load_svmlight_chunk(data, zero_based=True, dtype=np.float32)
+        except ValueError as exc:
+            raise ValueError(f"'{path}': invalid LibSVM data in lines {line_no + 1}..: {exc}") from exc
+        n_cols = max(n_cols, Xs.shape[1])
+        if Xs.nnz:
+            m = int(Xs.indices.min())
+            min_index = m if min_index is None else min(min_index, m)
+    return n_cols, (0 if min_index is None else min_index)
+
+
+def _libsvm_blocks(path: Path, chunk_rows: int, n_features: int, zero_based: bool) -> Iterator[tuple]:
+    for line_no, data in _line_chunks(path, chunk_rows):
+        try:
+            Xs, y = _load_svmlight_chunk(data, n_features=n_features, zero_based=zero_based, dtype=np.float32)
+        except ValueError as exc:
+            last = line_no + data.count(b"\n")
+            raise ValueError(
+                f"'{path}': cannot parse LibSVM lines {line_no + 1}..{last} with "
+                f"n_features={n_features}, zero_based={zero_based}: {exc}"
+            ) from exc
+        if not np.isfinite(y).all():
+            raise ValueError(f"'{path}': non-finite label in LibSVM lines {line_no + 1}..")
+        yield Xs.toarray(), y.astype(Y_DTYPE, copy=False), None
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+
+
+def convert(
+    source: str | os.PathLike,
+    dest: str | os.PathLike,
+    *,
+    label: Any = None,
+    fmt: Optional[str] = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    sep: Optional[str] = None,
+    header: Any = "infer",
+    weight: Any = None,
+    drop: Optional[Sequence[Any]] = None,
+    n_features: Optional[int] = None,
+    zero_based: Any = "auto",
+    dropna_label: bool = False,
+    overwrite: bool = False,
+) -> Dataset:
+    """Convert a CSV/TSV, Parquet or LibSVM file to an oocgbdt Zarr dataset, streaming.
+
+    Memory stays bounded by ``chunk_rows``: the source is parsed ``chunk_rows`` rows (LibSVM:
+    lines) at a time and written chunk by chunk. The store is built in
+    ``<dest>.tmp-<random>`` and renamed to ``dest`` when complete; on any error the temporary
+    directory is removed and ``dest`` is left untouched.
+
+    Parameters
+    ----------
+    source : str or path-like
+        Input file: CSV/TSV (optionally ``.gz``/``.bz2``/``.xz``/single-file ``.zip``), Parquet
+        (a file or a directory of ``*.parquet`` files, read in sorted path order), or LibSVM.
+    dest : str or path-like
+        Output directory (must not exist unless ``overwrite=True``).
+    label : str or int
+        CSV/Parquet: name of the label column, or its integer position (required for files
+        without a header row). LibSVM: the label is the first token of each line; pass None
+        (or ``"label"``).
+    fmt : {"csv", "tsv", "parquet", "libsvm", "svm"}, optional
+        Inferred by :func:`infer_format` when None.
+    chunk_rows : int, default 100_000
+        Rows per stored chunk and per parsed block.
+    sep : str, optional
+        CSV field separator. Default: tab for ``.tsv``, comma for ``.csv``, otherwise sniffed
+        from the first line (tab, comma, semicolon, pipe, else whitespace).
+    header : {"infer", 0, None}, default "infer"
+        ``0``: the first line names the columns. ``None``: no header row (columns are numbered
+        0, 1, ...; pass ``label`` as an index). ``"infer"``: no header if every field of the
+        first line is a number, else header row.
+    weight : str or int, optional
+        CSV/Parquet column holding sample weights (stored as float32 ``weight``).
+    drop : sequence of str or int, optional
+        CSV/Parquet columns to leave out (e.g. ids and text columns).
+    n_features : int, optional
+        LibSVM: number of features (default: largest index found by a first pass). For other
+        formats it is checked against the number of feature columns.
+    zero_based : {"auto", True, False}, default "auto"
+        LibSVM index base. ``"auto"`` (as scikit-learn): zero-based if index 0 occurs anywhere
+        in the file, else one-based. Determined over the whole file by the first pass.
+    dropna_label : bool, default False
+        Drop rows whose label is missing. When False, missing labels raise ValueError.
+    overwrite : bool, default False
+        Replace an existing oocgbdt dataset at ``dest``.
+
+    Returns
+    -------
+    Dataset
+        The new store, opened lazily (:func:`oocgbdt.dask.store.open_dataset`). Feature names
+        are the column names, or ``Column_0..`` for header-less and LibSVM files.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``source`` does not exist (or the parent directory of ``dest`` does not).
+    FileExistsError
+        ``dest`` exists and ``overwrite`` is False.
+    ValueError
+        Unknown format; label/weight/drop columns not found (the message lists the available
+        columns); non-numeric columns (the message names them and suggests ``drop=``); missing
+        labels without ``dropna_label``; infinite labels or missing weights; malformed LibSVM
+        lines or indices beyond ``n_features``; options that do not apply to the format;
+        ``dest`` overlapping ``source``; no data rows.
+    """
+    src = _as_path(source)
+    out = _as_path(dest)
+    if not src.exists():
+        raise FileNotFoundError(f"Source file '{src}' does not exist.")
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    fmt_ = _normalize_format(fmt, src)
+    if fmt_ != "parquet" and src.is_dir():
+        raise ValueError(f"Source '{src}' is a directory; only Parquet sources may be directories.")
+    if header not in ("infer", 0, None) or isinstance(header, bool):
+        raise ValueError(f"header must be 'infer', 0 or None; got {header!r}.")
+    if zero_based not in ("auto", True, False):
+        raise ValueError(f"zero_based must be 'auto', True or False; got {zero_based!r}.")
+    _check_destination(out, overwrite, [src])
+
+    if fmt_ == "libsvm":
+        if label not in (None, "label"):
+            raise ValueError(
+                f"LibSVM files carry the label as the first token of each line; pass label=None (got {label!r})."
+            )
+        if weight is not None or drop is not None or sep is not None:
+            raise ValueError("weight=, drop= and sep= do not apply to LibSVM files.")
+        if n_features is None or zero_based == "auto":
+            n_cols, min_index = _scan_libsvm(src, chunk_rows)
+            if zero_based == "auto":
+                zero_based = min_index == 0
+            if n_features is None:
+                n_features = n_cols if zero_based else max(n_cols - 1, 0)
+        n_features = int(n_features)
+        blocks = _libsvm_blocks(src, chunk_rows, n_features, bool(zero_based))
+        feature_names = default_feature_names(n_features)
+        label_name = "label"
+        has_weight = False
+    else:
+        if label is None:
+            raise ValueError(f"label= is required for {fmt_} sources (a column name or integer column index).")
+        if fmt_ == "csv":
+            inner, _ = _split_ext(src)
+            first = _first_data_line(src, skip_comments=False).decode("utf-8", errors="replace")
+            sep_ = sep if sep is not None else _sniff_sep(first, inner)
+            if header == "infer":
+                fields = re.split(sep_, first) if sep_ == r"\s+" else first.split(sep_)
+                header_ = None if all(_is_number(f) for f in fields) else 0
+            else:
+                header_ = header
+            columns = list(
+                pd.read_csv(src, sep=sep_, header=header_, nrows=0 if header_ == 0 else 1).columns
+            )
+        else:
+            if sep is not None:
+                raise ValueError("sep= does not apply to Parquet files.")
+            columns = _parquet_columns(src)
+            header_ = 0
+        label_col = _resolve_column(label, columns, "label", src)
+        weight_col = None if weight is None else _resolve_column(weight, columns, "weight", src)
+        dropped = {_resolve_column(d, columns, "drop", src) for d in (drop or ())}
+        if label_col in dropped or (weight_col is not None and weight_col in dropped):
+            raise ValueError(f"drop= contains the label or weight column ({sorted(map(str, dropped))}).")
+        if weight_col == label_col:
+            raise ValueError(f"weight= and label= name the same column {label_col!r}.")
+        feature_cols = [c for c in columns if c != label_col and c != weight_col and c not in dropped]
+        if not feature_cols:
+            raise ValueError(f"'{src}': no feature columns left (columns {columns}, label {label_col!r}, "
+                             f"weight {weight_col!r}, drop {sorted(map(str, dropped))}).")
+        if n_features is not None and int(n_features) != len(feature_cols):
+            raise ValueError(f"n_features={n_features} but '{src}' has {len(feature_cols)} feature columns.")
+        n_features = len(feature_cols)
+        headerless = header_ is None
+        feature_names = default_feature_names(n_features) if headerless else [str(c) for c in feature_cols]
+        label_name = "label" if headerless else str(label_col)
+        has_weight = weight_col is not None
+        if fmt_ == "csv":
+            frames = _read_csv_chunks(src, sep=sep_, header=header_, chunk_rows=chunk_rows)
+        else:
+            needed = feature_cols + [label_col] + ([weight_col] if has_weight else [])
+            _check_parquet_types(src, needed)
+            frames = _read_parquet_chunks(src, columns=needed, chunk_rows=chunk_rows)
+        blocks = _tabular_blocks(
+            frames,
+            path=src,
+            label_col=label_col,
+            weight_col=weight_col,
+            feature_cols=feature_cols,
+            dropna_label=dropna_label,
+            label_name=label_name,
+        )
+
+    writer = DatasetWriter(
+        out,
+        n_features,
+        feature_names=feature_names,
+        label=label_name,
+        chunk_rows=chunk_rows,
+        has_y=True,
+        weight_dtype=_WEIGHT_DTYPE if has_weight else None,
+        source=str(src),
+        overwrite=overwrite,
+        inputs=[src],
+    )
+    try:
+        for X, y, w in blocks:
+            writer.append(X, y, w)
+        writer._flush(final=True)
+        if writer.n_rows == 0:
+            raise ValueError(f"'{src}' has no data rows" + (" with a label" if dropna_label else "") + ".")
+        writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()
+    return open_dataset(out)

@@ -1,0 +1,760 @@
+"""The on-disk dataset layout of oocgbdt and its reader/writer helpers.
+
+An oocgbdt dataset is a directory holding one Zarr v3 group::
+
+    <path>/                      group attrs: {"format": "oocgbdt-dataset", "version": 1,
+                                               "feature_names": [...], "label": name or None,
+                                               "source": original path or None}
+        X       float32 (n_rows, n_features), chunks (chunk_rows, n_features)
+        y       float64 (n_rows,),            chunks (chunk_rows,)        [optional]
+        weight  float32 or float64 (n_rows,), chunks (chunk_rows,)        [optional]
+
+Arrays are chunked by rows only (all columns of a row sit in one chunk), so one chunk is one
+unit of work for the Dask layer, and compressed with Zarr's default codec. Zero-filled chunks
+are not written (Zarr's ``write_empty_chunks=False``), which keeps sparse data small on disk.
+
+Stores are written to a temporary sibling directory (``<path>.tmp-<random>``) and renamed
+into place once complete, so a reader never sees a half-written dataset and a failed write
+leaves nothing behind. An existing dataset is replaced only when asked (``overwrite=True``),
+and never when it is one of the inputs being written.
+
+Only local (or shared-filesystem) paths are supported.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import secrets
+import shutil
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import dask.array as da
+import numpy as np
+import zarr
+
+from .._dtypes import X_DTYPE, Y_DTYPE
+
+__all__ = [
+    "DATASET_FORMAT",
+    "DATASET_VERSION",
+    "DEFAULT_CHUNK_ROWS",
+    "Dataset",
+    "DatasetWriter",
+    "open_dataset",
+    "write_dataset",
+    "default_feature_names",
+]
+
+#: Value of the ``format`` group attribute that marks an oocgbdt dataset.
+DATASET_FORMAT = "oocgbdt-dataset"
+#: Layout version written by this module (readers accept versions <= this one).
+DATASET_VERSION = 1
+#: Default number of rows per stored chunk. At 100 float32 features this is 40 MB raw per chunk.
+DEFAULT_CHUNK_ROWS = 100_000
+
+_WEIGHT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def default_feature_names(n_features: int) -> list[str]:
+    """Names given to features that have none: ``Column_0 ... Column_{n-1}`` (LightGBM's).
+
+    Parameters
+    ----------
+    n_features : int
+        Number of features (columns of ``X``).
+
+    Returns
+    -------
+    list of str
+    """
+    return [f"Column_{i}" for i in range(n_features)]
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Dataset:
+    """An opened oocgbdt dataset: lazy Dask arrays over a Zarr store.
+
+    Nothing is read from disk until the arrays are computed.
+
+    Attributes
+    ----------
+    X : dask.array.Array of shape (n_rows, n_features), dtype float32
+        Features, chunked by rows (the store's ``chunk_rows``), all columns in one chunk,
+        known chunk sizes.
+    y : dask.array.Array of shape (n_rows,), dtype float64, or None
+        Labels, chunked like the rows of ``X``. None if the store has no labels.
+    weight : dask.array.Array of shape (n_rows,), dtype float32 or float64, or None
+        Sample weights, chunked like the rows of ``X``. None if the store has no weights.
+    feature_names : tuple of str, length n_features
+    label : str or None
+        Name of the label column in the source (``"label"`` when the source did not name it).
+    path : pathlib.Path
+        Absolute path of the store directory.
+    source : str or None
+        Path of the file the store was converted from, if any.
+    """
+
+    X: da.Array
+    y: Optional[da.Array]
+    weight: Optional[da.Array]
+    feature_names: tuple
+    label: Optional[str]
+    path: Path
+    source: Optional[str] = None
+
+    @property
+    def n_rows(self) -> int:
+        """Number of rows (samples)."""
+        return int(self.X.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        """Number of features (columns of ``X``)."""
+        return int(self.X.shape[1])
+
+    @property
+    def chunk_rows(self) -> int:
+        """Rows per stored chunk (the last chunk may be shorter)."""
+        return int(self.X.chunks[0][0]) if self.X.chunks[0] else 0
+
+    def __repr__(self) -> str:
+        parts = [
+            f"path={str(self.path)!r}",
+            f"n_rows={self.n_rows}",
+            f"n_features={self.n_features}",
+            f"chunk_rows={self.chunk_rows}",
+            f"label={self.label!r}",
+            f"weight={'yes' if self.weight is not None else 'no'}",
+        ]
+        return f"Dataset({', '.join(parts)})"
+
+
+def _as_path(path: Any) -> Path:
+    if isinstance(path, str) and "://" in path:
+        raise ValueError(
+            f"Only local or shared-filesystem paths are supported for oocgbdt datasets, got the URL {path!r}."
+        )
+    return Path(os.path.expanduser(os.fspath(path))).absolute()
+
+
+def _expected() -> str:
+    return (
+        f"expected a directory holding a Zarr group with attribute format={DATASET_FORMAT!r} "
+        "and arrays 'X' (float32, 2-D) and optionally 'y' and 'weight' (1-D); "
+        "create one with oocgbdt.dask.convert.convert (CLI: `oocgbdt convert`) or "
+        "oocgbdt.dask.store.write_dataset"
+    )
+
+
+def _is_dataset_dir(path: Path) -> bool:
+    """True if ``path`` holds an oocgbdt dataset (cheap check of the group attributes)."""
+    if not path.is_dir():
+        return False
+    try:
+        group = zarr.open_group(str(path), mode="r")
+        return group.attrs.get("format") == DATASET_FORMAT
+    except Exception:
+        return False
+
+
+def open_dataset(path: str | os.PathLike) -> Dataset:
+    """Open an oocgbdt dataset store lazily.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Directory of the Zarr group (see the module docstring for the layout).
+
+    Returns
+    -------
+    Dataset
+        ``X`` float32 (n_rows, n_features), ``y`` float64 (n_rows,) or None, ``weight``
+        (n_rows,) or None, as Dask arrays chunked by rows with known chunk sizes.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If ``path`` is not a Zarr group, is not an oocgbdt dataset (wrong or missing ``format``
+        attribute, newer ``version``), lacks ``X``, or has arrays of the wrong rank or of
+        mismatched lengths, or feature names that do not match the number of columns.
+    """
+    p = _as_path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"No oocgbdt dataset at '{p}': the path does not exist ({_expected()}).")
+    if not p.is_dir():
+        raise ValueError(f"'{p}' is not an oocgbdt dataset: {_expected()}; found a regular file.")
+    try:
+        group = zarr.open_group(str(p), mode="r")
+    except Exception as exc:  # zarr raises several types here (FileNotFoundError, GroupNotFoundError, ...)
+        raise ValueError(
+            f"'{p}' is not an oocgbdt dataset: {_expected()}; found a directory that is not a Zarr group "
+            f"({type(exc).__name__}: {exc})."
+        ) from exc
+    attrs = dict(group.attrs)
+    fmt = attrs.get("format")
+    if fmt != DATASET_FORMAT:
+        members = sorted(group.keys())
+        raise ValueError(
+            f"'{p}' is not an oocgbdt dataset: {_expected()}; found a Zarr group with format={fmt!r} "
+            f"and members {members}."
+        )
+    version = attrs.get("version")
+    if not isinstance(version, int) or version < 1 or version > DATASET_VERSION:
+        raise ValueError(
+            f"'{p}' has oocgbdt dataset layout version {version!r}; this oocgbdt reads versions 1.."
+            f"{DATASET_VERSION}. Upgrade oocgbdt or re-convert the data."
+        )
+    members = set(group.keys())
+    if "X" not in members:
+        raise ValueError(f"'{p}' is an oocgbdt dataset without its 'X' array (found members {sorted(members)}).")
+    zX = group["X"]
+    if not isinstance(zX, zarr.Array) or zX.ndim != 2:
+        raise ValueError(
+            f"'{p}': expected 'X' to be a 2-D array of shape (n_rows, n_features); "
+            f"found {'a group' if not isinstance(zX, zarr.Array) else f'shape {zX.shape}'}."
+        )
+    n_rows, n_features = (int(s) for s in zX.shape)
+    row_chunk = int(zX.chunks[0])
+
+    def _open_1d(name: str) -> Optional[da.Array]:
+        if name not in members:
+            return None
+        arr = group[name]
+        if not isinstance(arr, zarr.Array) or arr.ndim != 1:
+            raise ValueError(f"'{p}': expected '{name}' to be a 1-D array of shape ({n_rows},); found "
+                             f"{'a group' if not isinstance(arr, zarr.Array) else f'shape {arr.shape}'}.")
+        if int(arr.shape[0]) != n_rows:
+            raise ValueError(
+                f"'{p}': '{name}' has {arr.shape[0]} rows but 'X' has {n_rows} rows; "
+                "the store is inconsistent (re-create it)."
+            )
+        d = da.from_zarr(arr)
+        if d.chunks[0] != _row_chunks(n_rows, row_chunk):
+            d = d.rechunk({0: _row_chunks(n_rows, row_chunk)})
+        return d
+
+    X = da.from_zarr(zX)
+    if len(X.chunks[1]) > 1:  # written by another tool with column chunks: keep columns together
+        X = X.rechunk({1: -1})
+    y = _open_1d("y")
+    weight = _open_1d("weight")
+
+    names = attrs.get("feature_names")
+    if names is None:
+        names = default_feature_names(n_features)
+    if len(names) != n_features:
+        raise ValueError(
+            f"'{p}': attribute feature_names has {len(names)} names but 'X' has {n_features} columns."
+        )
+    label = attrs.get("label")
+    return Dataset(
+        X=X,
+        y=y,
+        weight=weight,
+        feature_names=tuple(str(n) for n in names),
+        label=None if label is None else str(label),
+        path=p,
+        source=attrs.get("source"),
+    )
+
+
+def _row_chunks(n_rows: int, chunk_rows: int) -> tuple:
+    if n_rows == 0:
+        return (0,)
+    full, rest = divmod(n_rows, chunk_rows)
+    return (chunk_rows,) * full + ((rest,) if rest else ())
+
+
+# --------------------------------------------------------------------------------------------
+# Safe destination handling (shared with convert.py)
+# --------------------------------------------------------------------------------------------
+
+
+def _is_within(child: Path, parent: Path) -> bool:
+    try:
+        child.resolve().relative_to(parent.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+def _check_destination(dest: Path, overwrite: bool, inputs: Iterable[Path] = ()) -> None:
+    """Fail fast if writing ``dest`` would clobber something it should not.
+
+    Raises
+    ------
+    FileExistsError
+        ``dest`` exists and ``overwrite`` is False.
+    ValueError
+        ``dest`` is, contains or lies inside one of ``inputs``; or ``overwrite`` is True but
+        ``dest`` is neither an oocgbdt dataset nor an empty directory (it is never deleted then).
+    """
+    for src in inputs:
+        if _is_within(dest, src) or _is_within(src, dest):
+            raise ValueError(
+                f"Refusing to write the dataset to '{dest}': it would overlap the input '{src}'. "
+                "Input stores are never written to; choose a destination outside it."
+            )
+    if dest.exists() or dest.is_symlink():
+        if not overwrite:
+            raise FileExistsError(
+                f"'{dest}' already exists; pass overwrite=True (CLI: --overwrite) to replace it, "
+                "or choose another destination."
+            )
+        if not (_is_dataset_dir(dest) or (dest.is_dir() and not any(dest.iterdir()))):
+            raise ValueError(
+                f"Refusing to overwrite '{dest}': overwrite=True only replaces an existing oocgbdt dataset "
+                "or an empty directory, and this path is neither. Remove it yourself or choose another "
+                "destination."
+            )
+    if not dest.parent.is_dir():
+        raise FileNotFoundError(f"Cannot write '{dest}': its parent directory '{dest.parent}' does not exist.")
+
+
+def _staging_path(dest: Path) -> Path:
+    return dest.with_name(f"{dest.name}.tmp-{secrets.token_hex(4)}")
+
+
+def _commit_staged(tmp: Path, dest: Path, overwrite: bool) -> None:
+    """Move the finished store ``tmp`` to ``dest`` (replacing an existing dataset if allowed)."""
+    if dest.exists():
+        if not overwrite:  # something appeared meanwhile
+            raise FileExistsError(f"'{dest}' appeared while writing; pass overwrite=True to replace it.")
+        old = dest.with_name(f"{dest.name}.old-{secrets.token_hex(4)}")
+        os.rename(dest, old)
+        os.rename(tmp, dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.rename(tmp, dest)
+
+
+def _zarr_input_paths(arrays: Iterable[Any]) -> list[Path]:
+    """Local directories of the Zarr stores that the given (dask or zarr) arrays read from."""
+    paths: list[Path] = []
+
+    def _add(z: Any) -> None:
+        root = getattr(getattr(z, "store", None), "root", None)
+        if root is not None:
+            paths.append(Path(root).absolute())
+
+    for a in arrays:
+        if isinstance(a, zarr.Array):
+            _add(a)
+        elif isinstance(a, da.Array):
+            for value in dict(a.__dask_graph__()).values():
+                if isinstance(value, zarr.Array):
+                    _add(value)
+    return paths
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+
+
+def _write_attrs(group: zarr.Group, feature_names: Sequence[str], label: Optional[str], source: Optional[str]) -> None:
+    group.attrs.update(
+        {
+            "format": DATASET_FORMAT,
+            "version": DATASET_VERSION,
+            "feature_names": [str(n) for n in feature_names],
+            "label": label,
+            "source": source,
+        }
+    )
+
+
+def _check_chunk_rows(chunk_rows: Any) -> int:
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, (int, np.integer)) or chunk_rows < 1:
+        raise ValueError(f"chunk_rows must be a positive integer (rows per chunk), got {chunk_rows!r}.")
+    return int(chunk_rows)
+
+
+#: Chunks of X larger than this (bytes, uncompressed) trigger a warning: every task of the Dask
+#: layer holds at least one chunk in memory.
+_LARGE_CHUNK_BYTES = 1 << 30
+
+
+def _warn_large_chunks(chunk_rows: int, n_features: int, n_rows: Optional[int] = None) -> None:
+    rows = chunk_rows if n_rows is None else min(chunk_rows, n_rows)
+    nbytes = rows * n_features * np.dtype(X_DTYPE).itemsize
+    if nbytes > _LARGE_CHUNK_BYTES:
+        suggested = max(1, (256 << 20) // max(n_features * np.dtype(X_DTYPE).itemsize, 1))
+        warnings.warn(
+            f"chunk_rows={chunk_rows} with {n_features} features makes chunks of X of {nbytes / 2**30:.1f} GiB "
+            f"(uncompressed float32); every task holds at least one chunk in memory. Consider "
+            f"chunk_rows={suggested} (about 256 MiB per chunk).",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _check_feature_names(feature_names: Optional[Sequence[str]], n_features: int) -> list[str]:
+    if feature_names is None:
+        return default_feature_names(n_features)
+    names = [str(n) for n in feature_names]
+    if len(names) != n_features:
+        raise ValueError(f"feature_names has {len(names)} names but X has {n_features} columns.")
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"feature_names must be unique; duplicated: {dup}.")
+    return names
+
+
+class DatasetWriter:
+    """Stream row blocks into a new oocgbdt dataset store.
+
+    Rows are buffered until a full chunk (``chunk_rows`` rows) is available, so every write is
+    one whole, aligned Zarr chunk; memory is bounded by about two chunks plus one appended
+    block. The store is built in ``<path>.tmp-<random>`` and moved to ``path`` by
+    :meth:`commit`; :meth:`abort` (or leaving a ``with`` block by an exception) removes it.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination directory.
+    n_features : int
+        Number of columns of ``X``.
+    feature_names : sequence of str, optional
+        Defaults to ``Column_0 ... Column_{n_features-1}``.
+    label : str, optional
+        Name of the label column (stored as an attribute).
+    chunk_rows : int, default 100_000
+        Rows per stored chunk.
+    has_y : bool, default True
+        Whether a ``y`` array (float64) is written; then every :meth:`append` needs ``y``.
+    weight_dtype : numpy dtype (float32 or float64), optional
+        Dtype of the ``weight`` array; None (default) writes no weights.
+    source : str, optional
+        Original path, stored as an attribute.
+    overwrite : bool, default False
+        Replace an existing dataset at ``path``.
+    inputs : iterable of path-like, optional
+        Paths the data is read from; ``path`` may not overlap any of them.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    ValueError
+        Bad ``chunk_rows``/``feature_names``/``weight_dtype``, or ``path`` overlaps an input,
+        or ``overwrite=True`` would delete something that is not an oocgbdt dataset.
+
+    Examples
+    --------
+    >>> with DatasetWriter(path, n_features=3) as w:      # doctest: +SKIP
+    ...     for X_block, y_block in blocks:
+    ...         w.append(X_block, y_block)
+    >>> ds = open_dataset(path)                          # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        n_features: int,
+        *,
+        feature_names: Optional[Sequence[str]] = None,
+        label: Optional[str] = None,
+        chunk_rows: int = DEFAULT_CHUNK_ROWS,
+        has_y: bool = True,
+        weight_dtype: Any = None,
+        source: Optional[str] = None,
+        overwrite: bool = False,
+        inputs: Iterable[str | os.PathLike] = (),
+    ):
+        self.path = _as_path(path)
+        self.n_features = int(n_features)
+        self.chunk_rows = _check_chunk_rows(chunk_rows)
+        self.feature_names = _check_feature_names(feature_names, self.n_features)
+        self.label = label
+        self.source = source
+        self.overwrite = bool(overwrite)
+        self.has_y = bool(has_y)
+        self.weight_dtype = None if weight_dtype is None else np.dtype(weight_dtype)
+        if self.weight_dtype is not None and self.weight_dtype not in _WEIGHT_DTYPES:
+            raise ValueError(f"weight_dtype must be float32 or float64, got {self.weight_dtype}.")
+        _check_destination(self.path, self.overwrite, [_as_path(i) for i in inputs])
+        _warn_large_chunks(self.chunk_rows, self.n_features)
+
+        self.tmp_path = _staging_path(self.path)
+        self.n_rows = 0  # rows written to disk so far
+        self._buffer: list[tuple] = []
+        self._buffered = 0
+        self._done = False
+        try:
+            self._group = zarr.open_group(str(self.tmp_path), mode="w-", zarr_format=3)
+            c = self.chunk_rows
+            self._X = self._group.create_array(
+                "X", shape=(0, self.n_features), chunks=(c, max(self.n_features, 1)), dtype=X_DTYPE
+            )
+            self._y = self._group.create_array("y", shape=(0,), chunks=(c,), dtype=Y_DTYPE) if self.has_y else None
+            self._w = (
+                self._group.create_array("weight", shape=(0,), chunks=(c,), dtype=self.weight_dtype)
+                if self.weight_dtype is not None
+                else None
+            )
+        except BaseException:
+            shutil.rmtree(self.tmp_path, ignore_errors=True)
+            raise
+
+    # -- context manager -----------------------------------------------------------------------
+    def __enter__(self) -> "DatasetWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+    # -- writing -------------------------------------------------------------------------------
+    def append(self, X: Any, y: Any = None, weight: Any = None) -> None:
+        """Append a block of rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (k, n_features)
+            Cast to float32.
+        y : array-like of shape (k,), optional
+            Cast to float64. Required if the writer has ``y``, refused otherwise.
+        weight : array-like of shape (k,), optional
+            Cast to ``weight_dtype``. Required if the writer has weights, refused otherwise.
+
+        Raises
+        ------
+        ValueError
+            Wrong shapes, or ``y``/``weight`` given or missing against the writer's layout.
+        RuntimeError
+            The writer was already committed or aborted.
+        """
+        if self._done:
+            raise RuntimeError(f"DatasetWriter for '{self.path}' is already closed.")
+        Xb = np.asarray(X, dtype=X_DTYPE)
+        if Xb.ndim != 2 or Xb.shape[1] != self.n_features:
+            raise ValueError(f"Expected an X block of shape (k, {self.n_features}); got shape {Xb.shape}.")
+        k = Xb.shape[0]
+        yb = self._check_1d("y", y, k, Y_DTYPE, self.has_y)
+        wb = self._check_1d("weight", weight, k, self.weight_dtype, self.weight_dtype is not None)
+        if k == 0:
+            return
+        self._buffer.append((Xb, yb, wb))
+        self._buffered += k
+        if self._buffered >= self.chunk_rows:
+            self._flush(final=False)
+
+    @staticmethod
+    def _check_1d(name: str, v: Any, k: int, dtype: Any, expected: bool) -> Optional[np.ndarray]:
+        if v is None:
+            if expected:
+                raise ValueError(f"This dataset has a '{name}' array: pass {name}= with every block.")
+            return None
+        if not expected:
+            raise ValueError(f"This writer was created without '{name}'; got {name}= in append().")
+        arr = np.asarray(v, dtype=dtype)
+        if arr.shape != (k,):
+            raise ValueError(f"Expected {name} of shape ({k},) to match the X block; got shape {arr.shape}.")
+        return arr
+
+    def _flush(self, final: bool) -> None:
+        if not self._buffer:
+            return
+        Xs = np.concatenate([b[0] for b in self._buffer]) if len(self._buffer) > 1 else self._buffer[0][0]
+        ys = wb = None
+        if self.has_y:
+            ys = np.concatenate([b[1] for b in self._buffer])
+        if self._w is not None:
+            wb = np.concatenate([b[2] for b in self._buffer])
+        total = Xs.shape[0]
+        n_write = total if final else (total // self.chunk_rows) * self.chunk_rows
+        if n_write:
+            start, stop = self.n_rows, self.n_rows + n_write
+            self._X.resize((stop, self.n_features))
+            self._X[start:stop] = Xs[:n_write]
+            if ys is not None:
+                self._y.resize((stop,))
+                self._y[start:stop] = ys[:n_write]
+            if wb is not None:
+                self._w.resize((stop,))
+                self._w[start:stop] = wb[:n_write]
+            self.n_rows = stop
+        rest = total - n_write
+        if rest:
+            self._buffer = [(
+                Xs[n_write:].copy(),
+                None if ys is None else ys[n_write:].copy(),
+                None if wb is None else wb[n_write:].copy(),
+            )]
+        else:
+            self._buffer = []
+        self._buffered = rest
+
+    def commit(self) -> Path:
+        """Write the last partial chunk and the attributes, and move the store into place.
+
+        Returns
+        -------
+        pathlib.Path
+            The final dataset path.
+        """
+        if self._done:
+            raise RuntimeError(f"DatasetWriter for '{self.path}' is already closed.")
+        try:
+            self._flush(final=True)
+            _write_attrs(self._group, self.feature_names, self.label, self.source)
+            _commit_staged(self.tmp_path, self.path, self.overwrite)
+        except BaseException:
+            self.abort()
+            raise
+        self._done = True
+        return self.path
+
+    def abort(self) -> None:
+        """Discard everything written so far (removes the temporary directory)."""
+        self._done = True
+        self._buffer = []
+        shutil.rmtree(self.tmp_path, ignore_errors=True)
+
+
+def _to_array(v: Any, name: str) -> Any:
+    """numpy/dask/zarr/pandas -> numpy ndarray or dask array (no copy for numpy)."""
+    if v is None or isinstance(v, da.Array):
+        return v
+    if isinstance(v, zarr.Array):
+        return da.from_zarr(v)
+    if hasattr(v, "to_numpy"):  # pandas
+        v = v.to_numpy()
+    arr = np.asarray(v)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name} must be numeric; got dtype {arr.dtype}.")
+    return arr
+
+
+def write_dataset(
+    path: str | os.PathLike,
+    X: Any,
+    y: Any = None,
+    weight: Any = None,
+    *,
+    feature_names: Optional[Sequence[str]] = None,
+    label: Optional[str] = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    source: Optional[str] = None,
+    overwrite: bool = False,
+) -> Dataset:
+    """Write arrays as an oocgbdt dataset store.
+
+    Numpy inputs are written chunk by chunk with Zarr. Dask inputs are rechunked to
+    ``chunk_rows`` rows and streamed block by block with :func:`dask.array.store` (one
+    compute, on the active scheduler; ``X``, ``y`` and ``weight`` blocks are computed together
+    so a shared upstream graph runs once), so they never need to fit in memory.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Destination directory (written via a temporary sibling, then renamed).
+    X : numpy.ndarray, dask.array.Array, zarr.Array or pandas.DataFrame of shape (n_rows, n_features)
+        Numeric features; stored as float32. A DataFrame also supplies ``feature_names``.
+    y : array-like of shape (n_rows,), optional
+        Labels; stored as float64.
+    weight : array-like of shape (n_rows,), optional
+        Sample weights; float32 and float64 are kept, other dtypes stored as float64.
+    feature_names : sequence of str, optional
+        Defaults to the DataFrame's columns or ``Column_0 ... Column_{n_features-1}``.
+    label : str, optional
+        Name of the label, stored as an attribute (default ``"label"`` when ``y`` is given).
+    chunk_rows : int, default 100_000
+        Rows per stored chunk.
+    source : str, optional
+        Original data path, stored as an attribute.
+    overwrite : bool, default False
+        Replace an existing oocgbdt dataset at ``path``.
+
+    Returns
+    -------
+    Dataset
+        The written store, opened lazily.
+
+    Raises
+    ------
+    FileExistsError
+        ``path`` exists and ``overwrite`` is False.
+    ValueError
+        Non-numeric or wrongly shaped inputs, mismatched lengths, unknown dask chunk sizes,
+        ``path`` overlapping a Zarr store that the inputs read from, or ``overwrite=True`` on a
+        path that is not an oocgbdt dataset.
+    """
+    dest = _as_path(path)
+    chunk_rows = _check_chunk_rows(chunk_rows)
+    if feature_names is None and hasattr(X, "columns"):
+        feature_names = [str(c) for c in X.columns]
+    X = _to_array(X, "X")
+    y = _to_array(y, "y")
+    weight = _to_array(weight, "weight")
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D of shape (n_rows, n_features); got shape {X.shape}.")
+    n_rows, n_features = X.shape
+    for name, v in (("y", y), ("weight", weight)):
+        if v is None:
+            continue
+        if v.ndim != 1:
+            raise ValueError(f"{name} must be 1-D of shape (n_rows,); got shape {v.shape}.")
+    for name, v in (("X", X), ("y", y), ("weight", weight)):
+        if isinstance(v, da.Array) and any(np.isnan(c) for dim in v.chunks for c in dim):
+            raise ValueError(
+                f"{name} is a dask array with unknown chunk sizes; call {name}.compute_chunk_sizes() "
+                "(or build it with known sizes) before writing."
+            )
+    for name, v in (("y", y), ("weight", weight)):
+        if v is not None and v.shape[0] != n_rows:
+            raise ValueError(f"{name} has {v.shape[0]} rows but X has {n_rows} rows.")
+    names = _check_feature_names(feature_names, int(n_features))
+    if y is not None and label is None:
+        label = "label"
+    w_dtype = None
+    if weight is not None:
+        w_dtype = weight.dtype if weight.dtype in _WEIGHT_DTYPES else np.dtype(np.float64)
+
+    inputs = _zarr_input_paths([X, y, weight])
+    _warn_large_chunks(chunk_rows, int(n_features), int(n_rows))
+    _check_destination(dest, overwrite, inputs)
+    tmp = _staging_path(dest)
+    try:
+        group = zarr.open_group(str(tmp), mode="w-", zarr_format=3)
+        zX = group.create_array(
+            "X", shape=(n_rows, n_features), chunks=(chunk_rows, max(int(n_features), 1)), dtype=X_DTYPE
+        )
+        targets = [("X", X, zX, X_DTYPE)]
+        if y is not None:
+            targets.append(("y", y, group.create_array("y", shape=(n_rows,), chunks=(chunk_rows,), dtype=Y_DTYPE),
+                            Y_DTYPE))
+        if weight is not None:
+            targets.append(("weight", weight,
+                            group.create_array("weight", shape=(n_rows,), chunks=(chunk_rows,), dtype=w_dtype),
+                            w_dtype))
+        if any(isinstance(t[1], da.Array) for t in targets):
+            sources = []
+            for _, v, _, dtype in targets:
+                d = v if isinstance(v, da.Array) else da.from_array(v, chunks=(chunk_rows,) + v.shape[1:])
+                d = d.astype(dtype).rechunk((chunk_rows,) + ((-1,) if d.ndim == 2 else ()))
+                sources.append(d)
+            da.store(sources, [t[2] for t in targets], lock=False, compute=True)
+        else:
+            for start in range(0, n_rows, chunk_rows):
+                stop = min(start + chunk_rows, n_rows)
+                for _, v, z, dtype in targets:
+                    z[start:stop] = np.asarray(v[start:stop], dtype=dtype)
+        _write_attrs(group, names, label, source)
+        _commit_staged(tmp, dest, overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return open_dataset(dest)

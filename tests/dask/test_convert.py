@@ -1,0 +1,457 @@
+"""Tests of streaming conversion to the Zarr dataset layout (oocgbdt.dask.convert)."""
+import gzip
+import math
+import os
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_svmlight_file
+
+import oocgbdt.dask.convert as convert_mod
+from oocgbdt.dask.convert import convert, infer_format
+from oocgbdt.dask.store import open_dataset
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+
+# ------------------------------------------------------------------------------------------
+# helpers
+# ------------------------------------------------------------------------------------------
+
+
+def _local_shared_data():
+    env = os.environ.get("OOCGBDT_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+@pytest.fixture
+def data_dir(request):
+    """The shared real-data folder: conftest's ``shared_data`` fixture if there is one."""
+    try:
+        value = request.getfixturevalue("shared_data")
+        path = Path(value) if isinstance(value, (str, os.PathLike)) else _local_shared_data()
+    except pytest.FixtureLookupError:
+        path = _local_shared_data()
+    if not path.is_dir():
+        pytest.skip(f"shared data folder {path} not found (set OOCGBDT_DATA to its location)")
+    return path
+
+
+def _leftovers(directory):
+    return sorted(p.name for p in directory.iterdir() if ".tmp-" in p.name)
+
+
+@pytest.fixture
+def frame():
+    rng = np.random.default_rng(1)
+    n = 47
+    df = pd.DataFrame(
+        {
+            "f_a": rng.normal(size=n).round(4),
+            "target": rng.normal(size=n).round(3),
+            "f_int": rng.integers(-5, 5, size=n),
+            "f_nan": np.where(rng.random(n) < 0.3, np.nan, rng.random(n).round(5)),
+            "w": rng.random(n).round(3) + 0.5,
+            "f_zero": np.zeros(n),
+        }
+    )
+    return df
+
+
+def _features(df, drop=("target",)):
+    return df.drop(columns=list(drop)).to_numpy(np.float32)
+
+
+def _check(ds, X, y, chunk_rows):
+    n = X.shape[0]
+    assert ds.X.dtype == np.float32 and ds.y.dtype == np.float64
+    assert ds.X.chunks == (tuple([chunk_rows] * (n // chunk_rows) + ([n % chunk_rows] if n % chunk_rows else [])),
+                           (X.shape[1],))
+    np.testing.assert_array_equal(ds.X.compute(), X)
+    np.testing.assert_array_equal(ds.y.compute(), y)
+
+
+# ------------------------------------------------------------------------------------------
+# CSV / TSV
+# ------------------------------------------------------------------------------------------
+
+
+def test_csv_with_header(tmp_path, frame):
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    ds = convert(src, tmp_path / "out", label="target", chunk_rows=10)
+    oracle = pd.read_csv(src)
+    _check(ds, _features(oracle), oracle["target"].to_numpy(), 10)
+    assert ds.feature_names == ("f_a", "f_int", "f_nan", "w", "f_zero")
+    assert ds.label == "target" and ds.weight is None
+    assert ds.source == str(src.absolute())
+    assert _leftovers(tmp_path) == []
+
+
+def test_csv_weight_and_drop(tmp_path, frame):
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    ds = convert(src, tmp_path / "out", label="target", weight="w", drop=["f_zero"], chunk_rows=20)
+    oracle = pd.read_csv(src)
+    _check(ds, _features(oracle, drop=("target", "w", "f_zero")), oracle["target"].to_numpy(), 20)
+    assert ds.feature_names == ("f_a", "f_int", "f_nan")
+    np.testing.assert_array_equal(ds.weight.compute(), oracle["w"].to_numpy(np.float32))
+
+
+@pytest.mark.parametrize("header", ["infer", None])
+def test_tsv_without_header(tmp_path, frame, header):
+    src = tmp_path / "data.train"
+    frame.to_csv(src, index=False, header=False, sep="\t")
+    ds = convert(src, tmp_path / "out", label=1, fmt="csv", sep="\t" if header is None else None,
+                 header=header, chunk_rows=15)
+    oracle = pd.read_csv(src, sep="\t", header=None)
+    _check(ds, oracle.drop(columns=[1]).to_numpy(np.float32), oracle[1].to_numpy(), 15)
+    assert ds.feature_names == tuple(f"Column_{i}" for i in range(5))
+    assert ds.label == "label"
+
+
+def test_tsv_gz_and_csv_zip(tmp_path, frame):
+    gz = tmp_path / "data.tsv.gz"
+    with gzip.open(gz, "wt") as fh:
+        frame.to_csv(fh, index=False, sep="\t")
+    assert infer_format(gz) == "csv"
+    ds = convert(gz, tmp_path / "out_gz", label="target", chunk_rows=9)
+    oracle = pd.read_csv(gz, sep="\t")
+    _check(ds, _features(oracle), oracle["target"].to_numpy(), 9)
+
+    zp = tmp_path / "data.csv.zip"
+    with zipfile.ZipFile(zp, "w") as zf:
+        zf.writestr("data.csv", frame.to_csv(index=False))
+    ds = convert(zp, tmp_path / "out_zip", label="target", chunk_rows=100)
+    oracle = pd.read_csv(zp)
+    _check(ds, _features(oracle), oracle["target"].to_numpy(), 100)
+
+
+def test_csv_is_streamed_in_chunks(tmp_path, frame, monkeypatch):
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    real_read_csv = pd.read_csv
+    calls, chunk_sizes = [], []
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        assert kwargs.get("chunksize") or kwargs.get("nrows") is not None, "read_csv without chunksize/nrows"
+        result = real_read_csv(*args, **kwargs)
+        if kwargs.get("chunksize"):
+            class Reader:  # record every chunk handed out
+                def __enter__(self):
+                    return self
+
+                def __exit__(self, *exc):
+                    result.close()
+
+                def __iter__(self):
+                    for chunk in result:
+                        chunk_sizes.append(len(chunk))
+                        yield chunk
+
+            return Reader()
+        return result
+
+    monkeypatch.setattr(convert_mod.pd, "read_csv", spy)
+    ds = convert(src, tmp_path / "out", label="target", chunk_rows=5)
+    assert [c["chunksize"] for c in calls if c.get("chunksize")] == [5]
+    assert chunk_sizes == [5] * 9 + [2]
+    assert ds.X.chunks[0] == (5,) * 9 + (2,)
+
+
+# ------------------------------------------------------------------------------------------
+# Parquet
+# ------------------------------------------------------------------------------------------
+
+
+def test_parquet_file_small_row_groups(tmp_path, frame):
+    src = tmp_path / "data.parquet"
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    # an integer column with nulls and a boolean column
+    table = table.append_column("f_nullint", pa.array([None if i % 7 == 0 else i for i in range(len(frame))],
+                                                      type=pa.int32()))
+    table = table.append_column("f_bool", pa.array([i % 2 == 0 for i in range(len(frame))]))
+    pq.write_table(table, src, row_group_size=7)  # batches end at row-group boundaries
+    ds = convert(src, tmp_path / "out", label="target", chunk_rows=10)
+    oracle = pq.read_table(src).to_pandas()
+    _check(ds, oracle.drop(columns=["target"]).to_numpy(np.float32, na_value=np.nan),
+           oracle["target"].to_numpy(), 10)
+    assert ds.feature_names[-2:] == ("f_nullint", "f_bool")
+
+
+def test_parquet_is_streamed(tmp_path, frame, monkeypatch):
+    src = tmp_path / "data.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), src)
+    seen = []
+    real = pq.ParquetFile.iter_batches
+
+    def spy(self, *args, **kwargs):
+        seen.append(kwargs["batch_size"])
+        return real(self, *args, **kwargs)
+
+    def no_full_read(*args, **kwargs):
+        raise AssertionError("full read")
+
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+    monkeypatch.setattr(pq, "read_table", no_full_read)
+    ds = convert(src, tmp_path / "out", label="target", drop=["w"], chunk_rows=8)
+    assert seen == [8]
+    assert ds.X.chunks[0] == (8,) * 5 + (7,)
+
+
+def test_parquet_directory(tmp_path, frame):
+    d = tmp_path / "parts"
+    d.mkdir()
+    pq.write_table(pa.Table.from_pandas(frame.iloc[:20], preserve_index=False), d / "part-0.parquet")
+    pq.write_table(pa.Table.from_pandas(frame.iloc[20:], preserve_index=False), d / "part-1.parquet")
+    ds = convert(d, tmp_path / "out", label="target", chunk_rows=16)
+    _check(ds, _features(frame), frame["target"].to_numpy(), 16)
+
+
+def test_parquet_string_column(tmp_path, frame):
+    src = tmp_path / "data.parquet"
+    frame["city"] = ["x"] * len(frame)
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), src)
+    with pytest.raises(ValueError, match=r"\['city'\].*drop="):
+        convert(src, tmp_path / "out", label="target")
+    assert convert(src, tmp_path / "out", label="target", drop=["city"]).n_features == 5
+
+
+# ------------------------------------------------------------------------------------------
+# LibSVM
+# ------------------------------------------------------------------------------------------
+
+LIBSVM_ONE_BASED = b"""# a comment line
+1 1:0.5 3:2.25 7:1
+-1 2:1.5
++1 qid:3 4:-1 5:0 7:3.5
+
+0 1:1e-3 6:0
+1 3:4 7:0
+-1 1:1 2:2 3:3
+1 5:5
+"""
+
+LIBSVM_ZERO_BASED = b"""1 0:0.5 2:2.25
+0 1:1.5 5:0
+1 4:-2
+0 0:1 1:1
+2 3:3
+"""
+
+
+@pytest.mark.parametrize(
+    "content, zero_based",
+    [(LIBSVM_ONE_BASED, False), (LIBSVM_ZERO_BASED, True)],
+    ids=["one-based", "zero-based"],
+)
+@pytest.mark.parametrize("chunk_rows", [2, 100])
+def test_libsvm_matches_sklearn(tmp_path, content, zero_based, chunk_rows):
+    src = tmp_path / "data.svm"
+    src.write_bytes(content)
+    ds = convert(src, tmp_path / "out", chunk_rows=chunk_rows)
+    X_ref, y_ref = load_svmlight_file(str(src), zero_based="auto", dtype=np.float32)
+    assert ds.n_features == X_ref.shape[1]  # explicit zeros (e.g. 7:0, 5:0) count for n_features
+    np.testing.assert_array_equal(ds.X.compute(), X_ref.toarray())
+    np.testing.assert_array_equal(ds.y.compute(), y_ref)
+    assert ds.chunk_rows == min(chunk_rows, ds.n_rows)
+    assert ds.feature_names[0] == "Column_0" and ds.label == "label"
+
+
+def test_libsvm_options(tmp_path):
+    src = tmp_path / "data.txt"
+    src.write_bytes(LIBSVM_ONE_BASED)
+    assert infer_format(src) == "libsvm"
+    ds = convert(src, tmp_path / "a", n_features=10, zero_based=False, chunk_rows=3)
+    X_ref, _ = load_svmlight_file(str(src), n_features=10, zero_based=False)
+    assert ds.n_features == 10
+    np.testing.assert_array_equal(ds.X.compute(), X_ref.toarray().astype(np.float32))
+    # read as zero-based on purpose: column 0 stays empty, one more column
+    ds0 = convert(src, tmp_path / "b", zero_based=True)
+    assert ds0.n_features == 8
+    np.testing.assert_array_equal(ds0.X.compute()[:, 0], 0)
+    with pytest.raises(ValueError, match="n_features=3"):
+        convert(src, tmp_path / "c", n_features=3)
+    assert not (tmp_path / "c").exists() and _leftovers(tmp_path) == []
+    with pytest.raises(ValueError, match="label=None"):
+        convert(src, tmp_path / "d", label="y")
+
+
+def test_libsvm_is_streamed(tmp_path, monkeypatch):
+    src = tmp_path / "data.libsvm"
+    rng = np.random.default_rng(3)
+    lines = [f"{i % 2} " + " ".join(f"{j}:{rng.integers(1, 9)}" for j in sorted(rng.choice(20, 3, replace=False) + 1))
+             for i in range(101)]
+    src.write_text("\n".join(lines) + "\n")
+    rows_per_call = []
+    real = convert_mod._load_svmlight_chunk
+
+    def spy(data, **kwargs):
+        X, y = real(data, **kwargs)
+        rows_per_call.append(X.shape[0])
+        return X, y
+
+    monkeypatch.setattr(convert_mod, "_load_svmlight_chunk", spy)
+    ds = convert(src, tmp_path / "out", chunk_rows=10)
+    assert max(rows_per_call) <= 10
+    assert len(rows_per_call) == 2 * math.ceil(101 / 10)  # scan pass + conversion pass
+    assert ds.X.chunks[0] == (10,) * 10 + (1,)
+    X_ref, y_ref = load_svmlight_file(str(src))
+    np.testing.assert_array_equal(ds.X.compute(), X_ref.toarray())
+    # with n_features and zero_based given, a single pass
+    rows_per_call.clear()
+    convert(src, tmp_path / "out2", chunk_rows=10, n_features=20, zero_based=False)
+    assert len(rows_per_call) == math.ceil(101 / 10)
+
+
+# ------------------------------------------------------------------------------------------
+# Bad inputs
+# ------------------------------------------------------------------------------------------
+
+
+def test_missing_label_lists_columns(tmp_path, frame):
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match=r"label column 'price' not found.*'f_a', 'target'"):
+        convert(src, tmp_path / "out", label="price")
+    with pytest.raises(ValueError, match="weight column 'wt' not found"):
+        convert(src, tmp_path / "out", label="target", weight="wt")
+    with pytest.raises(ValueError, match="label= is required"):
+        convert(src, tmp_path / "out")
+
+
+def test_string_label_on_headerless_file_hints_index(tmp_path, frame):
+    src = tmp_path / "data.tsv"
+    frame.to_csv(src, index=False, header=False, sep="\t")
+    with pytest.raises(ValueError, match="integer column index"):
+        convert(src, tmp_path / "out", label="target")
+
+
+def test_non_numeric_column(tmp_path, frame):
+    frame.insert(2, "carrier", ["UA", "AA"] * 23 + ["DL"])
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match=r"\['carrier'\] are not numeric.*'UA'.*drop=\['carrier'\]"):
+        convert(src, tmp_path / "out", label="target", chunk_rows=10)
+    assert not (tmp_path / "out").exists() and _leftovers(tmp_path) == []
+    ds = convert(src, tmp_path / "out", label="target", drop=["carrier"], chunk_rows=10)
+    assert "carrier" not in ds.feature_names
+
+
+def test_non_numeric_value_in_a_later_chunk(tmp_path, frame):
+    frame = frame.astype({"f_a": object})
+    frame.loc[40, "f_a"] = "oops"
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match=r"'f_a'.*'oops' at data row 40"):
+        convert(src, tmp_path / "out", label="target", chunk_rows=10)
+    assert not (tmp_path / "out").exists() and _leftovers(tmp_path) == []
+
+
+def test_nan_label(tmp_path, frame):
+    frame.loc[[3, 20, 44], "target"] = np.nan
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match=r"'target' has 3 missing \(NaN\).*first at data row 3.*dropna_label=True"):
+        convert(src, tmp_path / "out", label="target", chunk_rows=10)
+    assert not (tmp_path / "out").exists() and _leftovers(tmp_path) == []
+    ds = convert(src, tmp_path / "out", label="target", dropna_label=True, chunk_rows=10)
+    keep = frame["target"].notna().to_numpy()
+    oracle = pd.read_csv(src)[keep]
+    _check(ds, _features(oracle), oracle["target"].to_numpy(), 10)
+
+
+def test_inf_label(tmp_path, frame):
+    frame.loc[5, "target"] = np.inf
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match="infinite"):
+        convert(src, tmp_path / "out", label="target")
+
+
+def test_existing_dest(tmp_path, frame):
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    convert(src, tmp_path / "out", label="target")
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        convert(src, tmp_path / "out", label="f_a")
+    assert open_dataset(tmp_path / "out").label == "target"
+    assert convert(src, tmp_path / "out", label="f_a", overwrite=True).label == "f_a"
+    assert _leftovers(tmp_path) == []
+
+
+def test_dest_must_not_overlap_source(tmp_path, frame):
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match="overlap"):
+        convert(src, src, label="target", overwrite=True)
+    with pytest.raises(ValueError, match="overlap"):
+        convert(src, tmp_path, label="target", overwrite=True)
+    assert src.exists()
+
+
+def test_unknown_format(tmp_path, frame):
+    src = tmp_path / "data.xyz"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match=r"Cannot infer the format.*fmt="):
+        convert(src, tmp_path / "out", label="target")
+    with pytest.raises(ValueError, match="Unknown format 'xlsx'"):
+        convert(src, tmp_path / "out", label="target", fmt="xlsx")
+    assert convert(src, tmp_path / "out", label="target", fmt="csv").n_rows == len(frame)
+
+
+def test_missing_source(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        convert(tmp_path / "nope.csv", tmp_path / "out", label=0)
+
+
+def test_options_that_do_not_apply(tmp_path):
+    src = tmp_path / "d.svm"
+    src.write_bytes(LIBSVM_ZERO_BASED)
+    with pytest.raises(ValueError, match="do not apply"):
+        convert(src, tmp_path / "out", weight=1)
+    with pytest.raises(ValueError, match="header"):
+        convert(src, tmp_path / "out", header="yes")
+
+
+# ------------------------------------------------------------------------------------------
+# Shipped quick-start data and real files
+# ------------------------------------------------------------------------------------------
+
+
+def test_quickstart_data(tmp_path):
+    from oocgbdt.datasets import QUICKSTART_LABEL, quickstart_path
+
+    path = quickstart_path()
+    assert path.is_file() and path.name == "california_housing.tsv.gz"
+    readme = (path.parent / "README.md").read_text()
+    assert "Pace" in readme and "MIT" in readme and "537_houses" in readme
+    ds = convert(path, tmp_path / "housing", label=QUICKSTART_LABEL, chunk_rows=4096)
+    oracle = pd.read_csv(path, sep="\t")
+    assert ds.n_rows == 20_640 and ds.n_features == 8
+    _check(ds, _features(oracle), oracle["target"].to_numpy(), 4096)
+
+
+def test_real_lightgbm_binary_tsv(tmp_path, data_dir):
+    src = data_dir / "lightgbm_binary" / "binary.train"
+    if not src.is_file():
+        pytest.skip(f"{src} not found")
+    ds = convert(src, tmp_path / "binary", label=0, fmt="csv", sep="\t", header=None, chunk_rows=3000)
+    oracle = pd.read_csv(src, sep="\t", header=None)
+    assert (ds.n_rows, ds.n_features) == (7000, 28)
+    _check(ds, oracle.drop(columns=[0]).to_numpy(np.float32), oracle[0].to_numpy(), 3000)
+
+
+def test_real_a9a_libsvm(tmp_path, data_dir):
+    src = data_dir / "a9a" / "a9a"
+    if not src.is_file():
+        pytest.skip(f"{src} not found")
+    ds = convert(src, tmp_path / "a9a", fmt="libsvm", chunk_rows=8192)
+    X_ref, y_ref = load_svmlight_file(str(src), dtype=np.float32)
+    assert (ds.n_rows, ds.n_features) == (32_561, 123)
+    _check(ds, X_ref.toarray(), y_ref, 8192)
