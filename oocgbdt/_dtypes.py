@@ -17,6 +17,9 @@ G_H_DTYPE = np.float32
 HIST_DTYPE = np.float64
 #: Histogram layout: array of shape (n_total_bins, 3); columns are these fields.
 HIST_GRAD, HIST_HESS, HIST_COUNT = 0, 1, 2
+#: Labels and sample weights are stored as float32, as LightGBM stores them (bit-parity of
+#: gradients with LightGBM needs the same rounding of labels).
+LABEL_DTYPE = np.float32
 #: Raw scores (sum of tree outputs) are float64, as in LightGBM.
 Y_DTYPE = np.float64
 #: Per-row leaf index inside the tree being grown.

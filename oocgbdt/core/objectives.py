@@ -1,0 +1,542 @@
+"""This module contains the objectives: loss functions, their init scores and output transforms.
+
+An objective sits at both ends of a boosting iteration. Before the first tree, the per-chunk
+:meth:`Objective.label_stats` partial sums are tree-reduced (merged with ``+``) and
+:meth:`Objective.init_score_from_stats` turns them into the starting raw score (LightGBM's
+``boost_from_average``). Every iteration, :meth:`Objective.gradients` turns each chunk's raw
+scores into float32 gradients and hessians with the kernels of ``oocgbdt.kernels.loss``. At
+prediction time, :meth:`Objective.transform` maps raw scores to predictions.
+
+Raw scores are always float64 arrays of shape ``(n_samples, num_tree_per_iteration)`` (one
+column per class for multiclass, one column otherwise), row-major. Gradients and hessians have
+the same shape, in float32 (``oocgbdt._dtypes.G_H_DTYPE``).
+
+LightGBM sources: ``src/objective/regression_objective.hpp`` (``RegressionL2loss``),
+``src/objective/binary_objective.hpp`` (``BinaryLogloss``),
+``src/objective/multiclass_objective.hpp`` (``MulticlassSoftmax``) and
+``src/boosting/gbdt.cpp`` (``BoostFromAverage``).
+"""
+import numpy as np
+
+from .._dtypes import G_H_DTYPE, K_EPSILON, Y_DTYPE
+from ..kernels.loss import gradients_binary, gradients_l2, gradients_multiclass
+from ..params import DEFAULT_METRIC, resolve_params
+
+__all__ = [
+    "Objective",
+    "RegressionL2",
+    "BinaryLogloss",
+    "MulticlassSoftmax",
+    "get_objective",
+    "check_sample_weight",
+]
+
+_MAX_SHOWN = 5  # bad label values quoted in an error message
+
+
+def _as_1d_numeric(name, a):
+    """Return ``a`` as a 1-D numeric ndarray (no copy when possible), or raise ValueError."""
+    a = np.asarray(a)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of shape (n_samples,), got shape {a.shape}")
+    if a.dtype.kind not in "biuf":
+        raise ValueError(
+            f"{name} must hold numbers (bool, int or float), got dtype {a.dtype}"
+        )
+    return a
+
+
+def _check_finite(name, a):
+    if a.dtype.kind == "f":
+        bad = ~np.isfinite(a)
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"{name} must be finite, found {int(bad.sum())} NaN or infinite value(s) "
+                f"(first at index {first}: {a[first].item()!r})"
+            )
+
+
+def _show_values(values):
+    values = np.unique(values)
+    shown = ", ".join(repr(float(v)) for v in values[:_MAX_SHOWN])
+    more = f" (and {values.size - _MAX_SHOWN} more)" if values.size > _MAX_SHOWN else ""
+    return f"{values.size} other value(s): {shown}{more}"
+
+
+def check_sample_weight(weight, n_samples=None):
+    """Validate sample weights.
+
+    Parameters
+    ----------
+    weight : array-like of shape (n_samples,) or None
+        Sample weights. None is valid (every weight is 1).
+    n_samples : int or None
+        Expected length; not checked when None.
+
+    Raises
+    ------
+    ValueError
+        If ``weight`` is not 1-D, not numeric, of the wrong length, not finite or negative.
+    """
+    if weight is None:
+        return
+    weight = _as_1d_numeric("weight", weight)
+    if n_samples is not None and weight.shape[0] != n_samples:
+        raise ValueError(
+            f"weight must have one value per row: expected length {n_samples}, "
+            f"got {weight.shape[0]}"
+        )
+    _check_finite("weight", weight)
+    if weight.size and weight.min() < 0:
+        first = int(np.flatnonzero(weight < 0)[0])
+        raise ValueError(
+            f"weight must be >= 0, found {int((weight < 0).sum())} negative value(s) "
+            f"(first at index {first}: {weight[first].item()!r})"
+        )
+
+
+class Objective:
+    """Base class of the objectives; use :func:`get_objective` to build one.
+
+    Attributes
+    ----------
+    name : str
+        Canonical objective name (``"regression"``, ``"binary"``, ``"multiclass"``).
+    num_class : int
+        Number of classes (1 except for multiclass).
+    num_tree_per_iteration : int
+        Trees per boosting iteration: ``num_class`` for multiclass, else 1. Also the number of
+        raw-score columns.
+    default_metric : str
+        Canonical name of the metric used when ``metric`` is None.
+    boost_from_average : bool
+        If False, :meth:`init_score_from_stats` returns zeros.
+    lightgbm_objective_string : str
+        The objective line of a LightGBM model file, e.g. ``"binary sigmoid:1"``.
+
+    Notes
+    -----
+    Objects are stateless after construction and picklable, so they can be shipped to Dask
+    workers.
+    """
+
+    name = None
+
+    def __init__(self, num_class=1, boost_from_average=True):
+        self.num_class = int(num_class)
+        self.boost_from_average = bool(boost_from_average)
+
+    # -- description ------------------------------------------------------------------------
+    @property
+    def num_tree_per_iteration(self):
+        return 1
+
+    @property
+    def default_metric(self):
+        return DEFAULT_METRIC[self.name]
+
+    @property
+    def lightgbm_objective_string(self):
+        return self.name
+
+    def __repr__(self):
+        return (
+            f"{type(self).__name__}(num_class={self.num_class}, "
+            f"boost_from_average={self.boost_from_average})"
+        )
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    def __hash__(self):
+        return hash((type(self), tuple(sorted(self.__dict__.items()))))
+
+    # -- labels -----------------------------------------------------------------------------
+    def check_labels(self, y):
+        """Raise if ``y`` is not a valid label vector for this objective.
+
+        Usable per chunk: it only looks at the values it is given.
+
+        Parameters
+        ----------
+        y : array-like of shape (n_samples,)
+            Labels (bool, integer or float).
+
+        Raises
+        ------
+        ValueError
+            If ``y`` is not 1-D, not numeric, holds NaN or infinite values, or (binary) holds
+            values other than 0 and 1, or (multiclass) values that are not integers in
+            ``[0, num_class)``. The message names ``y``, what was expected and what was found.
+        """
+        y = _as_1d_numeric("y", y)
+        _check_finite("y", y)
+        self._check_label_values(y)
+
+    def _check_label_values(self, y):
+        pass
+
+    # -- init score -------------------------------------------------------------------------
+    def label_stats(self, y, weight=None):
+        """Per-chunk partial sums for the init score, mergeable with ``+``.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            Labels of one chunk (already checked with :meth:`check_labels`).
+        weight : ndarray of shape (n_samples,) or None
+            Sample weights of the chunk; None means 1.
+
+        Returns
+        -------
+        stats : ndarray of shape (n_stats,), dtype=float64
+            Partial sums; ``label_stats(y1) + label_stats(y2)`` equals the stats of the
+            concatenation (up to float rounding). Layout: regression ``[sum(w*y), sum(w)]``;
+            binary ``[sum(w*[y>0]), sum(w), count(y>0), n_samples]``; multiclass
+            ``[sum(w*[y==0]), ..., sum(w*[y==K-1]), sum(w)]``.
+        """
+        raise NotImplementedError
+
+    def init_score_from_stats(self, stats):
+        """Initial raw score (LightGBM's ``boost_from_average``) from merged label stats.
+
+        Parameters
+        ----------
+        stats : ndarray of shape (n_stats,), dtype=float64
+            The sum of :meth:`label_stats` over every chunk of the training set.
+
+        Returns
+        -------
+        init_score : ndarray of shape (num_tree_per_iteration,), dtype=float64
+            Zeros if ``boost_from_average`` is False. Otherwise, per class, the objective's
+            ``BoostFromScore`` (see the subclasses), with values of absolute value
+            <= ``kEpsilon`` (1e-15) replaced by 0, as ``GBDT::BoostFromAverage`` does
+            (``src/boosting/gbdt.cpp``). LightGBM adds this value to the first tree(s).
+
+        Raises
+        ------
+        ValueError
+            If the total weight is 0 (no rows, or every weight 0).
+        """
+        stats = np.asarray(stats, dtype=np.float64)
+        if not self.boost_from_average:
+            return np.zeros(self.num_tree_per_iteration, dtype=Y_DTYPE)
+        if not stats[self._sum_weight_index] > 0:
+            raise ValueError(
+                "cannot compute the initial score: the total sample weight must be > 0, "
+                f"got {float(stats[self._sum_weight_index])!r} (no rows, or every weight is 0)"
+            )
+        score = np.asarray(self._boost_from_score(stats), dtype=Y_DTYPE).reshape(-1)
+        score[np.abs(score) <= K_EPSILON] = 0.0
+        return score
+
+    def init_score(self, y, weight=None):
+        """``init_score_from_stats(label_stats(y, weight))``, for in-memory data."""
+        return self.init_score_from_stats(self.label_stats(y, weight))
+
+    def need_train_from_stats(self, stats):
+        """Which classes LightGBM trains (``ObjectiveFunction::ClassNeedTrain``).
+
+        Parameters
+        ----------
+        stats : ndarray of shape (n_stats,), dtype=float64
+            Merged :meth:`label_stats` of the training set.
+
+        Returns
+        -------
+        need_train : ndarray of shape (num_tree_per_iteration,), dtype=bool
+            False for a class LightGBM does not boost: binary with only one class present
+            (by row count); multiclass class whose weighted prior is <= 1e-15 or >= 1 - 1e-15.
+            Such a class's trees stay constant (the init score on the first iteration, 0 after).
+        """
+        return np.ones(self.num_tree_per_iteration, dtype=bool)
+
+    _sum_weight_index = 1
+
+    def _boost_from_score(self, stats):
+        raise NotImplementedError
+
+    # -- gradients --------------------------------------------------------------------------
+    def gradients(self, y, raw_score, weight, grad_out, hess_out):
+        """Write the gradients and hessians of one chunk.
+
+        Parameters
+        ----------
+        y : ndarray of shape (n_samples,)
+            Labels (float32 for bit-parity with LightGBM, which stores labels as float32;
+            other numeric dtypes are cast to float64).
+        raw_score : ndarray of shape (n_samples, num_tree_per_iteration), dtype=float64
+            Raw scores, C-contiguous (copied if not). A 1-D array is accepted when
+            ``num_tree_per_iteration == 1``.
+        weight : ndarray of shape (n_samples,) or None
+            Sample weights (float32 for LightGBM parity); None means 1.
+        grad_out, hess_out : ndarray of shape (n_samples, num_tree_per_iteration), dtype=float32
+            C-contiguous outputs, overwritten. 1-D is accepted when
+            ``num_tree_per_iteration == 1``.
+
+        Raises
+        ------
+        ValueError
+            If shapes, dtypes or memory layouts do not match.
+
+        Notes
+        -----
+        Formulas: see ``oocgbdt.kernels.loss``. Labels are not validated here (call
+        :meth:`check_labels` once, when the data is loaded).
+        """
+        n_samples = len(y)
+        k = self.num_tree_per_iteration
+        y = np.asarray(y)
+        if y.dtype.kind != "f":
+            y = y.astype(np.float64)
+        raw_score = np.ascontiguousarray(raw_score, dtype=Y_DTYPE)
+        if raw_score.shape not in ((n_samples, k),) + (((n_samples,),) if k == 1 else ()):
+            raise ValueError(
+                f"raw_score must have shape ({n_samples}, {k}), got {raw_score.shape}"
+            )
+        for name, out in (("grad_out", grad_out), ("hess_out", hess_out)):
+            if not isinstance(out, np.ndarray) or out.dtype != G_H_DTYPE:
+                raise ValueError(
+                    f"{name} must be a float32 ndarray, got "
+                    f"{getattr(out, 'dtype', type(out).__name__)}"
+                )
+            if out.shape not in ((n_samples, k),) + (((n_samples,),) if k == 1 else ()):
+                raise ValueError(f"{name} must have shape ({n_samples}, {k}), got {out.shape}")
+            if not out.flags.c_contiguous or not out.flags.writeable:
+                raise ValueError(f"{name} must be C-contiguous and writeable")
+        if weight is not None:
+            weight = np.asarray(weight)
+            if weight.shape != (n_samples,):
+                raise ValueError(f"weight must have shape ({n_samples},), got {weight.shape}")
+            if weight.dtype.kind != "f":
+                weight = weight.astype(np.float64)
+        self._gradients(y, raw_score, weight, grad_out, hess_out)
+
+    def _gradients(self, y, raw_score, weight, grad_out, hess_out):
+        raise NotImplementedError
+
+    # -- predictions ------------------------------------------------------------------------
+    def transform(self, raw_score):
+        """Map raw scores to predictions (LightGBM's ``ConvertOutput``).
+
+        Parameters
+        ----------
+        raw_score : array-like of shape (n_samples, num_tree_per_iteration) or (n_samples,)
+            Raw scores; 1-D only when ``num_tree_per_iteration == 1``.
+
+        Returns
+        -------
+        ndarray, dtype=float64
+            Regression: the raw score, shape (n_samples,). Binary: P(class 1) =
+            ``1 / (1 + exp(-raw_score))``, shape (n_samples,). Multiclass: the row-wise
+            softmax, shape (n_samples, num_class).
+        """
+        raise NotImplementedError
+
+    def _raw_1d(self, raw_score):
+        raw_score = np.asarray(raw_score, dtype=Y_DTYPE)
+        if raw_score.ndim == 2 and raw_score.shape[1] == 1:
+            raw_score = raw_score[:, 0]
+        if raw_score.ndim != 1:
+            raise ValueError(
+                f"raw_score must have shape (n_samples,) or (n_samples, 1) for objective "
+                f"{self.name!r}, got {raw_score.shape}"
+            )
+        return raw_score
+
+
+class RegressionL2(Objective):
+    """L2 regression (LightGBM ``objective="regression"``, ``RegressionL2loss``).
+
+    Loss ``(s - y)**2 / 2``; gradient ``s - y``, hessian 1 (times the weight). Init score: the
+    weighted mean of ``y``. Prediction: the raw score.
+    """
+
+    name = "regression"
+
+    def label_stats(self, y, weight=None):
+        y = np.asarray(y)
+        if weight is None:
+            return np.array([np.sum(y, dtype=np.float64), float(y.shape[0])])
+        weight = np.asarray(weight)
+        return np.array(
+            [np.sum(y * weight, dtype=np.float64), np.sum(weight, dtype=np.float64)]
+        )
+
+    def _boost_from_score(self, stats):
+        # RegressionL2loss::BoostFromScore: suml / sumw.
+        return [stats[0] / stats[1]]
+
+    def _gradients(self, y, raw_score, weight, grad_out, hess_out):
+        n = y.shape[0]
+        gradients_l2(y, raw_score.reshape(n), weight, grad_out.reshape(n), hess_out.reshape(n))
+
+    def transform(self, raw_score):
+        return self._raw_1d(raw_score).copy()
+
+
+class BinaryLogloss(Objective):
+    """Binary classification with the logloss (LightGBM ``objective="binary"``, ``sigmoid=1``).
+
+    Labels are 0 and 1 (``y > 0`` is the positive class). Init score:
+    ``log(p / (1 - p))`` with ``p`` the weighted share of positives clamped to
+    ``[1e-15, 1 - 1e-15]`` (``BinaryLogloss::BoostFromScore``). Prediction: P(class 1).
+    """
+
+    name = "binary"
+
+    @property
+    def lightgbm_objective_string(self):
+        return "binary sigmoid:1"
+
+    def _check_label_values(self, y):
+        bad = (y != 0) & (y != 1)
+        if bad.any():
+            raise ValueError(
+                "y must contain only the labels 0 and 1 for objective 'binary', found "
+                + _show_values(y[bad])
+            )
+
+    def label_stats(self, y, weight=None):
+        positive = np.asarray(y) > 0
+        n_pos = float(np.count_nonzero(positive))
+        n = float(positive.shape[0])
+        if weight is None:
+            return np.array([n_pos, n, n_pos, n])
+        weight = np.asarray(weight)
+        return np.array(
+            [np.sum(weight[positive], dtype=np.float64), np.sum(weight, dtype=np.float64),
+             n_pos, n]
+        )
+
+    def _boost_from_score(self, stats):
+        # BinaryLogloss::BoostFromScore (src/objective/binary_objective.hpp).
+        pavg = stats[0] / stats[1]
+        pavg = min(pavg, 1.0 - K_EPSILON)
+        pavg = max(pavg, K_EPSILON)
+        return [np.log(pavg / (1.0 - pavg))]
+
+    def need_train_from_stats(self, stats):
+        n_pos, n = stats[2], stats[3]
+        return np.array([0 < n_pos < n])
+
+    def _gradients(self, y, raw_score, weight, grad_out, hess_out):
+        n = y.shape[0]
+        gradients_binary(
+            y, raw_score.reshape(n), weight, grad_out.reshape(n), hess_out.reshape(n)
+        )
+
+    def transform(self, raw_score):
+        raw_score = self._raw_1d(raw_score)
+        with np.errstate(over="ignore"):
+            return 1.0 / (1.0 + np.exp(-raw_score))
+
+
+class MulticlassSoftmax(Objective):
+    """Multiclass classification with the softmax loss (LightGBM ``objective="multiclass"``).
+
+    Labels are integers in ``[0, num_class)``; one tree per class per iteration. Hessians carry
+    LightGBM's factor ``K / (K - 1)``. Init score per class: ``log(max(1e-15, prior_k))`` with
+    ``prior_k`` the weighted share of class ``k`` (``MulticlassSoftmax::BoostFromScore``).
+    Prediction: the row-wise softmax.
+    """
+
+    name = "multiclass"
+
+    def __init__(self, num_class=2, boost_from_average=True):
+        if int(num_class) < 2:
+            raise ValueError(f"num_class must be an integer >= 2 for multiclass, got {num_class}")
+        super().__init__(num_class, boost_from_average)
+
+    @property
+    def num_tree_per_iteration(self):
+        return self.num_class
+
+    @property
+    def lightgbm_objective_string(self):
+        return f"multiclass num_class:{self.num_class}"
+
+    @property
+    def _sum_weight_index(self):
+        return self.num_class
+
+    def _check_label_values(self, y):
+        bad = (y < 0) | (y >= self.num_class)
+        if y.dtype.kind == "f":
+            bad |= y != np.floor(y)
+        if bad.any():
+            raise ValueError(
+                f"y must contain integer class labels in [0, num_class) = [0, {self.num_class}) "
+                f"for objective 'multiclass', found " + _show_values(y[bad])
+            )
+
+    def label_stats(self, y, weight=None):
+        labels = np.asarray(y).astype(np.intp)
+        stats = np.empty(self.num_class + 1, dtype=np.float64)
+        if weight is None:
+            stats[:-1] = np.bincount(labels, minlength=self.num_class)[: self.num_class]
+            stats[-1] = labels.shape[0]
+        else:
+            weight = np.asarray(weight, dtype=np.float64)
+            stats[:-1] = np.bincount(labels, weights=weight, minlength=self.num_class)[
+                : self.num_class
+            ]
+            stats[-1] = np.sum(weight)
+        return stats
+
+    def _priors(self, stats):
+        return np.asarray(stats[:-1], dtype=np.float64) / stats[-1]
+
+    def _boost_from_score(self, stats):
+        # MulticlassSoftmax::BoostFromScore: log(max(kEpsilon, class_init_probs_[k])).
+        return np.log(np.maximum(K_EPSILON, self._priors(stats)))
+
+    def need_train_from_stats(self, stats):
+        priors = np.abs(self._priors(stats))
+        return ~((priors <= K_EPSILON) | (priors >= 1.0 - K_EPSILON))
+
+    def _gradients(self, y, raw_score, weight, grad_out, hess_out):
+        gradients_multiclass(y, raw_score, weight, grad_out, hess_out)
+
+    def transform(self, raw_score):
+        raw_score = np.asarray(raw_score, dtype=Y_DTYPE)
+        if raw_score.ndim != 2 or raw_score.shape[1] != self.num_class:
+            raise ValueError(
+                f"raw_score must have shape (n_samples, {self.num_class}) for objective "
+                f"'multiclass', got {raw_score.shape}"
+            )
+        e = np.exp(raw_score - raw_score.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+
+_OBJECTIVES = {
+    "regression": RegressionL2,
+    "binary": BinaryLogloss,
+    "multiclass": MulticlassSoftmax,
+}
+
+
+def get_objective(params):
+    """Build the objective described by a params dict.
+
+    Parameters
+    ----------
+    params : dict or None
+        Parameters, resolved or not (they are passed through
+        :func:`oocgbdt.params.resolve_params`); reads ``objective``, ``num_class`` and
+        ``boost_from_average``.
+
+    Returns
+    -------
+    Objective
+        A :class:`RegressionL2`, :class:`BinaryLogloss` or :class:`MulticlassSoftmax`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`oocgbdt.params.resolve_params`.
+    """
+    params = resolve_params(params)
+    cls = _OBJECTIVES[params["objective"]]
+    return cls(num_class=params["num_class"], boost_from_average=params["boost_from_average"])

@@ -1,0 +1,710 @@
+"""This module contains the one table of every oocgbdt parameter.
+
+Every layer (the estimators, ``oocgbdt.dask.train``, the core objects and the CLI) reads its
+parameters from the dict returned by :func:`resolve_params`, so a parameter has exactly one name,
+one default, one constraint and one docstring everywhere. The canonical names are LightGBM's
+(``include/LightGBM/config.h``), with three exceptions taken from LightGBM's scikit-learn API:
+``n_estimators`` (LightGBM: ``num_iterations``), ``early_stopping_rounds`` (LightGBM:
+``early_stopping_round``) and ``verbose`` (LightGBM: ``verbosity``). LightGBM's names and its
+scikit-learn names are accepted as aliases.
+
+Extending the table
+-------------------
+Append a :class:`Param` to ``_TABLE`` (the order of ``_TABLE`` is the order of the resolved dict
+and of the generated docs). ``type`` picks the converter (``"int"``, ``"float"``, ``"bool"``,
+``"str"``, ``"int or None"``, ``"bool or int"``, ``"str, list of str or None"``), ``check``
+validates the converted value and ``normalize`` optionally maps it to its canonical form. Checks
+that involve several parameters go into ``_JOINT_CHECKS``.
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import numbers
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+__all__ = [
+    "Param",
+    "PARAMETERS",
+    "ALIASES",
+    "OBJECTIVES",
+    "OBJECTIVE_ALIASES",
+    "METRICS",
+    "METRIC_ALIASES",
+    "METRIC_OBJECTIVES",
+    "DEFAULT_METRIC",
+    "resolve_params",
+    "normalize_metric",
+    "param_docs",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Value vocabularies (objective and metric names with their LightGBM aliases).
+# Source: LightGBM ``src/io/config.cpp`` (``ParseObjectiveAlias``, ``ParseMetricAlias``).
+# --------------------------------------------------------------------------------------------
+
+#: Canonical objective names supported by oocgbdt.
+OBJECTIVES = ("regression", "binary", "multiclass")
+#: Objective value alias -> canonical objective name.
+OBJECTIVE_ALIASES = {
+    "regression": "regression",
+    "regression_l2": "regression",
+    "l2": "regression",
+    "mean_squared_error": "regression",
+    "mse": "regression",
+    "binary": "binary",
+    "multiclass": "multiclass",
+    "softmax": "multiclass",
+}
+
+#: Canonical metric names supported by oocgbdt.
+METRICS = ("l2", "rmse", "binary_logloss", "auc", "multi_logloss", "multi_error")
+#: Metric value alias -> canonical metric name.
+METRIC_ALIASES = {
+    "l2": "l2",
+    "mse": "l2",
+    "mean_squared_error": "l2",
+    "regression_l2": "l2",
+    "regression": "l2",
+    "rmse": "rmse",
+    "root_mean_squared_error": "rmse",
+    "l2_root": "rmse",
+    "binary_logloss": "binary_logloss",
+    "binary": "binary_logloss",
+    "auc": "auc",
+    "multi_logloss": "multi_logloss",
+    "multiclass": "multi_logloss",
+    "softmax": "multi_logloss",
+    "multi_error": "multi_error",
+}
+#: Metric values that mean "no metric" (as in LightGBM).
+_NO_METRIC = frozenset({"", "none", "null", "na", "custom"})
+#: Canonical metric name -> objectives it can be computed for.
+METRIC_OBJECTIVES = {
+    "l2": ("regression", "binary"),
+    "rmse": ("regression", "binary"),
+    "binary_logloss": ("binary",),
+    "auc": ("regression", "binary"),
+    "multi_logloss": ("multiclass",),
+    "multi_error": ("multiclass",),
+}
+#: Canonical objective name -> the metric used when ``metric`` is None (LightGBM's default).
+DEFAULT_METRIC = {
+    "regression": "l2",
+    "binary": "binary_logloss",
+    "multiclass": "multi_logloss",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# The Param record.
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its canonical name, default, aliases, constraint and doc.
+
+    Attributes
+    ----------
+    name : str
+        Canonical name (the key in the dict returned by :func:`resolve_params`).
+    default : object
+        Default value, already in canonical (normalized) form.
+    aliases : tuple of str
+        Other accepted names (LightGBM's and scikit-learn's).
+    type : str
+        Accepted Python types, as written in the docs. One of ``"int"``, ``"float"``,
+        ``"bool"``, ``"str"``, ``"int or None"``, ``"bool or int"``,
+        ``"str, list of str or None"``. NumPy scalars of the matching kind are accepted.
+    check : callable
+        ``check(value) -> str or None`` on the converted and normalized value. Returns None when
+        the value is valid, else the text that follows the parameter's name in the error
+        message (``"must be an integer >= 2, got 1"``).
+    doc : str
+        One-line description used to template docstrings.
+    normalize : callable or None
+        ``normalize(value) -> value`` maps a type-checked value to its canonical form (value
+        aliases, ``max_depth <= 0 -> -1``, ...). It must be idempotent.
+    """
+
+    name: str
+    default: Any
+    aliases: tuple
+    type: str
+    check: Callable[[Any], Optional[str]]
+    doc: str
+    normalize: Optional[Callable[[Any], Any]] = None
+
+
+# --------------------------------------------------------------------------------------------
+# Type converters: (name, value) -> Python value, or TypeError.
+# --------------------------------------------------------------------------------------------
+
+
+def _unwrap(value):
+    """Return a Python scalar for NumPy scalars and 0-d arrays; other values unchanged."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        return value.item()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _type_error(name, expected, value):
+    return TypeError(
+        f"{name} must be {expected}, got {type(value).__name__} {value!r}"
+    )
+
+
+def _is_bool(value):
+    return isinstance(value, (bool, np.bool_))
+
+
+def _to_int(name, value):
+    if _is_bool(value) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise _type_error(name, "an integer", value)
+    return int(value)
+
+
+def _to_float(name, value):
+    if _is_bool(value) or not isinstance(value, (numbers.Real, np.integer, np.floating)):
+        raise _type_error(name, "a real number (int or float)", value)
+    return float(value)
+
+
+def _to_bool(name, value):
+    if not _is_bool(value):
+        raise _type_error(name, "a bool", value)
+    return bool(value)
+
+
+def _to_str(name, value):
+    if not isinstance(value, str):
+        raise _type_error(name, "a str", value)
+    return str(value)
+
+
+def _to_int_or_none(name, value):
+    if value is None:
+        return None
+    try:
+        return _to_int(name, value)
+    except TypeError:
+        raise _type_error(name, "an integer or None", value) from None
+
+
+def _to_bool_or_int(name, value):
+    if _is_bool(value):
+        return bool(value)
+    try:
+        return _to_int(name, value)
+    except TypeError:
+        raise _type_error(name, "a bool or an integer", value) from None
+
+
+def _to_str_list_or_none(name, value):
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            if not isinstance(item, str):
+                raise _type_error(
+                    name, "a str, a list of str or None (found an item that is not a str)", item
+                )
+        return [str(item) for item in value]
+    raise _type_error(name, "a str, a list of str or None", value)
+
+
+_CONVERTERS = {
+    "int": _to_int,
+    "float": _to_float,
+    "bool": _to_bool,
+    "str": _to_str,
+    "int or None": _to_int_or_none,
+    "bool or int": _to_bool_or_int,
+    "str, list of str or None": _to_str_list_or_none,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Constraint checks: value -> None or "must be ..., got ...".
+# --------------------------------------------------------------------------------------------
+
+
+def _fmt(value):
+    return repr(value)
+
+
+def _range(lo=None, hi=None, *, lo_open=False, hi_open=False, integer=False, allow_none=False):
+    """Return a check for ``lo <(=) value <(=) hi`` (finite values only)."""
+    parts = []
+    if lo is not None:
+        parts.append(f"{'>' if lo_open else '>='} {lo}")
+    if hi is not None:
+        parts.append(f"{'<' if hi_open else '<='} {hi}")
+    kind = "an integer" if integer else "a finite number"
+    expected = f"{kind} {' and '.join(parts)}".strip()
+    if allow_none:
+        expected += " or None"
+
+    def check(value):
+        if value is None and allow_none:
+            return None
+        ok = math.isfinite(value)
+        if ok and lo is not None:
+            ok = value > lo if lo_open else value >= lo
+        if ok and hi is not None:
+            ok = value < hi if hi_open else value <= hi
+        return None if ok else f"must be {expected}, got {_fmt(value)}"
+
+    check.expected = expected
+    return check
+
+
+def _any(value):
+    return None
+
+
+def _one_of(choices, aliases=None):
+    def check(value):
+        if value in choices:
+            return None
+        text = f"must be one of {', '.join(repr(c) for c in choices)}"
+        if aliases:
+            extra = sorted(a for a in aliases if a not in choices)
+            text += f" (or an alias: {', '.join(repr(a) for a in extra)})"
+        close = difflib.get_close_matches(str(value), list(aliases or choices), n=3, cutoff=0.6)
+        text += f", got {_fmt(value)}"
+        if close:
+            text += f"; did you mean {' or '.join(repr(c) for c in close)}?"
+        return text
+
+    return check
+
+
+def _check_metric(value):
+    if value is None:
+        return None
+    bad = [m for m in value if m not in METRICS]
+    if not bad:
+        return None
+    extra = sorted(a for a in METRIC_ALIASES if a not in METRICS)
+    text = (
+        f"must be None, 'None' or a str / list of str from "
+        f"{', '.join(repr(m) for m in METRICS)} "
+        f"(or an alias: {', '.join(repr(a) for a in extra)}), got unknown metric {_fmt(bad[0])}"
+    )
+    close = difflib.get_close_matches(bad[0], list(METRIC_ALIASES), n=3, cutoff=0.6)
+    if close:
+        text += f"; did you mean {' or '.join(repr(c) for c in close)}?"
+    return text
+
+
+# --------------------------------------------------------------------------------------------
+# Normalizers (idempotent).
+# --------------------------------------------------------------------------------------------
+
+
+def _normalize_objective(value):
+    key = value.strip().lower()
+    return OBJECTIVE_ALIASES.get(key, value)
+
+
+def normalize_metric(value):
+    """Normalize a ``metric`` value to None or a list of canonical metric names.
+
+    Parameters
+    ----------
+    value : None, str or list of str
+        None means "the objective's default metric" and is returned unchanged. A str may hold
+        several comma-separated names (as in LightGBM). ``"None"``, ``"null"``, ``"na"``,
+        ``"custom"`` and ``""`` mean no metric and are dropped.
+
+    Returns
+    -------
+    None or list of str
+        Canonical names (aliases mapped, lower-cased, duplicates removed, order kept). Unknown
+        names are kept as given so that the check can report them.
+    """
+    if value is None:
+        return None
+    items = value.split(",") if isinstance(value, str) else list(value)
+    out = []
+    for item in items:
+        key = item.strip().lower()
+        if key in _NO_METRIC:
+            continue
+        name = METRIC_ALIASES.get(key, item)
+        if name not in out:
+            out.append(name)
+    return out
+
+
+def _normalize_max_depth(value):
+    return -1 if value <= 0 else value
+
+
+def _normalize_seed(value):
+    return 0 if value is None else value
+
+
+def _normalize_early_stopping(value):
+    return None if value is None or value <= 0 else value
+
+
+def _normalize_verbose(value):
+    return bool(value > 0) if not isinstance(value, bool) else value
+
+
+# --------------------------------------------------------------------------------------------
+# The table.
+# --------------------------------------------------------------------------------------------
+
+_TABLE = [
+    # ---- task ------------------------------------------------------------------------------
+    Param(
+        "objective", "regression",
+        ("objective_type", "app", "application", "loss"),
+        "str",
+        _one_of(OBJECTIVES, OBJECTIVE_ALIASES),
+        "Loss to minimize: 'regression' (L2; aliases 'l2', 'regression_l2', "
+        "'mean_squared_error', 'mse'), 'binary' (logloss, labels 0/1) or 'multiclass' "
+        "(softmax; alias 'softmax'; labels 0..num_class-1).",
+        _normalize_objective,
+    ),
+    Param(
+        "num_class", 1, ("num_classes",), "int", _range(1, integer=True),
+        "Number of classes: >= 2 for objective='multiclass', 1 otherwise.",
+    ),
+    # ---- boosting ----------------------------------------------------------------------------
+    Param(
+        "n_estimators", 100,
+        ("num_iterations", "num_iteration", "n_iter", "num_tree", "num_trees", "num_round",
+         "num_rounds", "num_boost_round", "nrounds", "max_iter"),
+        "int", _range(1, integer=True),
+        "Number of boosting iterations (a multiclass model has num_class trees per iteration).",
+    ),
+    Param(
+        "learning_rate", 0.1, ("shrinkage_rate", "eta"), "float", _range(0.0, lo_open=True),
+        "Shrinkage applied to every new tree's leaf values.",
+    ),
+    # ---- tree growth -------------------------------------------------------------------------
+    Param(
+        "num_leaves", 31, ("num_leaf", "max_leaves", "max_leaf", "max_leaf_nodes"), "int",
+        _range(2, 131072, integer=True),
+        "Maximum number of leaves in one tree (leaf-wise growth).",
+    ),
+    Param(
+        "max_depth", -1, (), "int", _range(-1, integer=True),
+        "Maximum depth of a tree (root = depth 0); -1 (or any value <= 0) means no limit.",
+        _normalize_max_depth,
+    ),
+    Param(
+        "min_data_in_leaf", 20,
+        ("min_data_per_leaf", "min_data", "min_child_samples", "min_samples_leaf"),
+        "int", _range(0, integer=True),
+        "Minimum number of rows in a leaf (estimated from hessians for non-L2 losses, as "
+        "LightGBM does).",
+    ),
+    Param(
+        "min_sum_hessian_in_leaf", 1e-3,
+        ("min_sum_hessian_per_leaf", "min_sum_hessian", "min_hessian", "min_child_weight"),
+        "float", _range(0.0),
+        "Minimum sum of hessians in a leaf.",
+    ),
+    Param(
+        "lambda_l1", 0.0, ("reg_alpha", "l1_regularization"), "float", _range(0.0),
+        "L1 regularization of leaf values.",
+    ),
+    Param(
+        "lambda_l2", 0.0, ("reg_lambda", "lambda", "l2_regularization"), "float", _range(0.0),
+        "L2 regularization of leaf values.",
+    ),
+    Param(
+        "min_gain_to_split", 0.0, ("min_split_gain",), "float", _range(0.0),
+        "Minimum gain for a split to be made (strict: gain must exceed it).",
+    ),
+    # ---- binning -----------------------------------------------------------------------------
+    Param(
+        "max_bin", 255, ("max_bins",), "int", _range(2, 65535, integer=True),
+        "Maximum number of bins of non-missing values per feature (the NaN bin, when used, is "
+        "extra).",
+    ),
+    Param(
+        "min_data_in_bin", 3, (), "int", _range(1, integer=True),
+        "Minimum number of sampled rows in one bin.",
+    ),
+    Param(
+        "bin_construct_sample_cnt", 200000, ("subsample_for_bin",), "int", _range(1, integer=True),
+        "Number of rows sampled to find the bin boundaries.",
+    ),
+    Param(
+        "use_missing", True, (), "bool", _any,
+        "Handle missing values (NaN) specially; if False, NaN is treated as 0.",
+    ),
+    Param(
+        "zero_as_missing", False, (), "bool", _any,
+        "Treat zeros as missing values (as well as NaN).",
+    ),
+    Param(
+        "feature_pre_filter", True, (), "bool", _any,
+        "Drop, before training, features that cannot be split under min_data_in_leaf.",
+    ),
+    # ---- init score, randomness --------------------------------------------------------------
+    Param(
+        "boost_from_average", True, (), "bool", _any,
+        "Start from the label average (regression), log-odds (binary) or log class priors "
+        "(multiclass) instead of 0.",
+    ),
+    Param(
+        "seed", 0, ("random_seed", "random_state"), "int or None", _range(0, integer=True),
+        "Master random seed; None means 0. Random streams are keyed by (seed, tree, chunk).",
+        _normalize_seed,
+    ),
+    # ---- evaluation --------------------------------------------------------------------------
+    Param(
+        "metric", None, ("metrics", "metric_types"), "str, list of str or None", _check_metric,
+        "Metric(s) on eval sets: None means the objective's default; 'None' or '' means none. "
+        "Names: 'l2', 'rmse', 'binary_logloss', 'auc', 'multi_logloss', 'multi_error' (and "
+        "LightGBM's aliases). Resolved to a list of canonical names.",
+        normalize_metric,
+    ),
+    Param(
+        "early_stopping_rounds", None,
+        ("early_stopping_round", "early_stopping", "n_iter_no_change"),
+        "int or None", _range(1, integer=True, allow_none=True),
+        "Stop when the eval metric has not improved for this many iterations; None (or any "
+        "value <= 0, as in LightGBM) disables early stopping.",
+        _normalize_early_stopping,
+    ),
+    Param(
+        "first_metric_only", False, (), "bool", _any,
+        "Use only the first metric for early stopping.",
+    ),
+    Param(
+        "verbose", False, ("verbosity",), "bool or int", _any,
+        "Print progress; an integer is read as LightGBM's verbosity (> 0 means True).",
+        _normalize_verbose,
+    ),
+    # ---- out-of-core / Dask ------------------------------------------------------------------
+    Param(
+        "chunk_size", 65536, (), "int", _range(1, integer=True),
+        "Rows per chunk when the input is a NumPy array.",
+    ),
+    Param(
+        "split_every", 8, (), "int", _range(2, integer=True),
+        "Fan-in of the tree reduction of histograms and metric statistics.",
+    ),
+]
+
+#: Canonical name -> :class:`Param`, in table order.
+PARAMETERS = OrderedDict((p.name, p) for p in _TABLE)
+
+#: Any accepted name (canonical or alias) -> canonical name.
+ALIASES = {}
+for _p in _TABLE:
+    for _n in (_p.name,) + tuple(_p.aliases):
+        if _n in ALIASES:  # pragma: no cover - table sanity
+            raise RuntimeError(f"parameter name {_n!r} is used twice in the table")
+        ALIASES[_n] = _p.name
+del _p, _n
+
+
+# --------------------------------------------------------------------------------------------
+# Joint checks: resolved dict -> None (may fill derived values in place) or ValueError.
+# --------------------------------------------------------------------------------------------
+
+
+def _check_num_class(params):
+    objective, num_class = params["objective"], params["num_class"]
+    if objective == "multiclass" and num_class < 2:
+        raise ValueError(
+            f"num_class must be an integer >= 2 when objective is 'multiclass', got {num_class}"
+        )
+    if objective != "multiclass" and num_class != 1:
+        raise ValueError(
+            f"num_class must be 1 when objective is {objective!r} (only 'multiclass' uses "
+            f"several classes), got {num_class}"
+        )
+
+
+def _check_metric_objective(params):
+    objective = params["objective"]
+    if params["metric"] is None:
+        params["metric"] = [DEFAULT_METRIC[objective]]
+    for name in params["metric"]:
+        allowed = METRIC_OBJECTIVES[name]
+        if objective not in allowed:
+            raise ValueError(
+                f"metric {name!r} cannot be computed for objective {objective!r}; it needs "
+                f"objective {' or '.join(repr(o) for o in allowed)}, got {objective!r}"
+            )
+
+
+_JOINT_CHECKS = [_check_num_class, _check_metric_objective]
+
+
+# --------------------------------------------------------------------------------------------
+# resolve_params
+# --------------------------------------------------------------------------------------------
+
+
+def _suggest(name):
+    close = difflib.get_close_matches(name, list(ALIASES), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    texts = []
+    for c in close:
+        canonical = ALIASES[c]
+        texts.append(repr(c) if c == canonical else f"{c!r} (alias of {canonical!r})")
+    return f"; did you mean {' or '.join(texts)}?"
+
+
+def _same(a, b):
+    """Equality of two converted, normalized values (plain Python objects)."""
+    try:
+        return bool(a == b)
+    except Exception:  # pragma: no cover - exotic values
+        return a is b
+
+
+def _convert(param, given_name, value):
+    """Type-check and normalize one value; ``given_name`` is used in error messages."""
+    label = param.name if given_name == param.name else f"{param.name} (given as {given_name!r})"
+    value = _CONVERTERS[param.type](label, _unwrap(value))
+    if param.normalize is not None:
+        value = param.normalize(value)
+    error = param.check(value)
+    if error is not None:
+        raise ValueError(f"{label} {error}")
+    return value
+
+
+def resolve_params(params=None):
+    """Validate user parameters and return every canonical parameter with defaults filled.
+
+    Parameters
+    ----------
+    params : dict or None
+        User parameters, keyed by canonical name or any alias (LightGBM's and scikit-learn's
+        names). NumPy scalars and 0-d arrays are accepted in place of Python scalars. The dict
+        is never modified.
+
+    Returns
+    -------
+    resolved : dict
+        A new dict with one entry per :data:`PARAMETERS` name, in table order, holding
+        normalized Python values: value aliases mapped (``objective='mse'`` ->
+        ``'regression'``), ``metric`` a list of canonical metric names (the objective's default
+        when None was given, ``[]`` for ``'None'``), ``verbose`` a bool, ``max_depth <= 0`` ->
+        -1, ``seed=None`` -> 0, ``early_stopping_rounds <= 0`` -> None. Resolving a resolved
+        dict returns an equal dict.
+
+    Raises
+    ------
+    TypeError
+        If ``params`` is not a dict, a key is not a str, or a value has the wrong type (e.g. a
+        str ``learning_rate``, a float ``num_leaves``, a bool where an int is expected).
+    ValueError
+        If a name is unknown (the message suggests the closest known names), if a canonical
+        name and an alias (or two aliases) are both given with different values, or if a value
+        violates its constraint (the message names the parameter, the expected values and the
+        value found, e.g. ``"num_leaves must be an integer >= 2 and <= 131072, got 1"``), or
+        if parameters are inconsistent (``num_class`` vs ``objective``, a metric that the
+        objective cannot produce).
+    """
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise TypeError(f"params must be a dict or None, got {type(params).__name__}")
+
+    unknown = []
+    given = {}  # canonical -> list of (given_name, converted value)
+    for key, value in params.items():
+        if not isinstance(key, str):
+            raise TypeError(f"parameter names must be str, got {type(key).__name__} {key!r}")
+        canonical = ALIASES.get(key)
+        if canonical is None:
+            unknown.append(key)
+            continue
+        given.setdefault(canonical, []).append((key, value))
+    if unknown:
+        texts = [f"Unknown parameter {name!r}{_suggest(name) or '.'}" for name in unknown]
+        raise ValueError(
+            " ".join(texts)
+            + " See oocgbdt.params.PARAMETERS for the accepted names and their aliases."
+        )
+
+    resolved = {}
+    for name, param in PARAMETERS.items():
+        entries = given.get(name)
+        if not entries:
+            default = param.default
+            resolved[name] = list(default) if isinstance(default, list) else default
+            continue
+        values = [(n, _convert(param, n, v)) for n, v in entries]
+        first_name, first = values[0]
+        for other_name, other in values[1:]:
+            if not _same(first, other):
+                raise ValueError(
+                    f"Parameter {name!r} was given more than once with different values: "
+                    f"{first_name}={entries[0][1]!r} and "
+                    f"{other_name}={dict(entries)[other_name]!r}; give it once "
+                    f"(aliases: {', '.join(repr(a) for a in (name,) + param.aliases)})"
+                )
+        resolved[name] = first
+
+    for joint_check in _JOINT_CHECKS:
+        joint_check(resolved)
+    return resolved
+
+
+# --------------------------------------------------------------------------------------------
+# Docstring templating
+# --------------------------------------------------------------------------------------------
+
+
+def param_docs(names=None, *, indent=4):
+    """Return numpydoc ``Parameters`` entries for the given parameters.
+
+    Parameters
+    ----------
+    names : iterable of str or None
+        Canonical names (aliases are accepted and mapped); None means every parameter, in table
+        order.
+    indent : int, default=4
+        Number of spaces before each ``name : type`` line; descriptions get 4 more.
+
+    Returns
+    -------
+    str
+        One entry per parameter, e.g.::
+
+            num_leaves : int, default=31
+                Maximum number of leaves in one tree (leaf-wise growth). Aliases: num_leaf, ...
+
+    Raises
+    ------
+    KeyError
+        If a name is not a known parameter or alias.
+    """
+    if names is None:
+        names = list(PARAMETERS)
+    pad, pad2 = " " * indent, " " * (indent + 4)
+    lines = []
+    for n in names:
+        p = PARAMETERS[ALIASES[n]]
+        lines.append(f"{pad}{p.name} : {p.type}, default={p.default!r}")
+        text = p.doc
+        if p.aliases:
+            text += f" Aliases: {', '.join(p.aliases)}."
+        lines.append(f"{pad2}{text}")
+    return "\n".join(lines)
