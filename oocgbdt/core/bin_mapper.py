@@ -1,0 +1,531 @@
+"""This module contains :class:`BinMapper`: LightGBM's per-feature bin finding and value binning.
+
+Data flow position: first stage. ``fit`` runs once, on a row sample held in memory (the Dask
+layer draws it, ``oocgbdt.dask.binning``); ``transform`` then maps every chunk of raw float32
+values to uint8/uint16 bin indices with the numba kernel
+:func:`oocgbdt.kernels.binning.map_to_bins`. Split search, row routing and EFB all work on bins;
+only the final trees go back to raw thresholds through :meth:`BinMapper.threshold`.
+
+Algorithm reference: LightGBM's ``BinMapper::FindBin`` (``src/io/bin.cpp:315-512``) with
+``GreedyFindBin`` / ``FindBinWithZeroAsOneBin`` (``bin.cpp:80-302``), ``NeedFilter``
+(``bin.cpp:56-78``) and ``ValueToBin`` (``include/LightGBM/bin.h:612-650``), as restated in
+``/work/shared/reference/lightgbm-algorithms.md`` section 1. Numerical features only.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from oocgbdt._dtypes import (
+    K_ZERO_THRESHOLD,
+    MISSING_NAN,
+    MISSING_NONE,
+    MISSING_ZERO,
+    X_BINNED_DTYPE,
+    X_BINNED_DTYPE_WIDE,
+    X_DTYPE,
+)
+from oocgbdt.kernels.binning import (
+    find_bin_with_zero_as_one_bin,
+    find_distinct_values,
+    map_to_bins,
+)
+
+__all__ = ["BinMapper"]
+
+#: LightGBM's ``kSparseThreshold`` (``include/LightGBM/bin.h``): below this share, the most
+#: frequent bin falls back to the default (zero) bin.
+K_SPARSE_THRESHOLD = 0.7
+#: Largest supported ``max_bin``: bins must fit in uint16.
+MAX_MAX_BIN = 65536
+_DICT_FORMAT = "oocgbdt.BinMapper"
+_DICT_VERSION = 1
+
+
+def _check_int(name, value, minimum):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= {minimum}, found {value!r} "
+                         f"of type {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, found {value}")
+    return int(value)
+
+
+def _check_bool(name, value):
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be a bool, found {value!r} of type {type(value).__name__}")
+    return bool(value)
+
+
+def _encode_float(x):
+    """A JSON-safe float: finite values as numbers, +-inf and NaN as the strings 'inf', 'nan'."""
+    x = float(x)
+    return x if math.isfinite(x) else repr(x)
+
+
+def _decode_float(x):
+    return float(x)
+
+
+def _format_double(x):
+    """C++ ``ostream << setprecision(17) << x`` (LightGBM's ``bin_info_string``)."""
+    return format(float(x), ".17g")
+
+
+class BinMapper:
+    """Find LightGBM's numerical bins on a sample, then map raw values to bin indices.
+
+    Parameters
+    ----------
+    max_bin : int, default=255
+        Maximum number of bins per feature, including the NaN bin (LightGBM's ``max_bin``);
+        2 <= max_bin <= 65536.
+    min_data_in_bin : int, default=3
+        Minimum number of sampled rows per bin (LightGBM's ``min_data_in_bin``); >= 1.
+    use_missing : bool, default=True
+        If False, every feature has missing type None and NaN is binned as 0.0.
+    zero_as_missing : bool, default=False
+        If True (and ``use_missing``), zeros are the missing value (missing type Zero).
+    feature_pre_filter : bool, default=True
+        Mark as trivial a feature whose bins cannot leave ``filter_cnt`` sampled rows on both
+        sides of any boundary, with ``filter_cnt = int(min_data_in_leaf * K / N)``.
+    min_data_in_leaf : int, default=20
+        Used only by the pre-filter; >= 0.
+
+    Attributes
+    ----------
+    bin_upper_bounds_ : list of n_features ndarrays, dtype float64
+        ``bin_upper_bounds_[f]`` has length ``n_bins_[f]``; bin ``b`` holds
+        ``(upper[b - 1], upper[b]]``. The last non-NaN bound is ``+inf``. A NaN-type feature's
+        last bound is NaN (its NaN bin). If the sample has zeros and values on both sides, the
+        zero bin is ``(-kZ, kZ]`` with kZ = ``K_ZERO_THRESHOLD``.
+    n_bins_ : ndarray of shape (n_features,), dtype int32
+        Bins per feature, including the NaN bin. This equals LightGBM's
+        ``Dataset.feature_num_bin(f)`` for non-trivial features (LightGBM reports 0 for the
+        features it drops).
+    missing_types_ : ndarray of shape (n_features,), dtype uint8
+        ``MISSING_NONE``, ``MISSING_ZERO`` or ``MISSING_NAN`` (``oocgbdt._dtypes``).
+    default_bins_ : ndarray of shape (n_features,), dtype int32
+        Bin of the value 0.0.
+    most_freq_bins_ : ndarray of shape (n_features,), dtype int32
+        Most populated bin of the sample (first one on ties); replaced by ``default_bins_[f]``
+        when it differs from it and holds less than ``K_SPARSE_THRESHOLD`` (0.7) of the sample.
+    is_trivial_ : ndarray of shape (n_features,), dtype bool
+        Features never to split on: a single bin, or removed by the pre-filter.
+    min_values_, max_values_ : ndarray of shape (n_features,), dtype float64
+        Smallest and largest distinct sampled value (0.0 counts when the sample has zeros).
+    feature_infos_ : list of n_features str
+        ``"[min:max]"`` (``%.17g``) or ``"none"`` for trivial features, as in LightGBM's model
+        file ``feature_infos=`` line.
+    binned_dtype_ : type
+        ``np.uint8`` if every ``n_bins_ <= 256``, else ``np.uint16``.
+    n_features_in_ : int
+    n_total_bins_ : int
+        ``n_bins_.sum()``.
+    bin_offsets_ : ndarray of shape (n_features + 1,), dtype int64
+        Cumulative ``n_bins_``: feature ``f``'s bins occupy
+        ``[bin_offsets_[f], bin_offsets_[f + 1])`` of a flat histogram.
+    n_samples_fit_ : int
+        K, the number of sampled rows ``fit`` saw.
+    n_samples_total_ : int
+        N, the number of rows of the full data.
+
+    Notes
+    -----
+    Per feature, ``fit`` follows LightGBM's ``BinMapper::FindBin`` (``src/io/bin.cpp``):
+
+    1. Missing type: None if ``not use_missing``; Zero if ``zero_as_missing``; else NaN if the
+       sample has a NaN, otherwise None. NaNs of a None/Zero feature count as zeros.
+    2. Values with ``|v| <= kZ`` are zeros; the non-zero values are sorted, merged within one
+       ulp, and 0.0 is inserted (:func:`oocgbdt.kernels.binning.find_distinct_values`).
+    3. Bounds: ``FindBinWithZeroAsOneBin(max_bin, K)``; for NaN type
+       ``FindBinWithZeroAsOneBin(max_bin - 1, K - n_nan)`` followed by a NaN bound. A Zero-type
+       feature with only 2 bins is downgraded to None.
+    4. Trivial if one bin, or if ``feature_pre_filter`` and ``NeedFilter`` holds.
+
+    ``fit`` casts the sample to float32 first (``X_DTYPE``), as ``transform`` does, so that a
+    sampled value is binned by ``transform`` into the bin ``fit`` counted it in. LightGBM given
+    the same float32 array finds the same bounds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [2.0], [np.nan]] * 3)
+    >>> bm = BinMapper(min_data_in_bin=1).fit(X, n_samples_total=12)
+    >>> bm.transform(X)[:4, 0].tolist()
+    [0, 1, 2, 3]
+    """
+
+    def __init__(self, max_bin=255, min_data_in_bin=3, use_missing=True, zero_as_missing=False,
+                 feature_pre_filter=True, min_data_in_leaf=20):
+        self.max_bin = max_bin
+        self.min_data_in_bin = min_data_in_bin
+        self.use_missing = use_missing
+        self.zero_as_missing = zero_as_missing
+        self.feature_pre_filter = feature_pre_filter
+        self.min_data_in_leaf = min_data_in_leaf
+
+    # ---------------------------------------------------------------------------------------
+    # parameters
+    # ---------------------------------------------------------------------------------------
+
+    def get_params(self):
+        """The constructor parameters, as a dict."""
+        return {
+            "max_bin": self.max_bin,
+            "min_data_in_bin": self.min_data_in_bin,
+            "use_missing": self.use_missing,
+            "zero_as_missing": self.zero_as_missing,
+            "feature_pre_filter": self.feature_pre_filter,
+            "min_data_in_leaf": self.min_data_in_leaf,
+        }
+
+    def _validate_params(self):
+        max_bin = _check_int("max_bin", self.max_bin, 2)
+        if max_bin > MAX_MAX_BIN:
+            raise ValueError(f"max_bin must be <= {MAX_MAX_BIN} (bins are stored as uint16), "
+                             f"found {max_bin}")
+        return (max_bin,
+                _check_int("min_data_in_bin", self.min_data_in_bin, 1),
+                _check_bool("use_missing", self.use_missing),
+                _check_bool("zero_as_missing", self.zero_as_missing),
+                _check_bool("feature_pre_filter", self.feature_pre_filter),
+                _check_int("min_data_in_leaf", self.min_data_in_leaf, 0))
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"BinMapper({args})"
+
+    # ---------------------------------------------------------------------------------------
+    # fit
+    # ---------------------------------------------------------------------------------------
+
+    def fit(self, X_sample, n_samples_total):
+        """Find every feature's bins on a row sample.
+
+        Parameters
+        ----------
+        X_sample : array-like of shape (K, n_features), real dtype
+            The K sampled rows (NaN allowed; +-inf allowed but not meaningful). Cast to float32.
+            When the full data has at most ``bin_construct_sample_cnt`` (200000) rows, pass all
+            of them: that is LightGBM's sample too.
+        n_samples_total : int
+            N, the number of rows in the full data (N >= K); used only for the pre-filter
+            count ``filter_cnt = int(min_data_in_leaf * K / N)``.
+
+        Returns
+        -------
+        self : BinMapper
+
+        Raises
+        ------
+        ValueError
+            If a parameter is invalid (e.g. ``max_bin < 2``), if ``X_sample`` is not a 2-D
+            real-valued array with at least one row and one column, or if
+            ``n_samples_total`` is not an integer >= K.
+        """
+        (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
+         min_data_in_leaf) = self._validate_params()
+        X = self._as_float32_2d(X_sample, "X_sample")
+        n_sample, n_features = X.shape
+        if n_sample == 0:
+            raise ValueError("X_sample must have at least one row, found an empty sample of "
+                             f"shape {X.shape}")
+        if n_features == 0:
+            raise ValueError(f"X_sample must have at least one column, found shape {X.shape}")
+        n_samples_total = _check_int("n_samples_total", n_samples_total, 1)
+        if n_sample > n_samples_total:
+            raise ValueError(f"n_samples_total must be >= the number of sampled rows "
+                             f"K={n_sample}, found n_samples_total={n_samples_total}")
+        # dataset_loader.cpp: int(double(min_data_in_leaf * total_sample_size) / num_data)
+        filter_cnt = int(float(min_data_in_leaf * n_sample) / n_samples_total)
+
+        bounds, missing, default, most_freq, trivial, vmin, vmax = [], [], [], [], [], [], []
+        for f in range(n_features):
+            res = _find_bin(X[:, f], max_bin, min_data_in_bin, use_missing, zero_as_missing,
+                            feature_pre_filter, filter_cnt)
+            bounds.append(res[0])
+            missing.append(res[1])
+            default.append(res[2])
+            most_freq.append(res[3])
+            trivial.append(res[4])
+            vmin.append(res[5])
+            vmax.append(res[6])
+
+        self._set_fitted(bounds, missing, default, most_freq, trivial, vmin, vmax)
+        self.n_samples_fit_ = int(n_sample)
+        self.n_samples_total_ = int(n_samples_total)
+        return self
+
+    def _set_fitted(self, bounds, missing, default, most_freq, trivial, vmin, vmax):
+        self.bin_upper_bounds_ = [np.asarray(b, dtype=np.float64) for b in bounds]
+        self.n_bins_ = np.array([len(b) for b in self.bin_upper_bounds_], dtype=np.int32)
+        self.missing_types_ = np.asarray(missing, dtype=np.uint8)
+        self.default_bins_ = np.asarray(default, dtype=np.int32)
+        self.most_freq_bins_ = np.asarray(most_freq, dtype=np.int32)
+        self.is_trivial_ = np.asarray(trivial, dtype=bool)
+        self.min_values_ = np.asarray(vmin, dtype=np.float64)
+        self.max_values_ = np.asarray(vmax, dtype=np.float64)
+        self.n_features_in_ = len(self.bin_upper_bounds_)
+        self.bin_offsets_ = np.concatenate(([0], np.cumsum(self.n_bins_, dtype=np.int64))).astype(np.int64)
+        self.n_total_bins_ = int(self.bin_offsets_[-1])
+        self.binned_dtype_ = X_BINNED_DTYPE if int(self.n_bins_.max()) <= 256 else X_BINNED_DTYPE_WIDE
+        self.feature_infos_ = [
+            "none" if t else f"[{_format_double(lo)}:{_format_double(hi)}]"
+            for t, lo, hi in zip(self.is_trivial_, self.min_values_, self.max_values_)
+        ]
+        # the kernel's flat view of the bounds (bound offsets == bin offsets)
+        self._flat_bounds = (np.concatenate(self.bin_upper_bounds_) if self.bin_upper_bounds_
+                             else np.zeros(0, dtype=np.float64))
+
+    # ---------------------------------------------------------------------------------------
+    # transform
+    # ---------------------------------------------------------------------------------------
+
+    def _check_fitted(self):
+        if not hasattr(self, "bin_upper_bounds_"):
+            raise ValueError("this BinMapper is not fitted yet: call fit(X_sample, n_samples_total) "
+                             "or BinMapper.from_dict(d) first")
+
+    @staticmethod
+    def _as_float32_2d(X, name):
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D array of shape (n_samples, n_features), "
+                             f"found {X.ndim}-D array of shape {X.shape}")
+        if not (np.issubdtype(X.dtype, np.floating) or np.issubdtype(X.dtype, np.integer)
+                or X.dtype == np.bool_):
+            raise ValueError(f"{name} must hold real numbers (float, int or bool), "
+                             f"found dtype {X.dtype}")
+        return X.astype(X_DTYPE, copy=False)
+
+    def transform(self, X):
+        """Map raw values to bin indices.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in_), real dtype
+            Raw values, cast to float32 (no copy if already float32). Any memory layout;
+            read-only arrays are fine.
+
+        Returns
+        -------
+        X_binned : ndarray of shape (n_samples, n_features_in_), dtype ``binned_dtype_``,
+            C-contiguous.
+
+        Raises
+        ------
+        ValueError
+            If the mapper is not fitted, or ``X`` is not 2-D real-valued with
+            ``n_features_in_`` columns.
+        """
+        self._check_fitted()
+        X = self._as_float32_2d(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X must have n_features_in_={self.n_features_in_} columns, "
+                             f"found {X.shape[1]} (shape {X.shape})")
+        out = np.empty(X.shape, dtype=self.binned_dtype_)
+        if X.shape[0]:
+            map_to_bins(X, self._flat_bounds, self.bin_offsets_, self.n_bins_, self.missing_types_, out)
+        return out
+
+    def threshold(self, feature, bin):
+        """The raw threshold of the split "bin index <= ``bin``" on ``feature``.
+
+        Parameters
+        ----------
+        feature : int
+            Feature index in ``[0, n_features_in_)``.
+        bin : int
+            Bin index in ``[0, n_bins_[feature])``.
+
+        Returns
+        -------
+        float
+            ``bin_upper_bounds_[feature][bin]``: ``x <= threshold`` iff ``x`` falls in a bin
+            ``<= bin`` (for non-NaN ``x``), LightGBM's ``BinMapper::BinToValue``.
+
+        Raises
+        ------
+        ValueError
+            If the mapper is not fitted, or ``feature`` / ``bin`` is out of range.
+        """
+        self._check_fitted()
+        feature = _check_int("feature", feature, 0)
+        if feature >= self.n_features_in_:
+            raise ValueError(f"feature must be in [0, {self.n_features_in_}), found {feature}")
+        bin = _check_int("bin", bin, 0)
+        if bin >= self.n_bins_[feature]:
+            raise ValueError(f"bin must be in [0, {int(self.n_bins_[feature])}) for feature "
+                             f"{feature}, found {bin}")
+        return float(self.bin_upper_bounds_[feature][bin])
+
+    # ---------------------------------------------------------------------------------------
+    # serialization
+    # ---------------------------------------------------------------------------------------
+
+    def to_dict(self):
+        """A JSON-serializable description of the fitted mapper.
+
+        Returns
+        -------
+        dict
+            Plain Python types only. Floats that are not finite (``inf``, ``-inf``, ``nan``)
+            are encoded as those strings, so ``json.dumps(d, allow_nan=False)`` works and
+            finite values round-trip exactly.
+
+        Raises
+        ------
+        ValueError
+            If the mapper is not fitted.
+        """
+        self._check_fitted()
+        params = self.get_params()
+        return {
+            "format": _DICT_FORMAT,
+            "version": _DICT_VERSION,
+            "params": {k: (bool(v) if isinstance(v, (bool, np.bool_)) else int(v))
+                       for k, v in params.items()},
+            "n_samples_fit": int(self.n_samples_fit_),
+            "n_samples_total": int(self.n_samples_total_),
+            "bin_upper_bounds": [[_encode_float(x) for x in b] for b in self.bin_upper_bounds_],
+            "missing_types": [int(x) for x in self.missing_types_],
+            "default_bins": [int(x) for x in self.default_bins_],
+            "most_freq_bins": [int(x) for x in self.most_freq_bins_],
+            "is_trivial": [bool(x) for x in self.is_trivial_],
+            "min_values": [_encode_float(x) for x in self.min_values_],
+            "max_values": [_encode_float(x) for x in self.max_values_],
+        }
+
+    @classmethod
+    def from_dict(cls, d):
+        """Rebuild a fitted mapper from :meth:`to_dict` output.
+
+        Parameters
+        ----------
+        d : dict
+            As returned by :meth:`to_dict` (possibly through ``json.dumps``/``json.loads``).
+
+        Returns
+        -------
+        BinMapper
+
+        Raises
+        ------
+        ValueError
+            If ``d`` is not a dict in this format and version, or its per-feature lists are
+            inconsistent.
+        """
+        if not isinstance(d, dict) or d.get("format") != _DICT_FORMAT:
+            raise ValueError(f"d must be a dict produced by BinMapper.to_dict() with "
+                             f"format={_DICT_FORMAT!r}, found "
+                             f"{d.get('format') if isinstance(d, dict) else type(d).__name__!r}")
+        if d.get("version") != _DICT_VERSION:
+            raise ValueError(f"d['version'] must be {_DICT_VERSION}, found {d.get('version')!r}")
+        try:
+            mapper = cls(**d["params"])
+            mapper._validate_params()
+            bounds = [[_decode_float(x) for x in b] for b in d["bin_upper_bounds"]]
+            n_features = len(bounds)
+            per_feature = {k: d[k] for k in ("missing_types", "default_bins", "most_freq_bins",
+                                             "is_trivial", "min_values", "max_values")}
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"d is not a valid BinMapper dict: {exc!r}") from None
+        for k, v in per_feature.items():
+            if len(v) != n_features:
+                raise ValueError(f"d[{k!r}] must have one entry per feature ({n_features}), "
+                                 f"found {len(v)}")
+        if n_features == 0 or any(len(b) == 0 for b in bounds):
+            raise ValueError("d['bin_upper_bounds'] must hold at least one feature, each with "
+                             "at least one bound")
+        mapper._set_fitted(
+            bounds, per_feature["missing_types"], per_feature["default_bins"],
+            per_feature["most_freq_bins"], per_feature["is_trivial"],
+            [_decode_float(x) for x in per_feature["min_values"]],
+            [_decode_float(x) for x in per_feature["max_values"]])
+        mapper.n_samples_fit_ = int(d["n_samples_fit"])
+        mapper.n_samples_total_ = int(d["n_samples_total"])
+        return mapper
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_flat_bounds", None)  # derived; rebuilt on unpickle
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        if "bin_upper_bounds_" in state:
+            self._flat_bounds = np.concatenate(self.bin_upper_bounds_)
+
+
+def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt):
+    """One feature of :meth:`BinMapper.fit` (LightGBM ``BinMapper::FindBin``, numerical).
+
+    Parameters
+    ----------
+    column : ndarray of shape (K,), dtype float32
+        The sampled values of one feature.
+
+    Returns
+    -------
+    tuple
+        ``(bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value)``.
+    """
+    x = column.astype(np.float64)
+    total_sample_cnt = x.shape[0]
+    is_nan = np.isnan(x)
+    # c_api.cpp: only |v| > kZeroThreshold (and NaN) reach FindBin; the rest are zeros.
+    values = x[~is_nan & (np.abs(x) > K_ZERO_THRESHOLD)]
+    has_nan = bool(is_nan.any())
+    if not use_missing:
+        missing_type = MISSING_NONE
+    elif zero_as_missing:
+        missing_type = MISSING_ZERO
+    else:
+        missing_type = MISSING_NAN if has_nan else MISSING_NONE
+    na_cnt = int(is_nan.sum()) if missing_type == MISSING_NAN else 0
+    zero_cnt = total_sample_cnt - values.shape[0] - na_cnt
+
+    distinct, counts = find_distinct_values(values, zero_cnt)
+    min_value = float(distinct[0])
+    max_value = float(distinct[-1])
+
+    if missing_type == MISSING_NAN:
+        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin - 1, total_sample_cnt - na_cnt,
+                                               min_data_in_bin)
+        bounds.append(math.nan)
+    else:
+        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin, total_sample_cnt, min_data_in_bin)
+        if missing_type == MISSING_ZERO and len(bounds) == 2:
+            missing_type = MISSING_NONE
+    bounds = np.asarray(bounds, dtype=np.float64)
+    n_bins = bounds.shape[0]
+
+    # counts per bin: distinct value i goes to the first non-NaN bin with v <= bound
+    n_searchable = n_bins - 1 if missing_type == MISSING_NAN else n_bins
+    bin_of_value = np.minimum(np.searchsorted(bounds[:n_searchable], distinct, side="left"),
+                              n_searchable - 1)
+    cnt_in_bin = np.bincount(bin_of_value, weights=counts, minlength=n_bins).astype(np.int64)
+    if missing_type == MISSING_NAN:
+        cnt_in_bin[-1] = na_cnt
+
+    is_trivial = n_bins <= 1
+    if not is_trivial and pre_filter and _need_filter(cnt_in_bin, total_sample_cnt, filter_cnt):
+        is_trivial = True
+
+    # LightGBM computes these only for non-trivial features; they are defined for all here.
+    default_bin = int(np.minimum(np.searchsorted(bounds[:n_searchable], 0.0, side="left"),
+                                 n_searchable - 1))
+    most_freq_bin = int(np.argmax(cnt_in_bin))
+    if most_freq_bin != default_bin and cnt_in_bin[most_freq_bin] / total_sample_cnt < K_SPARSE_THRESHOLD:
+        most_freq_bin = default_bin
+    return bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value
+
+
+def _need_filter(cnt_in_bin, total_cnt, filter_cnt):
+    """LightGBM ``NeedFilter`` (numerical): True if no bin boundary leaves ``filter_cnt`` rows
+    on both sides (the NaN bin, last, is never a left side)."""
+    sum_left = np.cumsum(cnt_in_bin[:-1])
+    return not bool(np.any((sum_left >= filter_cnt) & (total_cnt - sum_left >= filter_cnt)))

@@ -1,0 +1,333 @@
+"""This module contains the binning kernels: raw float values to bin indices, and bin finding.
+
+Data flow position: first stage after input. :class:`oocgbdt.core.bin_mapper.BinMapper` finds
+each feature's bin upper bounds once, on a row sample, with the plain NumPy/Python helpers
+below (:func:`find_distinct_values`, :func:`greedy_find_bin`,
+:func:`find_bin_with_zero_as_one_bin`); every chunk is then binned by the numba kernel
+:func:`map_to_bins`. :func:`map_to_bins_naive` is its NumPy twin, used by the tests.
+
+All of it follows LightGBM (``src/io/bin.cpp`` and ``include/LightGBM/bin.h`` of
+``microsoft/LightGBM``; see ``/work/shared/reference/lightgbm-algorithms.md`` section 1):
+
+- ``find_distinct_values``: the distinct-value pass of ``BinMapper::FindBin``
+  (``bin.cpp:342-378``), including the 1-ulp merge and the implicit-zero insertion.
+- ``greedy_find_bin``: ``GreedyFindBin`` (``bin.cpp:80-160``).
+- ``find_bin_with_zero_as_one_bin``: ``FindBinWithZeroAsOneBin`` (``bin.cpp:246-302``).
+- ``map_to_bins``: ``BinMapper::ValueToBin`` (``bin.h:612-650``), numerical bins only.
+
+The bin-finding helpers run once per feature on at most ``bin_construct_sample_cnt`` values, so
+they are plain Python over lists (exact double arithmetic in LightGBM's order of operations);
+numba is used only where it pays, in the per-chunk kernel.
+"""
+import math
+
+import numpy as np
+
+from .._dtypes import K_ZERO_THRESHOLD, MISSING_NAN
+from ._jit import njit
+
+__all__ = [
+    "map_to_bins",
+    "map_to_bins_naive",
+    "find_distinct_values",
+    "greedy_find_bin",
+    "find_bin_with_zero_as_one_bin",
+]
+
+_INF = math.inf
+
+
+# ---------------------------------------------------------------------------------------------
+# Value -> bin
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def map_to_bins(
+    X,  # IN: (n_samples, n_features) float32, any layout, may be read-only
+    bin_upper_bounds,  # IN: (n_total_bins,) float64, all features' bounds concatenated
+    bound_offsets,  # IN: (n_features + 1,) int64, feature f's bounds are [off[f], off[f + 1])
+    n_bins,  # IN: (n_features,) int32, bins per feature including the NaN bin
+    missing_types,  # IN: (n_features,) uint8, MISSING_NONE / MISSING_ZERO / MISSING_NAN
+    out,  # OUT: (n_samples, n_features) uint8 or uint16
+):
+    """Map raw values to bin indices, as LightGBM's ``BinMapper::ValueToBin``.
+
+    For feature ``f`` with bounds ``u = bin_upper_bounds[off[f]:off[f + 1]]``:
+
+    - NaN goes to the last bin ``n_bins[f] - 1`` if ``missing_types[f] == MISSING_NAN``;
+      otherwise NaN is treated as 0.0.
+    - Any other ``x`` goes to the first non-NaN bin ``b`` with ``x <= u[b]`` (binary search,
+      compared in float64). The last non-NaN bound is ``+inf``, so ``+inf`` goes there too.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), dtype float32
+        Raw values; C- or F-ordered or strided, possibly read-only.
+    bin_upper_bounds : ndarray of shape (n_total_bins,), dtype float64
+        Concatenated per-feature upper bounds (a NaN-type feature's last bound is NaN).
+    bound_offsets : ndarray of shape (n_features + 1,), dtype int64
+        Cumulative ``n_bins``: feature ``f`` owns ``bin_upper_bounds[off[f]:off[f + 1]]``.
+    n_bins : ndarray of shape (n_features,), dtype int32
+        Number of bins of each feature, including the NaN bin.
+    missing_types : ndarray of shape (n_features,), dtype uint8
+        ``oocgbdt._dtypes.MISSING_*`` of each feature.
+    out : ndarray of shape (n_samples, n_features), dtype uint8 or uint16
+        Written with the bin indices. Must be able to hold ``max(n_bins) - 1``.
+
+    Notes
+    -----
+    Source: ``include/LightGBM/bin.h:612-650`` (``BinMapper::ValueToBin``), including its
+    midpoint ``m = (l + r - 1) // 2``.
+    """
+    n_samples = X.shape[0]
+    n_features = X.shape[1]
+    for i in range(n_samples):
+        for f in range(n_features):
+            x = np.float64(X[i, f])
+            nb = n_bins[f]
+            is_nan_type = missing_types[f] == MISSING_NAN
+            if np.isnan(x):
+                if is_nan_type:
+                    out[i, f] = nb - 1
+                    continue
+                x = 0.0
+            start = bound_offsets[f]
+            lo = 0
+            hi = nb - 1
+            if is_nan_type:
+                hi -= 1
+            while lo < hi:
+                mid = (hi + lo - 1) // 2
+                if x <= bin_upper_bounds[start + mid]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            out[i, f] = lo
+
+
+def map_to_bins_naive(X, bin_upper_bounds, bound_offsets, n_bins, missing_types, out):
+    """NumPy twin of :func:`map_to_bins` (``np.searchsorted``), used by tests.
+
+    Same parameters and result as :func:`map_to_bins`.
+    """
+    X = np.asarray(X)
+    for f in range(X.shape[1]):
+        nb = int(n_bins[f])
+        bounds = np.asarray(bin_upper_bounds[bound_offsets[f]:bound_offsets[f] + nb], dtype=np.float64)
+        is_nan_type = int(missing_types[f]) == MISSING_NAN
+        searchable = bounds[:-1] if is_nan_type else bounds
+        x = X[:, f].astype(np.float64)
+        nan = np.isnan(x)
+        x = np.where(nan, 0.0, x)
+        # first b with x <= bounds[b]; clipped like the C++ search, which never looks past r
+        b = np.minimum(np.searchsorted(searchable, x, side="left"), len(searchable) - 1)
+        if is_nan_type:
+            b = np.where(nan, nb - 1, b)
+        out[:, f] = b
+
+
+# ---------------------------------------------------------------------------------------------
+# Bin finding (run once per feature on the sample; plain Python for exact double arithmetic)
+# ---------------------------------------------------------------------------------------------
+
+
+def _next_up(a):
+    """``Common::GetDoubleUpperBound``: the next double above ``a``."""
+    return math.nextafter(a, _INF)
+
+
+def _div(a, b):
+    """C++ ``double / double``: division by zero gives +-inf or NaN instead of raising."""
+    a = float(a)
+    b = float(b)
+    if b == 0.0:
+        if a == 0.0 or math.isnan(a):
+            return math.nan
+        return math.copysign(_INF, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def find_distinct_values(values, zero_cnt):
+    """Sorted distinct values and their counts, LightGBM-style (``bin.cpp:342-378``).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_values,), float
+        The sampled non-NaN values of one feature with ``|v| > kZeroThreshold``. Zeros (and
+        ``|v| <= kZeroThreshold``) are implicit: they are counted by ``zero_cnt``.
+    zero_cnt : int
+        Number of sampled rows that hold a zero.
+
+    Returns
+    -------
+    distinct_values : ndarray of shape (n_distinct,), dtype float64
+        Sorted. Neighbours within one ulp (``b <= nextafter(a, +inf)``, comparing consecutive
+        sorted values) are merged and keep the larger value. 0.0 is inserted with count
+        ``zero_cnt``: at the front if all values are positive and ``zero_cnt > 0`` (or if there
+        are no values), between the negatives and the positives (even when ``zero_cnt == 0``),
+        or at the end if all values are negative and ``zero_cnt > 0``.
+    counts : ndarray of shape (n_distinct,), dtype int64
+    """
+    v = np.sort(np.asarray(values, dtype=np.float64))
+    n = v.shape[0]
+    zero_cnt = int(zero_cnt)
+    if n == 0:
+        return np.zeros(1, dtype=np.float64), np.array([zero_cnt], dtype=np.int64)
+    new_group = v[1:] > np.nextafter(v[:-1], np.inf)
+    starts = np.concatenate(([0], np.flatnonzero(new_group) + 1))
+    ends = np.concatenate((starts[1:], [n]))
+    distinct = v[ends - 1]
+    counts = (ends - starts).astype(np.int64)
+    n_negative = int(np.count_nonzero(distinct < 0.0))
+    if v[0] > 0.0:
+        insert_at = 0 if zero_cnt > 0 else -1
+    elif v[-1] < 0.0:
+        insert_at = len(distinct) if zero_cnt > 0 else -1
+    else:
+        insert_at = n_negative
+    if insert_at >= 0:
+        distinct = np.insert(distinct, insert_at, 0.0)
+        counts = np.insert(counts, insert_at, zero_cnt)
+    return distinct, counts
+
+
+def greedy_find_bin(distinct_values, counts, max_bin, total_cnt, min_data_in_bin):
+    """Upper bounds of at most ``max_bin`` bins over sorted distinct values (``GreedyFindBin``).
+
+    Parameters
+    ----------
+    distinct_values : sequence of float, length n
+        Sorted distinct values.
+    counts : sequence of int, length n
+        Their counts.
+    max_bin : int
+        Bin budget (> 0).
+    total_cnt : int
+        Sum of ``counts``.
+    min_data_in_bin : int
+        Minimum count per bin.
+
+    Returns
+    -------
+    list of float
+        Strictly increasing upper bounds, the last one ``+inf``. Each finite bound is
+        ``nextafter((v[i] + v[i + 1]) / 2, +inf)`` at a cut between ``v[i]`` and ``v[i + 1]``.
+
+    Notes
+    -----
+    Source: ``src/io/bin.cpp:80-160`` (``GreedyFindBin``). If ``n <= max_bin`` every gap with
+    at least ``min_data_in_bin`` accumulated rows gets a bound. Otherwise values with a count of
+    at least the mean bin size get their own bin and the rest are cut greedily at the running
+    mean size (or half of it just before a big value).
+    """
+    v = [float(a) for a in distinct_values]
+    c = [int(a) for a in counts]
+    n = len(v)
+    max_bin = int(max_bin)
+    total_cnt = int(total_cnt)
+    min_data_in_bin = int(min_data_in_bin)
+    if max_bin <= 0:
+        raise ValueError(f"max_bin must be > 0, found {max_bin}")
+    bounds = []
+    if n <= max_bin:
+        cur_cnt_inbin = 0
+        for i in range(n - 1):
+            cur_cnt_inbin += c[i]
+            if cur_cnt_inbin >= min_data_in_bin:
+                val = _next_up((v[i] + v[i + 1]) / 2.0)
+                if not bounds or not val <= _next_up(bounds[-1]):
+                    bounds.append(val)
+                    cur_cnt_inbin = 0
+        bounds.append(_INF)
+        return bounds
+
+    if min_data_in_bin > 0:
+        max_bin = min(max_bin, total_cnt // min_data_in_bin)
+        max_bin = max(max_bin, 1)
+    mean_bin_size = _div(total_cnt, max_bin)
+    rest_bin_cnt = max_bin
+    rest_sample_cnt = total_cnt
+    is_big = [cnt >= mean_bin_size for cnt in c]
+    for i in range(n):
+        if is_big[i]:
+            rest_bin_cnt -= 1
+            rest_sample_cnt -= c[i]
+    mean_bin_size = _div(rest_sample_cnt, rest_bin_cnt)
+    cut_upper = []  # v[i] at each cut
+    cut_lower = []  # v[i + 1] at each cut
+    cur_cnt_inbin = 0
+    for i in range(n - 1):
+        if not is_big[i]:
+            rest_sample_cnt -= c[i]
+        cur_cnt_inbin += c[i]
+        if (is_big[i] or cur_cnt_inbin >= mean_bin_size
+                or (is_big[i + 1] and cur_cnt_inbin >= max(1.0, mean_bin_size * 0.5))):
+            cut_upper.append(v[i])
+            cut_lower.append(v[i + 1])
+            if len(cut_upper) + 1 >= max_bin:
+                break
+            cur_cnt_inbin = 0
+            if not is_big[i]:
+                rest_bin_cnt -= 1
+                mean_bin_size = _div(rest_sample_cnt, rest_bin_cnt)
+    for up, low in zip(cut_upper, cut_lower):
+        val = _next_up((up + low) / 2.0)
+        if not bounds or not val <= _next_up(bounds[-1]):
+            bounds.append(val)
+    bounds.append(_INF)
+    return bounds
+
+
+def find_bin_with_zero_as_one_bin(distinct_values, counts, max_bin, total_sample_cnt, min_data_in_bin):
+    """Upper bounds with zero in a bin of its own, ``(-kZ, kZ]`` (``FindBinWithZeroAsOneBin``).
+
+    Parameters
+    ----------
+    distinct_values : ndarray of shape (n,), float64
+        Output of :func:`find_distinct_values`.
+    counts : ndarray of shape (n,), int
+    max_bin : int
+        Bin budget (the NaN bin, if any, is not part of it).
+    total_sample_cnt : int
+        Number of non-NaN sampled rows (NaN rows included when the feature has no NaN bin).
+    min_data_in_bin : int
+
+    Returns
+    -------
+    list of float
+        At most ``max_bin`` increasing upper bounds ending in ``+inf``. Negatives get
+        ``max(1, int(L / (T - Z) * (max_bin - 1)))`` bins closed by ``-kZ``; positives follow
+        ``+kZ`` with the remaining ``max_bin - 1 - len(bounds)`` bins (kZ = kZeroThreshold).
+
+    Notes
+    -----
+    Source: ``src/io/bin.cpp:246-302``.
+    """
+    v = np.asarray(distinct_values, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.int64)
+    n = v.shape[0]
+    kz = K_ZERO_THRESHOLD
+    left = v <= -kz
+    right = v > kz
+    left_cnt_data = int(c[left].sum())
+    right_cnt_data = int(c[right].sum())
+    cnt_zero = int(c[~left & ~right].sum())
+    above = np.flatnonzero(v > -kz)
+    left_cnt = int(above[0]) if above.size else n
+    bounds = []
+    if left_cnt > 0 and max_bin > 1:
+        left_max_bin = int(_div(left_cnt_data, int(total_sample_cnt) - cnt_zero) * (max_bin - 1))
+        left_max_bin = max(1, left_max_bin)
+        bounds = greedy_find_bin(v[:left_cnt], c[:left_cnt], left_max_bin, left_cnt_data, min_data_in_bin)
+        bounds[-1] = -kz
+    right_idx = np.flatnonzero(right[left_cnt:])
+    right_start = left_cnt + int(right_idx[0]) if right_idx.size else -1
+    right_max_bin = max_bin - 1 - len(bounds)
+    if right_start >= 0 and right_max_bin > 0:
+        bounds.append(kz)
+        bounds.extend(greedy_find_bin(v[right_start:], c[right_start:], right_max_bin, right_cnt_data,
+                                      min_data_in_bin))
+    else:
+        bounds.append(_INF)
+    return bounds

