@@ -1,0 +1,278 @@
+"""This module contains :class:`Booster`: a fitted model that predicts on NumPy arrays.
+
+Data flow position: the output of training. Trees hold ORIGINAL feature indices and RAW float
+thresholds, so prediction needs no bin mapper and no cluster. Saved as versioned JSON, written
+atomically (temporary file in the same folder, then ``os.replace``). The Dask layer subclasses it
+to return lazy Dask arrays for Dask or Zarr input.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from oocgbdt._dtypes import X_DTYPE
+from oocgbdt.core.tree import Tree
+from oocgbdt.kernels.predict import predict_raw
+
+__all__ = ["Booster", "MODEL_FORMAT", "MODEL_VERSION"]
+
+MODEL_FORMAT = "oocgbdt-model"
+MODEL_VERSION = 1
+
+
+def _encode_float(x):
+    x = float(x)
+    if math.isfinite(x):
+        return x
+    return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
+
+
+def _encode(obj):
+    """Make ``obj`` strict JSON: non-finite floats become the strings 'inf', '-inf', 'nan'."""
+    if isinstance(obj, dict):
+        return {k: _encode(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_encode(v) for v in obj]
+    if isinstance(obj, (float, np.floating)):
+        return _encode_float(obj)
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.ndarray):
+        return _encode(obj.tolist())
+    return obj
+
+
+def _decode_floats(values):
+    return [float(v) for v in values]
+
+
+class Booster:
+    """A fitted gradient-boosted tree ensemble.
+
+    Parameters
+    ----------
+    trees : list of Tree
+        In training order; with ``n_outputs`` outputs, round ``i`` owns trees
+        ``i * n_outputs .. (i + 1) * n_outputs - 1``.
+    init_score : array-like of shape (n_outputs,)
+        Raw score before the first tree (boost from average).
+    params : dict
+        Resolved training parameters (objective, num_class, ...).
+    n_features : int
+    feature_names : list of str, optional
+    feature_infos : list of str, optional
+        LightGBM-style ``[min:max]`` or ``none`` per feature.
+    best_iteration : int, optional
+        1-based best round from early stopping.
+    evals_result : dict, optional
+        ``{eval_name: {metric: [score per round]}}``.
+
+    Attributes
+    ----------
+    n_outputs : int
+        Trees per round: 1, or ``num_class`` for multiclass.
+    """
+
+    def __init__(self, trees, init_score, params, n_features, feature_names=None,
+                 feature_infos=None, best_iteration=None, evals_result=None, best_score=None):
+        self.trees = list(trees)
+        self.init_score = np.asarray(init_score, dtype=np.float64).reshape(-1)
+        self.params = dict(params)
+        self.n_features = int(n_features)
+        self.feature_names = (list(feature_names) if feature_names is not None
+                              else [f"Column_{i}" for i in range(self.n_features)])
+        self.feature_infos = list(feature_infos) if feature_infos is not None else None
+        self.best_iteration = None if best_iteration is None else int(best_iteration)
+        self.evals_result = evals_result or {}
+        self.best_score = best_score or {}
+        self._packed = {}
+
+    # ---- structure -----------------------------------------------------------------------
+    @property
+    def n_outputs(self) -> int:
+        return int(self.init_score.shape[0])
+
+    @property
+    def objective(self):
+        from oocgbdt.core.objectives import get_objective
+        return get_objective(self.params)
+
+    def num_trees(self) -> int:
+        return len(self.trees)
+
+    def num_iterations(self) -> int:
+        """Number of boosting rounds."""
+        return len(self.trees) // self.n_outputs
+
+    def _n_trees_for(self, num_iteration):
+        if num_iteration is None:
+            num_iteration = self.best_iteration
+        if num_iteration is None or num_iteration <= 0:
+            return len(self.trees)
+        return min(len(self.trees), int(num_iteration) * self.n_outputs)
+
+    def _pack(self, n_trees):
+        if n_trees not in self._packed:
+            trees = self.trees[:n_trees]
+            cat = lambda name, dt: (np.concatenate([getattr(t, name) for t in trees]).astype(dt)
+                                    if trees else np.zeros(0, dt))
+            self._packed[n_trees] = dict(
+                split_feature=cat("split_feature", np.int32), threshold=cat("threshold", np.float64),
+                decision_type=cat("decision_type", np.uint8), left_child=cat("left_child", np.int32),
+                right_child=cat("right_child", np.int32), leaf_value=cat("leaf_value", np.float64),
+                node_offsets=np.cumsum([0] + [len(t.split_feature) for t in trees]).astype(np.int64),
+                leaf_offsets=np.cumsum([0] + [t.n_leaves for t in trees]).astype(np.int64),
+                tree_class=np.asarray([t.class_idx for t in trees], dtype=np.int32))
+        return self._packed[n_trees]
+
+    # ---- prediction ----------------------------------------------------------------------
+    def _check_X(self, X, name="X"):
+        X = np.asarray(X)
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D of shape (n_samples, {self.n_features}), "
+                             f"got an array with {X.ndim} dimension(s) and shape {X.shape}.")
+        if X.shape[1] != self.n_features:
+            raise ValueError(f"{name} has {X.shape[1]} features, but the model was trained on "
+                             f"{self.n_features} features.")
+        if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
+            raise TypeError(f"{name} must have a numeric dtype, got dtype {X.dtype}.")
+        return X
+
+    def _raw_score_numpy(self, X, num_iteration=None) -> np.ndarray:
+        """Raw scores of shape (n_rows, n_outputs), float64, for a NumPy block."""
+        X = np.ascontiguousarray(self._check_X(X), dtype=X_DTYPE)
+        out = np.tile(self.init_score, (X.shape[0], 1))
+        p = self._pack(self._n_trees_for(num_iteration))
+        predict_raw(X, p["split_feature"], p["threshold"], p["decision_type"], p["left_child"],
+                    p["right_child"], p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
+                    p["tree_class"], out)
+        return out
+
+    def _predict_numpy(self, X, raw_score=False, num_iteration=None):
+        raw = self._raw_score_numpy(X, num_iteration)
+        if raw_score:
+            return raw[:, 0] if self.n_outputs == 1 else raw
+        pred = self.objective.transform(raw)
+        return pred[:, 0] if pred.ndim == 2 and pred.shape[1] == 1 else pred
+
+    def predict(self, X, raw_score=False, num_iteration=None):
+        """Predict rows of ``X``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+            Float features; NaN is a missing value.
+        raw_score : bool, default False
+            Return raw scores (before the sigmoid/softmax) instead of predictions.
+        num_iteration : int, optional
+            Use the first ``num_iteration`` rounds; default the best iteration when early
+            stopping found one, else all rounds.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) float64 for one output (regression values, or the
+        probability of class 1 for binary), or (n_samples, num_class) for multiclass
+        probabilities.
+
+        Raises
+        ------
+        ValueError
+            ``X`` is not 2-D or has another number of features than the training data.
+        TypeError
+            ``X`` is not numeric.
+        """
+        return self._predict_numpy(X, raw_score=raw_score, num_iteration=num_iteration)
+
+    # ---- importance ----------------------------------------------------------------------
+    def feature_importance(self, importance_type="split", iteration=None) -> np.ndarray:
+        """Per-feature importance: number of splits (``"split"``) or total split gain (``"gain"``).
+
+        Returns
+        -------
+        ndarray of shape (n_features,): int64 for ``"split"``, float64 for ``"gain"``.
+        """
+        if importance_type not in ("split", "gain"):
+            raise ValueError(f"importance_type must be 'split' or 'gain', got {importance_type!r}.")
+        out = np.zeros(self.n_features, dtype=np.float64)
+        for t in self.trees[:self._n_trees_for(iteration)]:
+            w = np.ones_like(t.split_gain) if importance_type == "split" else t.split_gain
+            np.add.at(out, t.split_feature, w)
+        return out.astype(np.int64) if importance_type == "split" else out
+
+    # ---- persistence ---------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return _encode({
+            "format": MODEL_FORMAT, "version": MODEL_VERSION,
+            "params": {k: v for k, v in self.params.items()},
+            "n_features": self.n_features, "feature_names": self.feature_names,
+            "feature_infos": self.feature_infos, "init_score": self.init_score,
+            "best_iteration": self.best_iteration, "best_score": self.best_score,
+            "evals_result": self.evals_result,
+            "trees": [t.to_dict() for t in self.trees],
+        })
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Booster":
+        if not isinstance(d, dict) or d.get("format") != MODEL_FORMAT:
+            raise ValueError(f"Not an oocgbdt model: expected format {MODEL_FORMAT!r}, "
+                             f"found {d.get('format') if isinstance(d, dict) else type(d).__name__!r}.")
+        if d.get("version") != MODEL_VERSION:
+            raise ValueError(f"Unsupported oocgbdt model version {d.get('version')!r}; this "
+                             f"version of oocgbdt reads version {MODEL_VERSION}.")
+        trees = []
+        for td in d["trees"]:
+            td = dict(td)
+            for k in ("threshold", "split_gain", "internal_value", "internal_weight",
+                      "internal_count", "leaf_value", "leaf_weight", "leaf_count"):
+                td[k] = _decode_floats(td[k])
+            trees.append(Tree.from_dict(td))
+        return cls(trees, d["init_score"], d["params"], d["n_features"], d["feature_names"],
+                   d.get("feature_infos"), d.get("best_iteration"), d.get("evals_result"),
+                   d.get("best_score"))
+
+    def save_model(self, path) -> Path:
+        """Write the model as JSON to ``path`` atomically; returns the path.
+
+        The file is written to a temporary file in the same folder and moved into place with
+        ``os.replace``, so a crash never leaves a half-written model.
+        """
+        path = Path(path)
+        text = json.dumps(self.to_dict(), allow_nan=False)
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
+                                   prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return path
+
+    @classmethod
+    def load_model(cls, path) -> "Booster":
+        """Read a model written by :meth:`save_model`.
+
+        Raises
+        ------
+        FileNotFoundError, ValueError (not an oocgbdt model, or an unsupported version).
+        """
+        with open(path) as fh:
+            return cls.from_dict(json.load(fh))
+
+    def __eq__(self, other):
+        if not isinstance(other, Booster):
+            return NotImplemented
+        return (self.trees == other.trees and np.array_equal(self.init_score, other.init_score)
+                and self.n_features == other.n_features)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_packed"] = {}
+        return state

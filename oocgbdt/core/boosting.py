@@ -1,0 +1,191 @@
+"""This module contains the boosting loop, written once for every backend.
+
+Data flow position: on the client. Per round: gradients per chunk, one tree per output grown by
+:class:`~oocgbdt.core.grower.TreeGrower` over a :class:`~oocgbdt.core.histogram_source.HistogramSource`,
+the finished tree applied to every training and evaluation chunk, metric partial sums
+tree-reduced, and early stopping decided once, here. The Dask layer calls :func:`boost` with a
+backend over a ``distributed.Client``; tests and NumPy input call it with a
+:class:`~oocgbdt.core.backend.LocalBackend`.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from oocgbdt.core.backend import tree_reduce
+from oocgbdt.core.chunk import (chunk_add_score, chunk_apply_tree, chunk_gradients,
+                                chunk_label_stats, chunk_metric_partials, merge_metric_partials)
+from oocgbdt.core.grower import TreeGrower
+from oocgbdt.core.histogram_source import HistogramSource
+from oocgbdt.core.split import FeatureMeta, SplitParams
+
+__all__ = ["BoostResult", "boost", "compute_init_score"]
+
+
+@dataclass
+class BoostResult:
+    """What :func:`boost` returns: trees and training history.
+
+    ``best_iteration`` is 1-based (LightGBM's convention) and set only when early stopping
+    was requested; ``tree_stats`` has one dict per tree: passes, seconds waiting for split
+    records, seconds in total.
+    """
+
+    trees: list
+    init_score: np.ndarray
+    evals_result: dict = field(default_factory=dict)
+    best_iteration: int | None = None
+    best_score: dict = field(default_factory=dict)
+    tree_stats: list = field(default_factory=list)
+
+
+def compute_init_score(backend, label_stat_handles, objective, params, split_every, key):
+    """Boost-from-average init score (shape (n_outputs,)) from per-chunk label statistics."""
+    k = objective.num_tree_per_iteration
+    if not params["boost_from_average"]:
+        return np.zeros(k)
+    stats = backend.gather(tree_reduce(backend, _sum_list, label_stat_handles, split_every,
+                                       f"{key}-labelsum"))
+    return np.asarray(objective.init_score_from_stats(stats), dtype=np.float64).reshape(k)
+
+
+def _sum_list(parts):
+    out = parts[0]
+    for p in parts[1:]:
+        out = out + p
+    return out
+
+
+def _improved(metric, score, best):
+    if best is None:
+        return True
+    return score > best if metric.higher_is_better else score < best
+
+
+def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
+          verbose=True, key="oocgbdt") -> BoostResult:
+    """Run the boosting rounds.
+
+    Parameters
+    ----------
+    backend : LocalBackend or the Dask layer's backend
+    chunks : list of handles to :class:`~oocgbdt.core.chunk.ChunkData`
+        Training rows (from :func:`~oocgbdt.core.chunk.chunk_init`, raw scores at zero).
+    bin_mapper : fitted BinMapper
+    params : dict
+        Resolved parameters (:func:`oocgbdt.params.resolve_params`).
+    objective : Objective; metrics : list of metric objects
+    eval_sets : list of ``(name, list of ChunkData handles)``
+    verbose : bool
+        Show a progress bar over rounds with the latest metric.
+    key : str
+        Prefix of task keys, unique per training run.
+    """
+    meta = FeatureMeta.from_bin_mapper(bin_mapper)
+    sp = SplitParams.from_params(params)
+    meta_h, sp_h = backend.scatter(meta), backend.scatter(sp)
+    n_out = objective.num_tree_per_iteration
+    lr = float(params["learning_rate"])
+    split_every = int(params["split_every"])
+    es_rounds = params["early_stopping_rounds"]
+    metric_list = list(metrics)
+    evals_result = {name: {m.name: [] for m in metric_list} for name, _ in eval_sets}
+    eval_chunks = {name: list(handles) for name, handles in eval_sets}
+    best = {}  # (set, metric) -> (score, round)
+    n = len(chunks)
+    stats = backend.map(chunk_label_stats, chunks, [objective] * n, key=f"{key}-labelstats")
+    init = compute_init_score(backend, stats, objective, params, split_every, key)
+    chunks = backend.map(chunk_add_score, chunks, [init] * n, key=f"{key}-init")
+    eval_chunks = {name: backend.map(chunk_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}")
+                   for name, ec in eval_chunks.items()}
+    result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
+    bar = tqdm(total=int(params["n_estimators"]), disable=not verbose, unit="round",
+               desc="oocgbdt")
+    try:
+        for rnd in range(int(params["n_estimators"])):
+            chunks = backend.map(chunk_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}")
+            round_trees = []
+            for k in range(n_out):
+                t_start = time.perf_counter()
+                tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
+                source = HistogramSource(chunks, k, meta_h, sp_h, int(params["num_leaves"]),
+                                         backend=backend, split_every=split_every, key=tree_key)
+                grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
+                                    params["max_depth"])
+                tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, lr, k)
+                source.close()
+                arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
+                arrays_h = backend.scatter(arrays)
+                chunks = backend.map(chunk_apply_tree, chunks, [arrays_h] * n, [k] * n,
+                                     key=f"{tree_key}-apply")
+                for name in eval_chunks:
+                    ec = eval_chunks[name]
+                    eval_chunks[name] = backend.map(chunk_apply_tree, ec, [arrays_h] * len(ec),
+                                                    [k] * len(ec), key=f"{tree_key}-apply-{name}")
+                round_trees.append(tree)
+                result.tree_stats.append(dict(n_passes=source.n_passes,
+                                              seconds_waiting=grower.time_waiting,
+                                              seconds=time.perf_counter() - t_start,
+                                              n_leaves=tree.n_leaves))
+            if all(t.n_leaves == 1 for t in round_trees) and rnd > 0:
+                # LightGBM stops when no leaf meets the split requirements (gbdt.cpp TrainOneIter).
+                result.tree_stats = result.tree_stats[:len(result.trees)]
+                break
+            result.trees.extend(round_trees)
+            stop = _evaluate(backend, eval_chunks, metric_list, objective, evals_result, best,
+                             rnd, es_rounds, params, split_every, key)
+            if metric_list and eval_chunks:
+                last = next(reversed(evals_result))
+                bar.set_postfix({f"{last}'s {m}": f"{v[-1]:.6g}"
+                                 for m, v in evals_result[last].items()}, refresh=False)
+            bar.update(1)
+            if stop is not None:
+                result.best_iteration = stop
+                break
+        else:
+            if es_rounds is not None and best:
+                result.best_iteration = _best_round(best, params)
+    finally:
+        bar.close()
+    if result.best_iteration is not None:
+        result.best_score = {name: {m: evals_result[name][m][result.best_iteration - 1]
+                                    for m in evals_result[name]} for name in evals_result}
+    return result
+
+
+def _best_round(best, params):
+    """Training ended without stopping: the best round of the first (set, metric) pair, as
+    LightGBM's early-stopping callback reports at the final iteration."""
+    first_score, first_round = next(iter(best.values()))
+    return first_round + 1
+
+
+def _evaluate(backend, eval_chunks, metrics, objective, evals_result, best, rnd, es_rounds,
+              params, split_every, key):
+    """Compute every metric on every eval set; return the 1-based best round when stopping."""
+    if not metrics or not eval_chunks:
+        return None
+    handles = {}
+    for name, ec in eval_chunks.items():
+        parts = backend.map(chunk_metric_partials, ec, [metrics] * len(ec), [objective] * len(ec),
+                            key=f"{key}-metric-{name}-{rnd}")
+        handles[name] = tree_reduce(backend, merge_metric_partials, parts, split_every,
+                                    f"{key}-metricsum-{name}-{rnd}", extra=(metrics,))
+    stats = backend.gather(list(handles.values()))
+    stop = None
+    for (name, st) in zip(handles, stats):
+        for i, (m, s) in enumerate(zip(metrics, st)):
+            score = float(m.finalize(s))
+            evals_result[name][m.name].append(score)
+            if es_rounds is None or (params["first_metric_only"] and i > 0):
+                continue
+            prev = best.get((name, m.name))
+            if prev is None or _improved(m, score, prev[0]):
+                best[(name, m.name)] = (score, rnd)
+            elif rnd - prev[1] >= es_rounds and stop is None:
+                stop = prev[1] + 1
+    return stop

@@ -1,0 +1,203 @@
+"""This module contains the per-chunk state and the functions one boosting pass runs on it.
+
+Data flow position: every function here is a task body. The Dask layer (or the in-process
+:class:`~oocgbdt.core.backend.LocalBackend`) runs the ``chunk_*`` functions once per row chunk,
+:func:`sum_histograms` at each level of the fan-in tree, and ``finish_*`` once per pass, next to
+the histograms. All take and return plain NumPy objects and never mutate their inputs, so a lost
+result can be recomputed and runs are deterministic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from oocgbdt._dtypes import G_H_DTYPE, HIST_DTYPE, LABEL_DTYPE, LEAF_DTYPE, Y_DTYPE
+from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, best_split, leaf_totals
+from oocgbdt.kernels.histogram import build_histogram
+from oocgbdt.kernels.partition import split_rows
+from oocgbdt.kernels.predict import predict_binned
+
+__all__ = [
+    "ChunkData", "TreeRows", "chunk_init", "chunk_add_score", "chunk_gradients", "chunk_root", "chunk_split",
+    "chunk_apply_tree", "sum_histograms", "subtract_histograms", "finish_root", "finish_split",
+    "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
+]
+
+
+@dataclass(frozen=True)
+class ChunkData:
+    """The rows of one chunk as training sees them.
+
+    Attributes
+    ----------
+    X_binned : ndarray of shape (n_rows, n_features), dtype uint8 or uint16
+    y : ndarray of shape (n_rows,), dtype float32 (LightGBM stores labels as float32)
+    weight : ndarray of shape (n_rows,), dtype float32, or None
+    raw_score : ndarray of shape (n_outputs, n_rows), dtype float64
+    gradients, hessians : ndarray of shape (n_outputs, n_rows), dtype float32, or None before the
+        first round
+    """
+
+    X_binned: np.ndarray
+    y: np.ndarray
+    weight: np.ndarray | None
+    raw_score: np.ndarray
+    gradients: np.ndarray | None = None
+    hessians: np.ndarray | None = None
+
+    @property
+    def n_rows(self) -> int:
+        return self.X_binned.shape[0]
+
+
+@dataclass(frozen=True)
+class TreeRows:
+    """Rows of one chunk grouped by leaf of the tree being grown (LightGBM's DataPartition).
+
+    Leaf ``l`` owns ``order[leaf_begin[l]:leaf_begin[l] + leaf_count[l]]``.
+    """
+
+    order: np.ndarray       # (n_rows,) int32
+    leaf_begin: np.ndarray  # (n_leaves,) int64
+    leaf_count: np.ndarray  # (n_leaves,) int64
+
+    def rows_of(self, leaf: int) -> np.ndarray:
+        b = self.leaf_begin[leaf]
+        return self.order[b:b + self.leaf_count[leaf]]
+
+
+def chunk_init(X_binned, y, weight, n_outputs: int) -> ChunkData:
+    """Build a chunk's :class:`ChunkData`; raw scores start at zero (see :func:`chunk_add_score`).
+
+    ``y`` may be None for rows that are only predicted; it is then all zeros.
+    """
+    n = X_binned.shape[0]
+    y = np.zeros(n, dtype=LABEL_DTYPE) if y is None else np.ascontiguousarray(y, dtype=LABEL_DTYPE)
+    w = None if weight is None else np.ascontiguousarray(weight, dtype=LABEL_DTYPE)
+    return ChunkData(np.ascontiguousarray(X_binned), y, w, np.zeros((n_outputs, n), dtype=Y_DTYPE))
+
+
+def chunk_add_score(data: ChunkData, score) -> ChunkData:
+    """Add a per-output constant (shape (n_outputs,)), e.g. the init score, to every raw score."""
+    return replace(data, raw_score=data.raw_score + np.asarray(score, dtype=Y_DTYPE)[:, None])
+
+
+def chunk_label_stats(data: ChunkData, objective):
+    """Per-chunk label statistics for ``objective.init_score_from_stats`` (added across chunks)."""
+    return objective.label_stats(data.y, data.weight)
+
+
+def chunk_gradients(data: ChunkData, objective) -> ChunkData:
+    """Gradients and hessians of every output from the current raw scores."""
+    k, n = data.raw_score.shape
+    grad = np.empty((n, k), dtype=G_H_DTYPE)
+    hess = np.empty((n, k), dtype=G_H_DTYPE)
+    objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad, hess)
+    return replace(data, gradients=np.ascontiguousarray(grad.T), hessians=np.ascontiguousarray(hess.T))
+
+
+def _histogram(data: ChunkData, class_idx: int, rows: np.ndarray, meta: FeatureMeta) -> np.ndarray:
+    hist = np.zeros((meta.n_total_bins, 3), dtype=HIST_DTYPE)
+    build_histogram(data.X_binned, meta.bin_offsets, data.gradients[class_idx],
+                    data.hessians[class_idx], rows, hist)
+    return hist
+
+
+def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: int):
+    """Start a tree on a chunk: every row in leaf 0; returns ``(TreeRows, root histogram)``."""
+    n = data.n_rows
+    begin = np.zeros(max_leaves, dtype=np.int64)
+    count = np.zeros(max_leaves, dtype=np.int64)
+    count[0] = n
+    rows = TreeRows(np.arange(n, dtype=LEAF_DTYPE), begin, count)
+    return rows, _histogram(data, class_idx, rows.order, meta)
+
+
+def chunk_split(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, leaf: int,
+                right_leaf: int, split: SplitInfo, build_left: bool):
+    """Route the rows of ``leaf`` by ``split`` and histogram the child to build.
+
+    ``prev`` is the previous pass's ``(TreeRows, histogram)`` result of this chunk. The left child
+    keeps id ``leaf``, the right child gets ``right_leaf``. Returns ``(TreeRows, histogram)``.
+    """
+    rows = prev[0]
+    f = split.feature
+    order = rows.order.copy()
+    begin, count = int(rows.leaf_begin[leaf]), int(rows.leaf_count[leaf])
+    n_left = split_rows(data.X_binned[:, f], rows.order, begin, count, split.threshold_bin,
+                        split.default_left, meta.missing_types[f], meta.default_bins[f],
+                        meta.n_bins[f] - 1, order)
+    leaf_begin = rows.leaf_begin.copy()
+    leaf_count = rows.leaf_count.copy()
+    leaf_count[leaf] = n_left
+    leaf_begin[right_leaf] = begin + n_left
+    leaf_count[right_leaf] = count - n_left
+    new_rows = TreeRows(order, leaf_begin, leaf_count)
+    built = leaf if build_left else right_leaf
+    return new_rows, _histogram(data, class_idx, new_rows.rows_of(built), meta)
+
+
+def sum_histograms(parts) -> np.ndarray:
+    """Combine step of the fan-in tree: add histograms (or ``(TreeRows, histogram)`` results)."""
+    hists = [p[1] if isinstance(p, tuple) else p for p in parts]
+    out = hists[0].copy()
+    for h in hists[1:]:
+        out += h
+    return out
+
+
+def finish_root(hist: np.ndarray, meta: FeatureMeta, params: SplitParams):
+    """Final task of the root pass: returns ``(totals, best split or None)`` (small)."""
+    totals = leaf_totals(hist, meta)
+    return totals, best_split(hist, totals, meta, params)
+
+
+def subtract_histograms(parent: np.ndarray, built: np.ndarray) -> np.ndarray:
+    """The histogram of a built child's sibling: parent minus built child."""
+    return parent - built
+
+
+def finish_split(parent_hist: np.ndarray, built_hist: np.ndarray, build_left: bool,
+                 split: SplitInfo, meta: FeatureMeta, params: SplitParams):
+    """Final task of a split pass: both children's best splits ``(left, right)`` (small).
+
+    The sibling's histogram is derived here by subtraction for the search; the copy kept for
+    later passes comes from :func:`subtract_histograms`, run beside this task, off the path the
+    client waits on.
+    """
+    other = parent_hist - built_hist
+    left_hist, right_hist = (built_hist, other) if build_left else (other, built_hist)
+    return (best_split(left_hist, split.left, meta, params),
+            best_split(right_hist, split.right, meta, params))
+
+
+# ---- finished trees and evaluation --------------------------------------------------------------------------
+
+def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int) -> ChunkData:
+    """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores.
+
+    ``tree_arrays`` comes from :meth:`oocgbdt.core.tree.Tree.binned_arrays`. Used for training and
+    evaluation chunks alike; returns a new ChunkData.
+    """
+    raw = data.raw_score.copy()
+    out = raw[class_idx]
+    t = tree_arrays
+    predict_binned(data.X_binned, t["split_feature"], t["threshold_bin"], t["default_left"],
+                   t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
+                   t["right_child"], t["leaf_value"], out)
+    return replace(data, raw_score=raw)
+
+
+def chunk_metric_partials(data: ChunkData, metrics, objective):
+    """Per-chunk partial statistics of every metric (merged by :func:`merge_metric_partials`)."""
+    raw = np.ascontiguousarray(data.raw_score.T)
+    return [m.partial(data.y, raw, data.weight, objective) for m in metrics]
+
+
+def merge_metric_partials(parts, metrics):
+    """Combine step for metric partials: merge lists of per-metric statistics."""
+    out = list(parts[0])
+    for p in parts[1:]:
+        out = [m.merge(a, b) for m, a, b in zip(metrics, out, p)]
+    return out

@@ -1,0 +1,137 @@
+"""This module contains split records and the per-leaf split search built on the kernels.
+
+Data flow position: the final task of each tree-reduced histogram pass calls :func:`best_split`
+on the worker that holds the histogram; only the small :class:`SplitInfo` travels to the client.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from oocgbdt.kernels.splitting import find_best_thresholds, leaf_output
+
+__all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "best_split", "leaf_totals"]
+
+
+@dataclass(frozen=True)
+class FeatureMeta:
+    """Per-feature binning metadata that split search and row routing need (NumPy only).
+
+    Attributes
+    ----------
+    bin_offsets : ndarray of shape (n_features + 1,), dtype int64
+        Feature ``f``'s bins are rows ``[bin_offsets[f], bin_offsets[f + 1])`` of a histogram.
+    n_bins : ndarray of shape (n_features,), dtype int32
+        Bins per feature, including the NaN bin (always the last one) for NaN-type features.
+    missing_types : ndarray of shape (n_features,), dtype uint8
+        0 None, 1 Zero, 2 NaN (LightGBM's MissingType).
+    default_bins : ndarray of shape (n_features,), dtype int32
+        The bin of 0.0.
+    feature_mask : ndarray of shape (n_features,), dtype bool
+        Features that may be split on (not trivial).
+    """
+
+    bin_offsets: np.ndarray
+    n_bins: np.ndarray
+    missing_types: np.ndarray
+    default_bins: np.ndarray
+    feature_mask: np.ndarray
+
+    @classmethod
+    def from_bin_mapper(cls, bin_mapper) -> "FeatureMeta":
+        return cls(
+            bin_offsets=np.asarray(bin_mapper.bin_offsets_, dtype=np.int64),
+            n_bins=np.asarray(bin_mapper.n_bins_, dtype=np.int32),
+            missing_types=np.asarray(bin_mapper.missing_types_, dtype=np.uint8),
+            default_bins=np.asarray(bin_mapper.default_bins_, dtype=np.int32),
+            feature_mask=~np.asarray(bin_mapper.is_trivial_, dtype=bool),
+        )
+
+    @property
+    def n_total_bins(self) -> int:
+        return int(self.bin_offsets[-1])
+
+
+@dataclass(frozen=True)
+class SplitParams:
+    """The LightGBM parameters of split search (names as in :mod:`oocgbdt.params`)."""
+
+    lambda_l1: float = 0.0
+    lambda_l2: float = 0.0
+    min_data_in_leaf: float = 20
+    min_sum_hessian_in_leaf: float = 1e-3
+    min_gain_to_split: float = 0.0
+
+    @classmethod
+    def from_params(cls, params: dict) -> "SplitParams":
+        return cls(*(float(params[k]) for k in
+                     ("lambda_l1", "lambda_l2", "min_data_in_leaf", "min_sum_hessian_in_leaf",
+                      "min_gain_to_split")))
+
+    def output(self, sum_g: float, sum_h: float) -> float:
+        """Leaf output ``-T(G) / (H + lambda_l2)`` (LightGBM ``CalculateSplittedLeafOutput``)."""
+        return float(leaf_output(sum_g, sum_h, self.lambda_l1, self.lambda_l2))
+
+
+@dataclass(frozen=True)
+class LeafTotals:
+    """Sum of gradients, sum of hessians and row count of one leaf."""
+
+    sum_gradients: float
+    sum_hessians: float
+    count: float
+
+
+@dataclass(frozen=True)
+class SplitInfo:
+    """The best split of one leaf: what travels from workers to the client.
+
+    ``threshold_bin``: rows with ``bin <= threshold_bin`` go left; missing rows (NaN bin for
+    NaN-type features, the zero bin for Zero-type features) go left iff ``default_left``.
+    ``gain`` is LightGBM's split gain ``gain(L) + gain(R) - gain(parent)``.
+    """
+
+    gain: float
+    feature: int
+    threshold_bin: int
+    default_left: bool
+    left: LeafTotals
+    right: LeafTotals
+
+
+def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
+    """Totals of a leaf read off its histogram (every feature's slice sums to the leaf)."""
+    lo, hi = meta.bin_offsets[0], meta.bin_offsets[1]
+    s = hist[lo:hi].sum(axis=0)
+    return LeafTotals(float(s[0]), float(s[1]), float(s[2]))
+
+
+def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
+               params: SplitParams) -> SplitInfo | None:
+    """Best split of a leaf over all usable features, or ``None`` when no split is valid.
+
+    Ties between features go to the lower feature index (LightGBM ``SplitInfo::operator>``).
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n_total_bins, 3), dtype float64
+    totals : LeafTotals of the leaf
+    meta : FeatureMeta
+    params : SplitParams
+    """
+    per_feature = np.empty((meta.n_bins.shape[0], 6))
+    find_best_thresholds(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
+                         meta.default_bins, meta.feature_mask, totals.sum_gradients,
+                         totals.sum_hessians, totals.count, params.lambda_l1, params.lambda_l2,
+                         params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
+                         params.min_gain_to_split, per_feature)
+    f = int(np.argmax(per_feature[:, 0]))
+    rec = per_feature[f]
+    if not np.isfinite(rec[0]):
+        return None
+    left = LeafTotals(float(rec[3]), float(rec[4]), float(rec[5]))
+    right = LeafTotals(totals.sum_gradients - left.sum_gradients,
+                       totals.sum_hessians - left.sum_hessians, totals.count - left.count)
+    return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=int(rec[1]),
+                     default_left=bool(rec[2]), left=left, right=right)

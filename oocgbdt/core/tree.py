@@ -1,0 +1,159 @@
+"""This module contains :class:`Tree`: one fitted regression tree in LightGBM's node layout.
+
+Internal nodes are numbered in split order; ``left_child``/``right_child`` hold an internal node
+index (>= 0) or ``~leaf`` (< 0). ``split_feature`` holds ORIGINAL feature indices and
+``threshold`` RAW float thresholds (a bin upper bound), so prediction needs no bin mapper;
+``threshold_bin`` keeps the bin-space threshold used during training (eval sets are walked on bins).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from oocgbdt._dtypes import MISSING_NAN, MISSING_ZERO
+
+__all__ = ["Tree", "TreeBuilder", "decision_type"]
+
+_INT_FIELDS = ("split_feature", "threshold_bin", "left_child", "right_child")
+_FLOAT_FIELDS = ("threshold", "split_gain", "internal_value", "internal_weight", "internal_count",
+                 "leaf_value", "leaf_weight", "leaf_count")
+
+
+def decision_type(default_left, missing_type):
+    """LightGBM's ``decision_type`` byte: bit 1 = default_left, bits 2-3 = missing type."""
+    return (np.asarray(default_left, dtype=np.uint8) << 1) | (np.asarray(missing_type, dtype=np.uint8) << 2)
+
+
+class Tree:
+    """A fitted tree. All arrays are NumPy; ``n_leaves - 1`` internal nodes.
+
+    Attributes
+    ----------
+    split_feature, threshold_bin, left_child, right_child : ndarray (n_nodes,), int32
+    threshold : ndarray (n_nodes,), float64
+        Raw float threshold: rows with ``x <= threshold`` go left.
+    decision_type : ndarray (n_nodes,), uint8
+    split_gain, internal_value, internal_weight, internal_count : ndarray (n_nodes,), float64
+    leaf_value : ndarray (n_leaves,), float64
+        Output of each leaf, already multiplied by ``shrinkage``.
+    leaf_weight, leaf_count : ndarray (n_leaves,), float64
+        Sum of hessians and number of training rows of each leaf.
+    shrinkage : float
+    class_idx : int
+        The output (class) this tree adds to.
+    """
+
+    def __init__(self, *, split_feature, threshold, threshold_bin, decision_type, left_child,
+                 right_child, split_gain, internal_value, internal_weight, internal_count,
+                 leaf_value, leaf_weight, leaf_count, shrinkage=1.0, class_idx=0):
+        self.split_feature = np.asarray(split_feature, dtype=np.int32)
+        self.threshold = np.asarray(threshold, dtype=np.float64)
+        self.threshold_bin = np.asarray(threshold_bin, dtype=np.int32)
+        self.decision_type = np.asarray(decision_type, dtype=np.uint8)
+        self.left_child = np.asarray(left_child, dtype=np.int32)
+        self.right_child = np.asarray(right_child, dtype=np.int32)
+        self.split_gain = np.asarray(split_gain, dtype=np.float64)
+        self.internal_value = np.asarray(internal_value, dtype=np.float64)
+        self.internal_weight = np.asarray(internal_weight, dtype=np.float64)
+        self.internal_count = np.asarray(internal_count, dtype=np.float64)
+        self.leaf_value = np.asarray(leaf_value, dtype=np.float64)
+        self.leaf_weight = np.asarray(leaf_weight, dtype=np.float64)
+        self.leaf_count = np.asarray(leaf_count, dtype=np.float64)
+        self.shrinkage = float(shrinkage)
+        self.class_idx = int(class_idx)
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.leaf_value.shape[0])
+
+    @property
+    def default_left(self) -> np.ndarray:
+        return (self.decision_type & 2) != 0
+
+    @property
+    def missing_type(self) -> np.ndarray:
+        return (self.decision_type >> 2) & 3
+
+    def binned_arrays(self, default_bins, n_bins) -> dict:
+        """Arrays for :func:`oocgbdt.kernels.predict.predict_binned` (walks binned rows)."""
+        f = self.split_feature
+        return dict(split_feature=f, threshold_bin=self.threshold_bin,
+                    default_left=self.default_left, missing_type=self.missing_type.astype(np.uint8),
+                    default_bin=np.asarray(default_bins, dtype=np.int32)[f],
+                    nan_bin=(np.asarray(n_bins, dtype=np.int32) - 1)[f],
+                    left_child=self.left_child, right_child=self.right_child,
+                    leaf_value=self.leaf_value)
+
+    def to_dict(self) -> dict:
+        d = {k: getattr(self, k).tolist() for k in _INT_FIELDS + _FLOAT_FIELDS}
+        d["decision_type"] = self.decision_type.tolist()
+        d["shrinkage"] = self.shrinkage
+        d["class_idx"] = self.class_idx
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Tree":
+        return cls(**d)
+
+    def __eq__(self, other):
+        if not isinstance(other, Tree):
+            return NotImplemented
+        return all(np.array_equal(getattr(self, k), getattr(other, k), equal_nan=True)
+                   for k in _INT_FIELDS + _FLOAT_FIELDS + ("decision_type",)) \
+            and self.shrinkage == other.shrinkage and self.class_idx == other.class_idx
+
+
+class TreeBuilder:
+    """Records splits in LightGBM's order (``Tree::Split``, ``include/LightGBM/tree.h``)."""
+
+    def __init__(self, root_totals, root_value):
+        self.nodes = []                         # dicts per internal node
+        self.leaf_parent = [-1]
+        self.leaf_value = [root_value]
+        self.leaf_weight = [root_totals.sum_hessians]
+        self.leaf_count = [root_totals.count]
+        self.leaf_depth = [0]
+
+    @property
+    def n_leaves(self):
+        return len(self.leaf_value)
+
+    def split(self, leaf, split, missing_type, parent_value, left_value, right_value):
+        node = len(self.nodes)
+        right_leaf = self.n_leaves
+        parent = self.leaf_parent[leaf]
+        if parent >= 0:
+            if self.nodes[parent]["left_child"] == ~leaf:
+                self.nodes[parent]["left_child"] = node
+            else:
+                self.nodes[parent]["right_child"] = node
+        self.nodes.append(dict(
+            split_feature=split.feature, threshold_bin=split.threshold_bin,
+            decision_type=int(decision_type(split.default_left, missing_type)),
+            left_child=~leaf, right_child=~right_leaf, split_gain=split.gain,
+            internal_value=parent_value, internal_weight=self.leaf_weight[leaf],
+            internal_count=self.leaf_count[leaf]))
+        depth = self.leaf_depth[leaf] + 1
+        self.leaf_parent[leaf] = node
+        self.leaf_parent.append(node)
+        self.leaf_value[leaf] = left_value
+        self.leaf_value.append(right_value)
+        self.leaf_weight[leaf] = split.left.sum_hessians
+        self.leaf_weight.append(split.right.sum_hessians)
+        self.leaf_count[leaf] = split.left.count
+        self.leaf_count.append(split.right.count)
+        self.leaf_depth[leaf] = depth
+        self.leaf_depth.append(depth)
+        return right_leaf
+
+    def build(self, bin_upper_bounds, shrinkage, class_idx) -> Tree:
+        """Finish: shrink outputs and attach raw thresholds (``bin_upper_bounds[f][bin]``)."""
+        col = {k: [n[k] for n in self.nodes] for k in
+               ("split_feature", "threshold_bin", "decision_type", "left_child", "right_child",
+                "split_gain", "internal_value", "internal_weight", "internal_count")}
+        threshold = [float(bin_upper_bounds[f][b]) for f, b in
+                     zip(col["split_feature"], col["threshold_bin"])]
+        col["internal_value"] = np.asarray(col["internal_value"], dtype=np.float64) * shrinkage
+        return Tree(threshold=threshold,
+                    leaf_value=np.asarray(self.leaf_value, dtype=np.float64) * shrinkage,
+                    leaf_weight=self.leaf_weight, leaf_count=self.leaf_count,
+                    shrinkage=shrinkage, class_idx=class_idx, **col)

@@ -1,0 +1,55 @@
+"""This module contains blockwise binning: fit a BinMapper on a row sample, then bin lazily.
+
+Data flow position: after input normalization. The sample is one small compute: row indices are
+drawn on the client from ``seed`` over the GLOBAL row range (so the sample, and hence the bins,
+do not depend on chunking), and only those rows are read. Binning the full matrix is a lazy
+``map_blocks``.
+"""
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+
+from oocgbdt.core.bin_mapper import BinMapper
+
+__all__ = ["sample_row_indices", "fit_bin_mapper", "bin_blocks"]
+
+
+def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | None:
+    """Sorted row indices of a uniform sample without replacement; None means all rows."""
+    if n_sample >= n_rows:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n_rows, size=n_sample, replace=False))
+
+
+def fit_bin_mapper(X: da.Array, params: dict, compute) -> BinMapper:
+    """Fit LightGBM-style bins on ``bin_construct_sample_cnt`` sampled rows of ``X``.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features), float32, chunked by rows
+    params : dict of resolved parameters
+    compute : callable
+        Computes a Dask array to NumPy (a client's, or the threaded scheduler's).
+    """
+    n_rows = X.shape[0]
+    idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]), int(params["seed"]))
+    sample = compute(X if idx is None else X[idx])
+    mapper = BinMapper(max_bin=int(params["max_bin"]), min_data_in_bin=int(params["min_data_in_bin"]),
+                       use_missing=bool(params["use_missing"]),
+                       zero_as_missing=bool(params["zero_as_missing"]),
+                       feature_pre_filter=bool(params["feature_pre_filter"]),
+                       min_data_in_leaf=int(params["min_data_in_leaf"]))
+    return mapper.fit(np.asarray(sample), n_rows)
+
+
+def _bin_block(block, bin_mapper):
+    return bin_mapper.transform(block)
+
+
+def bin_blocks(X: da.Array, bin_mapper: BinMapper) -> da.Array:
+    """Lazily bin every row chunk: uint8 (or uint16) array with ``X``'s chunks."""
+    return X.map_blocks(_bin_block, bin_mapper=bin_mapper, dtype=bin_mapper.binned_dtype_,
+                        meta=np.empty((0, 0), dtype=bin_mapper.binned_dtype_),
+                        name="oocgbdt-bin-" + da.core.tokenize(X, bin_mapper.to_dict()))

@@ -1,0 +1,157 @@
+"""This module contains input normalization: every accepted input becomes a row-chunked Dask array.
+
+Data flow position: the first step of training and prediction. Accepted: NumPy arrays, Dask
+arrays, Zarr arrays, and paths to Zarr stores (an array, or an oocgbdt dataset group whose ``X``
+is used). Output: ``dask.array.Array`` chunked along rows only (columns in one chunk), known
+chunk sizes, float32 for features. Every check here is cheap (metadata only) except
+:func:`check_values`, which is one small reduction over ``y`` and the weights.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dask
+import dask.array as da
+import numpy as np
+import zarr
+
+from oocgbdt._dtypes import X_DTYPE
+
+__all__ = ["is_lazy", "as_dask_array", "as_row_chunked", "align_rows", "check_values"]
+
+
+def is_lazy(obj) -> bool:
+    """True for inputs that the Dask layer reads lazily (Dask arrays, Zarr arrays and paths)."""
+    return isinstance(obj, (da.Array, zarr.Array, str, os.PathLike))
+
+
+def _open_zarr(obj, name):
+    path = Path(obj)
+    if not path.exists():
+        raise FileNotFoundError(f"{name}: no Zarr store at {str(path)!r}.")
+    node = zarr.open(str(path), mode="r")
+    if isinstance(node, zarr.Group):
+        if "X" not in node:
+            raise ValueError(f"{name}: the Zarr group at {str(path)!r} has no array 'X'; found "
+                             f"{sorted(node.keys())}. Pass the path of an array or of a dataset "
+                             f"written by `oocgbdt convert`.")
+        node = node["X"]
+    return node
+
+
+def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None) -> da.Array:
+    """Wrap ``obj`` as a Dask array with ``ndim`` dimensions, chunked along rows only.
+
+    Parameters
+    ----------
+    obj : ndarray, dask.array.Array, zarr.Array, str or path-like (Zarr store), or array-like
+    name : str
+        Argument name used in error messages (``"X"``, ``"y"``, ...).
+    ndim : int
+        Expected number of dimensions (2 for features, 1 for labels and weights).
+    chunk_size : int, optional
+        Rows per chunk for in-memory input (NumPy); ignored for Dask and Zarr input.
+
+    Raises
+    ------
+    ValueError
+        Wrong number of dimensions, zero rows, unknown chunk sizes.
+    TypeError
+        Non-numeric dtype.
+    FileNotFoundError
+        A path that does not exist.
+    """
+    if isinstance(obj, (str, os.PathLike)):
+        obj = _open_zarr(obj, name)
+    if isinstance(obj, zarr.Array):
+        arr = da.from_zarr(obj)
+    elif isinstance(obj, da.Array):
+        arr = obj
+    else:
+        if hasattr(obj, "toarray") and hasattr(obj, "nnz"):
+            raise TypeError(f"{name} is a scipy.sparse matrix; sparse input is not supported yet. "
+                            f"Convert it with {name}.toarray() or store it with `oocgbdt convert`.")
+        a = np.asarray(obj)
+        if a.ndim != ndim:
+            _bad_ndim(name, ndim, a.ndim, a.shape)
+        rows = max(1, int(chunk_size or a.shape[0] or 1))
+        arr = da.from_array(a, chunks=(rows,) + a.shape[1:])
+    if arr.ndim != ndim:
+        _bad_ndim(name, ndim, arr.ndim, arr.shape)
+    if any(np.isnan(c) for c in arr.chunks[0]):
+        raise ValueError(f"{name} has unknown chunk sizes along rows (for example after boolean "
+                         f"indexing); call {name} = {name}.compute_chunk_sizes() first.")
+    if arr.shape[0] == 0:
+        raise ValueError(f"{name} has 0 rows; at least 1 row is required.")
+    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"{name} must have a numeric dtype, got dtype {arr.dtype}. "
+                        f"Encode strings or categories as numbers first.")
+    if ndim == 2:
+        if arr.shape[1] == 0:
+            raise ValueError(f"{name} has 0 features; at least 1 column is required.")
+        if len(arr.chunks[1]) > 1:
+            # Column chunking is rechunked away: each task needs whole rows.
+            arr = arr.rechunk({1: -1})
+        if arr.dtype != X_DTYPE:
+            arr = arr.astype(X_DTYPE)
+    return arr
+
+
+def _bad_ndim(name, ndim, found, shape):
+    want = "2-D of shape (n_samples, n_features)" if ndim == 2 else "1-D of shape (n_samples,)"
+    raise ValueError(f"{name} must be {want}, got {found} dimension(s) with shape {shape}.")
+
+
+def as_row_chunked(X, name="X", chunk_size=None) -> da.Array:
+    """Features as a float32 Dask array chunked by rows (see :func:`as_dask_array`)."""
+    return as_dask_array(X, name, ndim=2, chunk_size=chunk_size)
+
+
+def align_rows(X: da.Array, v, name: str, chunk_size=None) -> da.Array:
+    """A 1-D input (``y``, ``sample_weight``) as a Dask array with ``X``'s row chunks.
+
+    Raises
+    ------
+    ValueError
+        Its length differs from the number of rows of ``X``, or it is not 1-D.
+    """
+    if v is None:
+        return None
+    if not isinstance(v, (da.Array, zarr.Array, str, os.PathLike)):
+        v = np.asarray(v)
+        if v.ndim == 2 and v.shape[1] == 1:
+            v = v.ravel()
+        if v.ndim == 1 and v.shape[0] != X.shape[0]:
+            raise ValueError(f"{name} has {v.shape[0]} rows but X has {X.shape[0]} rows; "
+                             f"they must match.")
+    arr = as_dask_array(v, name, ndim=1, chunk_size=chunk_size)
+    if arr.shape[0] != X.shape[0]:
+        raise ValueError(f"{name} has {arr.shape[0]} rows but X has {X.shape[0]} rows; "
+                         f"they must match.")
+    if arr.chunks[0] != X.chunks[0]:
+        arr = arr.rechunk({0: X.chunks[0]})
+    return arr
+
+
+def check_values(y: da.Array, weight: da.Array | None, y_name="y", weight_name="sample_weight",
+                 compute=dask.compute):
+    """One small reduction: reject NaN/inf labels and NaN/inf/negative weights.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, what was expected and how many values break it.
+    """
+    checks = [(~da.isfinite(y)).sum()]
+    if weight is not None:
+        checks += [(~da.isfinite(weight)).sum(), (weight < 0).sum()]
+    counts = compute(*checks)
+    if counts[0]:
+        raise ValueError(f"{y_name} must be finite; found {int(counts[0])} NaN or infinite value(s).")
+    if weight is not None:
+        if counts[1]:
+            raise ValueError(f"{weight_name} must be finite; found {int(counts[1])} NaN or "
+                             f"infinite value(s).")
+        if counts[2]:
+            raise ValueError(f"{weight_name} must be >= 0; found {int(counts[2])} negative value(s).")

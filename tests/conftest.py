@@ -1,0 +1,51 @@
+"""Shared fixtures: the real-data folder, a small Dask cluster, and real-data loaders."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+def _shared_data_path() -> Path:
+    env = os.environ.get("OOCGBDT_DATA")
+    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """``../shared/data`` beside the checkout (or ``$OOCGBDT_DATA``); skips when absent."""
+    path = _shared_data_path()
+    if not path.is_dir():
+        pytest.skip(f"real data folder {path} not found (set OOCGBDT_DATA to its location)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A 2-worker in-process LocalCluster (threads), closed after the module."""
+    from distributed import Client, LocalCluster
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        yield c
+
+
+def load_lightgbm_tsv(path):
+    """LightGBM example files: TSV, no header, label in column 0."""
+    import pandas as pd
+    a = pd.read_csv(path, sep="\t", header=None).to_numpy(dtype=np.float64)
+    return a[:, 1:].astype(np.float32), a[:, 0]
+
+
+def load_pmlb(path, label="target"):
+    import pandas as pd
+    df = pd.read_csv(path, sep="\t")
+    y = df.pop(label).to_numpy(dtype=np.float64)
+    return df.to_numpy(dtype=np.float32), y
+
+
+def train_test_split_rows(X, y, test_fraction=0.2, seed=0):
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(y))
+    n_test = int(len(y) * test_fraction)
+    te, tr = perm[:n_test], perm[n_test:]
+    return X[tr], y[tr], X[te], y[te]

@@ -1,0 +1,107 @@
+"""End-to-end training on a Dask cluster: parity with LightGBM, determinism, laziness."""
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn.metrics import mean_squared_error, roc_auc_score
+
+import oocgbdt
+from oocgbdt.dask.store import open_dataset, write_dataset
+from tests.conftest import load_lightgbm_tsv, load_pmlb, train_test_split_rows
+
+lgb = pytest.importorskip("lightgbm")
+
+PARAMS = dict(num_leaves=31, learning_rate=0.1, n_estimators=100, max_bin=255)
+
+
+def _lightgbm(objective, X, y, **extra):
+    model = lgb.train(dict(objective=objective, enable_bundle=False, verbose=-1, num_threads=2,
+                           deterministic=True, **{k: v for k, v in PARAMS.items() if k != "n_estimators"},
+                           **extra),
+                      lgb.Dataset(X, y), num_boost_round=PARAMS["n_estimators"])
+    return model
+
+
+def _to_zarr(tmp_path, name, X, y, n_chunks=8):
+    rows = -(-len(y) // n_chunks)  # chunks of at most 1/8 of the rows
+    return open_dataset(write_dataset(tmp_path / name, X, y, chunk_rows=rows).path)
+
+
+def test_binary_matches_lightgbm_on_higgs_subset(shared_data, tmp_path, client):
+    """lightgbm_binary: AUC within 0.005 of LightGBM with identical parameters, from Zarr."""
+    X, y = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.train")
+    Xt, yt = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.test")
+    ds = _to_zarr(tmp_path, "train", X, y)
+    assert len(ds.X.chunks[0]) >= 8
+    booster = oocgbdt.train(dict(objective="binary", **PARAMS), ds.X, ds.y, client=client,
+                            verbose=False)
+    ours = roc_auc_score(yt, booster.predict(Xt))
+    theirs = roc_auc_score(yt, _lightgbm("binary", X, y).predict(Xt))
+    assert abs(ours - theirs) < 0.005, (ours, theirs)
+
+
+def test_regression_matches_lightgbm_on_california_housing(shared_data, tmp_path, client):
+    """california_housing: test RMSE within 1% of LightGBM with identical parameters."""
+    X, y = load_pmlb(shared_data / "california_housing" / "537_houses.tsv.gz")
+    X, y, Xt, yt = train_test_split_rows(X, y)
+    ds = _to_zarr(tmp_path, "train", X, y)
+    booster = oocgbdt.train(dict(objective="regression", **PARAMS), ds.X, ds.y, client=client,
+                            verbose=False)
+    ours = mean_squared_error(yt, booster.predict(Xt)) ** 0.5
+    theirs = mean_squared_error(yt, _lightgbm("regression", X, y).predict(Xt)) ** 0.5
+    assert abs(ours - theirs) / theirs < 0.01, (ours, theirs)
+
+
+def _synthetic(n=3000, f=6, seed=0, nan_share=0.05):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, f)).astype(np.float32)
+    X[rng.random(X.shape) < nan_share] = np.nan
+    logit = np.nan_to_num(X[:, 0]) - 2 * np.nan_to_num(X[:, 1]) ** 2 + np.isnan(X[:, 2])
+    y = (logit + rng.logistic(size=n) > 0).astype(np.float64)
+    return X, y
+
+
+def test_bit_identical_for_1_and_2_workers_and_numpy_vs_zarr(tmp_path):
+    """Same data, chunking and seed: the same model on 1 worker, 2 workers and in-process."""
+    from distributed import Client, LocalCluster
+    X, y = _synthetic()
+    ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=500).path)
+    params = dict(objective="binary", num_leaves=15, n_estimators=8, chunk_size=500)
+    models = []
+    for n_workers in (1, 2):
+        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
+                          dashboard_address=":0") as cl, Client(cl) as c:
+            models.append(oocgbdt.train(params, ds.X, ds.y, client=c, verbose=False))
+    models.append(oocgbdt.train(params, X, y, verbose=False))  # NumPy, in-process
+    p = [m.predict(X, raw_score=True) for m in models]
+    assert models[0] == models[1] == models[2]
+    np.testing.assert_array_equal(p[0], p[1])
+    np.testing.assert_array_equal(p[0], p[2])
+
+
+def test_predict_is_lazy_for_dask_and_zarr_input(tmp_path):
+    X, y = _synthetic(n=1000)
+    booster = oocgbdt.train(dict(objective="binary", n_estimators=5), X, y, verbose=False)
+    ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=300).path)
+    for inp in (ds.X, da.from_array(X, chunks=(250, 6)), str(tmp_path / "d")):
+        out = booster.predict(inp)
+        assert isinstance(out, da.Array)
+        np.testing.assert_array_equal(out.compute(scheduler="sync"), booster.predict(X))
+
+
+def test_multiclass_and_early_stopping(client):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = (np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.7, 0.0, 0.7])).astype(np.float64)
+    Xd = da.from_array(X, chunks=(400, 5))
+    yd = da.from_array(y, chunks=400)
+    booster = oocgbdt.train(dict(objective="multiclass", num_class=4, n_estimators=300,
+                                 early_stopping_rounds=5, metric=["multi_logloss", "multi_error"]),
+                            Xd, yd, eval_set=[(X[:1000], y[:1000])], client=client, verbose=False)
+    hist = booster.evals_result["valid_0"]["multi_logloss"]
+    assert booster.best_iteration is not None and booster.best_iteration < 300
+    assert booster.best_iteration == int(np.argmin(hist)) + 1
+    assert len(hist) == booster.best_iteration + 5
+    proba = booster.predict(X)
+    assert proba.shape == (3000, 4)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+    assert (proba.argmax(axis=1) == y).mean() > 0.9
