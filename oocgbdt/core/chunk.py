@@ -20,7 +20,7 @@ from oocgbdt.kernels.predict import predict_binned
 
 __all__ = [
     "ChunkData", "TreeRows", "chunk_init", "chunk_add_score", "chunk_gradients", "chunk_root", "chunk_split",
-    "chunk_apply_tree", "sum_histograms", "subtract_histograms", "finish_root", "finish_split",
+    "chunk_apply_tree", "sum_histograms", "subtract_parts", "finish_root", "finish_split",
     "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
 ]
 
@@ -147,25 +147,31 @@ def sum_histograms(parts) -> np.ndarray:
     return out
 
 
-def finish_root(hist: np.ndarray, meta: FeatureMeta, params: SplitParams):
-    """Final task of the root pass: returns ``(totals, best split or None)`` (small)."""
+def finish_root(parts, meta: FeatureMeta, params: SplitParams):
+    """Final task of the root pass: returns ``(totals, best split or None)`` (small).
+
+    ``parts`` are the last level's partial histograms (or chunk results), summed here.
+    """
+    hist = sum_histograms(parts)
     totals = leaf_totals(hist, meta)
     return totals, best_split(hist, totals, meta, params)
 
 
-def subtract_histograms(parent: np.ndarray, built: np.ndarray) -> np.ndarray:
-    """The histogram of a built child's sibling: parent minus built child."""
-    return parent - built
+def subtract_parts(parent: np.ndarray, parts) -> np.ndarray:
+    """The built child's sibling: parent minus the sum of the built child's partial histograms."""
+    return parent - sum_histograms(parts)
 
 
-def finish_split(parent_hist: np.ndarray, built_hist: np.ndarray, build_left: bool,
+def finish_split(parent_hist: np.ndarray, parts, build_left: bool,
                  split: SplitInfo, meta: FeatureMeta, params: SplitParams):
     """Final task of a split pass: both children's best splits ``(left, right)`` (small).
 
-    The sibling's histogram is derived here by subtraction for the search; the copy kept for
-    later passes comes from :func:`subtract_histograms`, run beside this task, off the path the
-    client waits on.
+    ``parts`` are the last level's partial histograms of the built (smaller) child, summed
+    here; the sibling is parent minus built. The copies of both histograms kept for later
+    passes are computed by :func:`sum_histograms` and :func:`subtract_parts` tasks beside this
+    one, off the path the client waits on.
     """
+    built_hist = sum_histograms(parts)
     other = parent_hist - built_hist
     left_hist, right_hist = (built_hist, other) if build_left else (other, built_hist)
     return (best_split(left_hist, split.left, meta, params),

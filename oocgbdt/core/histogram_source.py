@@ -9,9 +9,9 @@ records reach the caller.
 """
 from __future__ import annotations
 
-from oocgbdt.core.backend import LocalBackend, tree_reduce
+from oocgbdt.core.backend import LocalBackend, reduce_levels
 from oocgbdt.core.chunk import (chunk_root, chunk_split, finish_root, finish_split,
-                                subtract_histograms, sum_histograms)
+                                subtract_parts, sum_histograms)
 
 __all__ = ["HistogramSource"]
 
@@ -53,9 +53,9 @@ class HistogramSource:
         n = len(self.chunks)
         self._rows = b.map(chunk_root, self.chunks, [self.class_idx] * n, [self.meta] * n,
                            [self.max_leaves] * n, key=f"{self.key}-root")
-        hist = tree_reduce(b, sum_histograms, self._rows, self.split_every, f"{self.key}-sum-root")
-        res = b.submit(finish_root, hist, self.meta, self.params, key=f"{self.key}-find-root")
-        self._hist = {0: hist}
+        parts = reduce_levels(b, sum_histograms, self._rows, self.split_every, f"{self.key}-sum-root")
+        res = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
+        self._hist = {0: b.submit(sum_histograms, parts, key=f"{self.key}-hist-root")}
         self.n_passes += 1
         return b.gather(res)
 
@@ -72,11 +72,12 @@ class HistogramSource:
         self._rows = b.map(chunk_split, self.chunks, self._rows, [self.class_idx] * n,
                            [self.meta] * n, [leaf] * n, [right_leaf] * n, [split] * n,
                            [build_left] * n, key=f"{tag}-route")
-        built = tree_reduce(b, sum_histograms, self._rows, self.split_every, f"{tag}-sum")
+        parts = reduce_levels(b, sum_histograms, self._rows, self.split_every, f"{tag}-sum")
         parent = self._hist.pop(leaf)
-        res = b.submit(finish_split, parent, built, build_left, split, self.meta, self.params,
+        res = b.submit(finish_split, parent, parts, build_left, split, self.meta, self.params,
                        key=f"{tag}-find")
-        sibling = b.submit(subtract_histograms, parent, built, key=f"{tag}-sibling")
+        built = b.submit(sum_histograms, parts, key=f"{tag}-built")
+        sibling = b.submit(subtract_parts, parent, parts, key=f"{tag}-sibling")
         self._hist[leaf], self._hist[right_leaf] = (built, sibling) if build_left else (sibling, built)
         self.n_passes += 1
         return tuple(b.gather(res))

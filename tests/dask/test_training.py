@@ -88,20 +88,23 @@ def test_predict_is_lazy_for_dask_and_zarr_input(tmp_path):
         np.testing.assert_array_equal(out.compute(scheduler="sync"), booster.predict(X))
 
 
-def test_multiclass_and_early_stopping(client):
+def test_multiclass_and_early_stopping():
+    """In-process (NumPy input): the boosting loop is the same code on every backend."""
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(3000, 5)).astype(np.float32)
-    y = (np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.7, 0.0, 0.7])).astype(np.float64)
-    Xd = da.from_array(X, chunks=(400, 5))
-    yd = da.from_array(y, chunks=400)
+    X = rng.normal(size=(4000, 5)).astype(np.float32)
+    noisy = X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.3, size=4000)
+    y = np.digitize(noisy, [-0.7, 0.0, 0.7]).astype(np.float64)
+    X, Xv, y, yv = X[:3000], X[3000:], y[:3000], y[3000:]
     booster = oocgbdt.train(dict(objective="multiclass", num_class=4, n_estimators=300,
-                                 early_stopping_rounds=5, metric=["multi_logloss", "multi_error"]),
-                            Xd, yd, eval_set=[(X[:1000], y[:1000])], client=client, verbose=False)
+                                 early_stopping_rounds=5, metric=["multi_logloss", "multi_error"],
+                                 first_metric_only=True, chunk_size=400),
+                            X, y, eval_set=[(Xv, yv)], verbose=False)
     hist = booster.evals_result["valid_0"]["multi_logloss"]
     assert booster.best_iteration is not None and booster.best_iteration < 300
     assert booster.best_iteration == int(np.argmin(hist)) + 1
     assert len(hist) == booster.best_iteration + 5
+    assert len(booster.evals_result["valid_0"]["multi_error"]) == len(hist)
     proba = booster.predict(X)
     assert proba.shape == (3000, 4)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
-    assert (proba.argmax(axis=1) == y).mean() > 0.9
+    assert (proba.argmax(axis=1) == y).mean() > 0.85

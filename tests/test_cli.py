@@ -1,0 +1,285 @@
+"""Tests of the ``oocgbdt`` command line, run in-process through :func:`oocgbdt.cli.main`."""
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import zarr
+
+from oocgbdt.cli import main, parse_param
+from oocgbdt.dask.booster import Booster
+from oocgbdt.dask.store import open_dataset
+
+N_ROWS, N_FEATURES = 600, 4
+
+
+def _make_csv(path, n=N_ROWS, seed=0, classes=None):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, N_FEATURES))
+    X[rng.random(size=X.shape) < 0.02] = np.nan
+    signal = np.nan_to_num(X[:, 0]) * 2.0 + np.nan_to_num(X[:, 1]) ** 2
+    if classes is None:
+        y = signal + 0.1 * rng.normal(size=n)
+    else:
+        y = np.digitize(signal, np.quantile(signal, np.linspace(0, 1, classes + 1)[1:-1]))
+    frame = pd.DataFrame(X, columns=[f"f{i}" for i in range(N_FEATURES)])
+    frame.insert(0, "row_id", np.arange(n))
+    frame["target"] = y
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _read_csv_exact(path):
+    """Read predictions back with Python's float parser (exact for 17 significant digits)."""
+    return pd.read_csv(path, dtype=np.float64, engine="python")
+
+
+def _err_line(capsys, command):
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"oocgbdt {command}: error: "), err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """train.csv/valid.csv converted to Zarr, and a 5-round regression model."""
+    d = tmp_path_factory.mktemp("cli")
+    for name, seed, n in (("train", 0, N_ROWS), ("valid", 1, 200)):
+        _make_csv(d / f"{name}.csv", n=n, seed=seed)
+        assert main(["convert", str(d / f"{name}.csv"), str(d / f"{name}.zarr"), "--label",
+                     "target", "--drop", "row_id", "--chunk-rows", "128"]) == 0
+    rc = main(["train", str(d / "train.zarr"), "--model", str(d / "model.json"),
+               "--valid", str(d / "valid.zarr"), "--param", "n_estimators=5", "num_leaves=7",
+               "--param", "min_data_in_leaf=5", "--quiet"])
+    assert rc == 0
+    return d
+
+
+# --------------------------------------------------------------------------------------------
+# convert
+# --------------------------------------------------------------------------------------------
+
+
+def test_convert_prints_rows_features_chunks_and_path(tmp_path, capsys):
+    src = _make_csv(tmp_path / "data.csv", n=300)
+    dest = tmp_path / "data.zarr"
+    assert main(["convert", str(src), str(dest), "--label", "target", "--drop", "row_id",
+                 "--chunk-rows", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "300 rows x 4 features" in out
+    assert "3 chunks of up to 100 rows" in out
+    assert str(dest) in out
+    ds = open_dataset(dest)
+    assert ds.feature_names == ("f0", "f1", "f2", "f3") and ds.label == "target"
+    expected = pd.read_csv(src)
+    np.testing.assert_array_equal(ds.y.compute(), expected["target"].to_numpy())
+
+    # an existing destination is refused without --overwrite, replaced with it
+    assert main(["convert", str(src), str(dest), "--label", "target", "--drop", "row_id"]) == 2
+    assert "--overwrite" in _err_line(capsys, "convert")
+    assert main(["convert", str(src), str(dest), "--label", "target", "--drop", "row_id",
+                 "--overwrite"]) == 0
+
+
+def test_convert_errors(tmp_path, capsys):
+    src = _make_csv(tmp_path / "data.csv", n=50)
+    assert main(["convert", str(tmp_path / "missing.csv"), str(tmp_path / "o.zarr"),
+                 "--label", "target"]) == 2
+    assert "does not exist" in _err_line(capsys, "convert")
+    assert main(["convert", str(src), str(tmp_path / "o.zarr")]) == 2
+    assert "--label" in _err_line(capsys, "convert")
+    assert main(["convert", str(src), str(tmp_path / "o.zarr"), "--label", "targte"]) == 2
+    assert "not found" in _err_line(capsys, "convert")
+    assert not (tmp_path / "o.zarr").exists()
+
+
+# --------------------------------------------------------------------------------------------
+# train
+# --------------------------------------------------------------------------------------------
+
+
+def test_train_prints_every_round_and_saves(workspace, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    assert main(["train", str(workspace / "train.zarr"), "--model", str(model),
+                 "--valid", str(workspace / "valid.zarr"), "--param", "num_iterations=4",
+                 "metric=l2,rmse", "num_leaves=7", "min_data_in_leaf=5"]) == 0
+    out = capsys.readouterr().out
+    booster = Booster.load_model(model)
+    rounds = re.findall(r"^\[(\d+)\]\tvalid_0's l2: (\S+)\tvalid_0's rmse: (\S+)$", out, re.M)
+    assert [int(r[0]) for r in rounds] == [1, 2, 3, 4]
+    scores = booster.evals_result["valid_0"]["l2"]
+    np.testing.assert_allclose([float(r[1]) for r in rounds], scores, rtol=1e-5)
+    assert booster.num_iterations() == 4
+    assert f"Saved model to {model}" in out
+    assert booster.feature_names == ["f0", "f1", "f2", "f3"]
+
+
+def test_train_refuses_existing_model(workspace, capsys):
+    model = workspace / "model.json"
+    before = model.read_bytes()
+    assert main(["train", str(workspace / "train.zarr"), "--model", str(model),
+                 "--param", "n_estimators=2"]) == 2
+    line = _err_line(capsys, "train")
+    assert "already exists" in line and "--overwrite" in line
+    assert model.read_bytes() == before
+
+
+def test_train_errors(workspace, tmp_path, capsys):
+    train = str(workspace / "train.zarr")
+    model = str(tmp_path / "m.json")
+    assert main(["train", str(tmp_path / "nope.zarr"), "--model", model]) == 2
+    assert "nope.zarr" in _err_line(capsys, "train")
+    assert main(["train", train, "--model", model, "--param", "num_leafs=7"]) == 2
+    line = _err_line(capsys, "train")
+    assert "num_leafs" in line and "did you mean" in line and "num_leaves" in line
+    assert main(["train", train, "--model", model, "--param", "num_leaves=many"]) == 2
+    assert "num_leaves" in _err_line(capsys, "train")
+    assert main(["train", train, "--model", model, "--param", "num_leaves"]) == 2
+    assert "NAME=VALUE" in _err_line(capsys, "train")
+    assert main(["train", train, "--model", model, "--objective", "binary",
+                 "--param", "objective=regression"]) == 2
+    assert "conflicts" in _err_line(capsys, "train")
+    assert main(["train", train, "--model", str(tmp_path / "no" / "m.json")]) == 2
+    assert "does not exist" in _err_line(capsys, "train")
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_parse_param_types():
+    assert parse_param("num_leaves=63") == ("num_leaves", 63)
+    assert parse_param("learning_rate=0.05") == ("learning_rate", 0.05)
+    assert parse_param("use_missing=false") == ("use_missing", False)
+    assert parse_param("use_missing=0") == ("use_missing", False)
+    assert parse_param("metric=auc,rmse") == ("metric", "auc,rmse")
+    assert parse_param("objective=binary") == ("objective", "binary")
+    assert parse_param("early_stopping_rounds=None") == ("early_stopping_rounds", None)
+    assert parse_param("unknown_thing=3") == ("unknown_thing", 3)
+
+
+# --------------------------------------------------------------------------------------------
+# predict
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("out_name", ["pred.csv", "pred.zarr"])
+@pytest.mark.parametrize("raw", [False, True])
+def test_predict_from_zarr_matches_booster(workspace, tmp_path, capsys, out_name, raw):
+    out = tmp_path / out_name
+    model = workspace / "model.json"
+    args = ["predict", str(model), str(workspace / "valid.zarr"), str(out)]
+    assert main(args + (["--raw-score"] if raw else [])) == 0
+    assert str(out) in capsys.readouterr().out
+    X = open_dataset(workspace / "valid.zarr").X.compute()
+    expected = Booster.load_model(model).predict(X, raw_score=raw)
+    if out_name.endswith(".csv"):
+        got = _read_csv_exact(out)
+        assert list(got.columns) == ["raw_score" if raw else "prediction"]
+        got = got.iloc[:, 0].to_numpy()
+    else:
+        got = zarr.open_array(str(out), mode="r")[:]
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)
+
+    # never overwritten without --overwrite
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    assert main(args) == 2
+    assert "--overwrite" in _err_line(capsys, "predict")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert main(args + ["--overwrite"]) == 0
+
+
+@pytest.mark.parametrize("out_name", ["pred.csv", "pred.zarr"])
+def test_predict_from_csv_matches_booster(workspace, tmp_path, out_name):
+    out = tmp_path / out_name
+    model = workspace / "model.json"
+    # the label and id columns are named, so the model's features are matched by name
+    assert main(["predict", str(model), str(workspace / "valid.csv"), str(out),
+                 "--label", "target", "--drop", "row_id", "--chunk-rows", "64"]) == 0
+    X = open_dataset(workspace / "valid.zarr").X.compute()
+    expected = Booster.load_model(model).predict(X)
+    if out_name.endswith(".csv"):
+        got = _read_csv_exact(out).iloc[:, 0].to_numpy()
+    else:
+        got = zarr.open_array(str(out), mode="r")[:]
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_predict_errors(workspace, tmp_path, capsys):
+    model = str(workspace / "model.json")
+    out = str(tmp_path / "p.csv")
+    assert main(["predict", model, str(tmp_path / "missing.zarr"), out]) == 2
+    assert "does not exist" in _err_line(capsys, "predict")
+    assert main(["predict", str(tmp_path / "missing.json"), str(workspace / "valid.zarr"), out]) == 2
+    assert "missing.json" in _err_line(capsys, "predict")
+    # a header-less CSV with one column too many (the label) and no --label
+    headerless = tmp_path / "h.csv"
+    pd.read_csv(workspace / "valid.csv").drop(columns=["row_id"]).to_csv(
+        headerless, index=False, header=False)
+    assert main(["predict", model, str(headerless), out]) == 2
+    assert "--label" in _err_line(capsys, "predict")
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_predict_multiclass_csv_columns(tmp_path, capsys):
+    src = _make_csv(tmp_path / "mc.csv", n=300, classes=3)
+    assert main(["convert", str(src), str(tmp_path / "mc.zarr"), "--label", "target",
+                 "--drop", "row_id", "--chunk-rows", "100"]) == 0
+    assert main(["train", str(tmp_path / "mc.zarr"), "--model", str(tmp_path / "mc.json"),
+                 "--objective", "multiclass", "--num-class", "3", "--param", "n_estimators=3",
+                 "num_leaves=4", "min_data_in_leaf=5", "--quiet"]) == 0
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(tmp_path / "mc.json"), str(tmp_path / "mc.zarr"), str(out)]) == 0
+    got = _read_csv_exact(out)
+    assert list(got.columns) == [f"prediction_class_{k}" for k in range(3)]
+    X = open_dataset(tmp_path / "mc.zarr").X.compute()
+    np.testing.assert_array_equal(got.to_numpy(), Booster.load_model(tmp_path / "mc.json").predict(X))
+    np.testing.assert_allclose(got.to_numpy().sum(axis=1), 1.0)
+
+
+# --------------------------------------------------------------------------------------------
+# quickstart, help, version
+# --------------------------------------------------------------------------------------------
+
+
+def test_quickstart_beats_the_baseline(tmp_path, capsys):
+    workdir = tmp_path / "qs"
+    assert main(["quickstart", "--workdir", str(workdir), "--n-estimators", "10", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    rmse = float(re.search(r"^Test RMSE:\s+([\d,.]+)", out, re.M).group(1).replace(",", ""))
+    baseline = float(re.search(r"^Baseline RMSE:\s+([\d,.]+)", out, re.M).group(1).replace(",", ""))
+    assert rmse < 0.6 * baseline  # 0.48 with 10 rounds of 15 leaves at learning rate 0.3
+    for name in ("train.zarr", "test.zarr", "model.json"):
+        assert (workdir / name).exists() and str(workdir / name) in out
+    assert open_dataset(workdir / "train.zarr").n_rows + open_dataset(workdir / "test.zarr").n_rows == 20640
+    assert len(open_dataset(workdir / "train.zarr").X.chunks[0]) == 8
+
+    # a non-empty workdir is not reused without --overwrite
+    assert main(["quickstart", "--workdir", str(workdir), "--n-estimators", "2"]) == 2
+    assert "--overwrite" in _err_line(capsys, "quickstart")
+
+
+@pytest.mark.parametrize("command", [[], ["convert"], ["train"], ["predict"], ["quickstart"]])
+def test_help_exits_zero(command, capsys):
+    assert main(command + ["--help"]) == 0
+    assert "usage: oocgbdt" in capsys.readouterr().out
+
+
+def test_train_help_explains_per_round_output(capsys):
+    assert main(["train", "--help"]) == 0
+    assert "evals_result" in capsys.readouterr().out
+
+
+def test_version(capsys):
+    import oocgbdt
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"oocgbdt {oocgbdt.__version__}"
+
+
+def test_usage_errors_exit_two(capsys):
+    assert main(["train"]) == 2  # DATA and --model missing
+    assert "oocgbdt train: error:" in capsys.readouterr().err
+    assert main([]) == 2
+    assert main(["frobnicate"]) == 2
