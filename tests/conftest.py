@@ -22,9 +22,13 @@ def shared_data() -> Path:
 
 @pytest.fixture(scope="module")
 def client():
-    """A 2-worker in-process LocalCluster (threads), closed after the module."""
+    """An in-process LocalCluster shaped like the embedded one (1 worker, 2 threads).
+
+    Training on several workers (the client-side loop) is covered by the determinism test, which
+    requires the same model from 1 and 2 workers.
+    """
     from distributed import Client, LocalCluster
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as c:
         yield c
 

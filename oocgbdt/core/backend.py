@@ -8,6 +8,8 @@ the same functions with the same reduction order, so they give bit-identical mod
 """
 from __future__ import annotations
 
+import time
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["LocalBackend", "tree_reduce", "reduce_levels"]
@@ -20,22 +22,35 @@ class LocalBackend:
     ----------
     n_threads : int, default 1
         Threads used by :meth:`map` (one task per chunk; the numba kernels release the GIL).
+
+    Attributes
+    ----------
+    seconds : dict of str to float
+        Wall-clock seconds spent per task function name (``map`` counts its parallel wall time).
     """
 
     def __init__(self, n_threads: int = 1):
         self.n_threads = max(1, int(n_threads))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
+        self.seconds = defaultdict(float)
 
     def scatter(self, obj):
         return obj
 
     def map(self, fn, *iterables, key=None):
+        t0 = time.perf_counter()
         if self._pool is None:
-            return [fn(*args) for args in zip(*iterables)]
-        return list(self._pool.map(fn, *iterables))
+            out = [fn(*args) for args in zip(*iterables)]
+        else:
+            out = list(self._pool.map(fn, *iterables))
+        self.seconds[fn.__name__] += time.perf_counter() - t0
+        return out
 
     def submit(self, fn, *args, key=None):
-        return fn(*args)
+        t0 = time.perf_counter()
+        out = fn(*args)
+        self.seconds[fn.__name__] += time.perf_counter() - t0
+        return out
 
     def gather(self, handles):
         return handles

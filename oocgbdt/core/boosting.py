@@ -31,8 +31,11 @@ class BoostResult:
     """What :func:`boost` returns: trees and training history.
 
     ``best_iteration`` is 1-based (LightGBM's convention) and set only when early stopping
-    was requested; ``tree_stats`` has one dict per tree: passes, seconds waiting for split
-    records, seconds in total.
+    was requested; ``tree_stats`` has one dict per tree: passes, leaves, seconds in total,
+    seconds waiting for split records, and, on a backend that times its tasks
+    (:class:`~oocgbdt.core.backend.LocalBackend`), seconds routing rows and building histograms
+    (``seconds_histogram``), summing and subtracting histograms (``seconds_reduce``) and
+    searching splits (``seconds_split_search``).
     """
 
     trees: list
@@ -111,6 +114,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
             round_trees = []
             for k in range(n_out):
                 t_start = time.perf_counter()
+                timed = dict(getattr(backend, "seconds", {}))
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
                 source = HistogramSource(chunks, k, meta_h, sp_h, int(params["num_leaves"]),
                                          backend=backend, split_every=split_every, key=tree_key)
@@ -127,10 +131,16 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                     eval_chunks[name] = backend.map(chunk_apply_tree, ec, [arrays_h] * len(ec),
                                                     [k] * len(ec), key=f"{tree_key}-apply-{name}")
                 round_trees.append(tree)
-                result.tree_stats.append(dict(n_passes=source.n_passes,
-                                              seconds_waiting=grower.time_waiting,
-                                              seconds=time.perf_counter() - t_start,
-                                              n_leaves=tree.n_leaves))
+                stats = dict(n_passes=source.n_passes, n_leaves=tree.n_leaves,
+                             seconds=time.perf_counter() - t_start,
+                             seconds_waiting=grower.time_waiting)
+                if hasattr(backend, "seconds"):
+                    spent = {f: backend.seconds[f] - timed.get(f, 0.0) for f in backend.seconds}
+                    stats.update(
+                        seconds_histogram=spent.get("chunk_root", 0.0) + spent.get("chunk_split", 0.0),
+                        seconds_reduce=spent.get("sum_histograms", 0.0) + spent.get("subtract_parts", 0.0),
+                        seconds_split_search=spent.get("finish_root", 0.0) + spent.get("finish_split", 0.0))
+                result.tree_stats.append(stats)
             if all(t.n_leaves == 1 for t in round_trees) and rnd > 0:
                 # LightGBM stops when no leaf meets the split requirements (gbdt.cpp TrainOneIter).
                 result.tree_stats = result.tree_stats[:len(result.trees)]

@@ -8,8 +8,12 @@ state next to the data -> run :func:`oocgbdt.core.boosting.boost` on a backend -
 Where it runs: on the ``client`` given, else the default client, else, for Dask or Zarr input, an
 embedded LocalCluster closed afterwards. In-memory NumPy input with no client runs the same task
 bodies in-process on threads (:class:`~oocgbdt.core.backend.LocalBackend`): the data already
-fits in memory, and a cluster would only add start-up time. Both give the same model for the
-same chunking.
+fits in memory, and a cluster would only add start-up time. On a cluster with one worker (the
+embedded LocalCluster), the loop itself runs as one task on that worker, next to every chunk,
+over the same LocalBackend; with several workers it runs on the client over a
+:class:`~oocgbdt.dask.backend.DaskBackend` (one scheduler round trip per dependent task). All
+give the same model for the same chunking: the task bodies and their reduction order are the
+same.
 """
 from __future__ import annotations
 
@@ -43,6 +47,16 @@ def _chunk_tasks(X, y, weight, bin_mapper, n_outputs, key):
     return [dask.delayed(chunk_init, pure=True)(xb, yb, wb, n_outputs,
                                                 dask_key_name=f"{key}-{i}")
             for i, (xb, yb, wb) in enumerate(zip(Xb, ys, ws))]
+
+
+def _boost_on_worker(chunks, eval_sets, boost_kwargs):
+    """Task body: the boosting loop next to the data, on the worker's threads."""
+    from distributed import get_worker
+    backend = LocalBackend(n_threads=get_worker().state.nthreads)
+    try:
+        return boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
+    finally:
+        backend.close()
 
 
 def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
@@ -149,9 +163,15 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             else:
                 chunks = c.compute(tasks)
                 eval_sets = [(n, c.compute(t)) for n, t in eval_tasks]
-            result = boost(backend, chunks, bin_mapper=bin_mapper, params=params,
-                           objective=objective, metrics=metrics, eval_sets=eval_sets,
-                           verbose=params["verbose"], key=key)
+            boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
+                                metrics=metrics, verbose=params["verbose"], key=key)
+            if not local and len(c.scheduler_info()["workers"]) == 1:
+                # Every chunk lives on the one worker: nothing crosses workers, so the loop runs
+                # there as one task and each pass costs no scheduler round trips.
+                result = c.submit(_boost_on_worker, chunks, eval_sets, boost_kwargs,
+                                  key=f"{key}-boost", pure=False).result()
+            else:
+                result = boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
         finally:
             backend.close()
     booster = Booster(result.trees, result.init_score, params, n_features,
