@@ -1,12 +1,26 @@
 """oocgbdt: out-of-core gradient-boosted decision trees on Dask.
 
 Public API: :func:`train` (functional), :class:`Booster` (fitted model), and the scikit-learn
-estimators :class:`GBDTRegressor` and :class:`GBDTClassifier`.
+estimators :class:`GBDTRegressor` and :class:`GBDTClassifier`. They are imported on first use,
+so ``oocgbdt.kernels`` and ``oocgbdt.core`` can be used without importing dask.
 """
-from oocgbdt.dask.booster import Booster
-from oocgbdt.dask.training import train
-from oocgbdt.sklearn import GBDTClassifier, GBDTRegressor
+from importlib import import_module
 
 __version__ = "0.1.0"
 
 __all__ = ["train", "Booster", "GBDTRegressor", "GBDTClassifier", "__version__"]
+
+_LAZY = {"train": "oocgbdt.dask.training", "Booster": "oocgbdt.dask.booster",
+         "GBDTRegressor": "oocgbdt.sklearn", "GBDTClassifier": "oocgbdt.sklearn"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'oocgbdt' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(list(globals()) + list(_LAZY))

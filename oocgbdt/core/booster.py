@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from oocgbdt._dtypes import X_DTYPE
+from oocgbdt.core.objectives import get_objective
 from oocgbdt.core.tree import Tree
 from oocgbdt.kernels.predict import predict_raw
 
@@ -99,7 +100,6 @@ class Booster:
 
     @property
     def objective(self):
-        from oocgbdt.core.objectives import get_objective
         return get_objective(self.params)
 
     def num_trees(self) -> int:
