@@ -190,6 +190,14 @@ def _to_str(name, value):
     return str(value)
 
 
+def _to_str_or_none(name, value):
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _type_error(name, "a str or None", value)
+    return str(value)
+
+
 def _to_int_or_none(name, value):
     if value is None:
         return None
@@ -229,6 +237,7 @@ _CONVERTERS = {
     "bool": _to_bool,
     "str": _to_str,
     "int or None": _to_int_or_none,
+    "str or None": _to_str_or_none,
     "bool or int": _to_bool_or_int,
     "str, list of str or None": _to_str_list_or_none,
 }
@@ -477,6 +486,42 @@ _TABLE = [
         "LightGBM's aliases). Resolved to a list of canonical names.",
         normalize_metric,
     ),
+    # ---- feature screening (EMA-FS, arXiv:2606.26337) and feature subsampling ----------------
+    Param(
+        "feature_screening", None, (), "str or None",
+        lambda v: None if v in (None, "ema", "stochastic") else
+        f"must be None, 'ema' or 'stochastic', got {v!r}",
+        "Per-tree feature screening: None (off), 'ema' (EMA-FS: the top ceil(screening_ratio * "
+        "n_features) features by an exponential moving average of their best split gains) or "
+        "'stochastic' (S-EMA-FS: that many features drawn without replacement with "
+        "gain-weighted probabilities).",
+    ),
+    Param(
+        "screening_ratio", 0.3, (), "float", _range(0.0, 1.0, lo_open=True),
+        "Share r of the usable features whose histograms each tree builds after the warm-up.",
+    ),
+    Param(
+        "screening_warmup", 5, (), "int", _range(0, integer=True),
+        "Boosting rounds W that use every feature before screening starts.",
+    ),
+    Param(
+        "screening_alpha", 0.3, (), "float", _range(0.0, 1.0, lo_open=True),
+        "EMA smoothing: E <- alpha * gain + (1 - alpha) * E.",
+    ),
+    Param(
+        "screening_beta", 1.0, (), "float", _range(0.0),
+        "S-EMA-FS concentration: 0 draws features uniformly, large values approach EMA-FS.",
+    ),
+    Param(
+        "feature_fraction", 1.0, ("sub_feature", "colsample_bytree"), "float",
+        _range(0.0, 1.0, lo_open=True),
+        "Share of the usable features drawn uniformly at random for each tree (LightGBM's "
+        "per-tree feature_fraction); 1.0 uses all.",
+    ),
+    Param(
+        "feature_fraction_seed", 2, (), "int", _range(0, integer=True),
+        "Seed of feature_fraction's draws (LightGBM's default 2).",
+    ),
     Param(
         "early_stopping_rounds", None,
         ("early_stopping_round", "early_stopping", "n_iter_no_change"),
@@ -549,7 +594,16 @@ def _check_metric_objective(params):
             )
 
 
-_JOINT_CHECKS = [_check_num_class, _check_metric_objective]
+def _check_screening(params):
+    if params["feature_screening"] is not None and params["feature_fraction"] < 1.0:
+        raise ValueError(
+            f"feature_screening={params['feature_screening']!r} and feature_fraction="
+            f"{params['feature_fraction']} both choose each tree's features; use one of them "
+            f"(feature_fraction is the uniform baseline of screening_beta=0)"
+        )
+
+
+_JOINT_CHECKS = [_check_num_class, _check_metric_objective, _check_screening]
 
 
 # --------------------------------------------------------------------------------------------

@@ -72,15 +72,25 @@ class Booster:
         1-based best round from early stopping.
     evals_result : dict, optional
         ``{eval_name: {metric: [score per round]}}``.
+    best_score : dict, optional
+        ``{eval_name: {metric: score at best_iteration}}``.
+    screening_history, screening_scores : optional
+        See the attributes below.
 
     Attributes
     ----------
     n_outputs : int
         Trees per round: 1, or ``num_class`` for multiclass.
+    screening_history_ : list of ndarray of int64, or None
+        With feature screening or feature_fraction: the features each round built histograms
+        for (see :mod:`oocgbdt.core.screening`).
+    screening_scores_ : ndarray of shape (n_features,), float64, or None
+        Final EMA of each feature's best split gain (NaN: never searched).
     """
 
     def __init__(self, trees, init_score, params, n_features, feature_names=None,
-                 feature_infos=None, best_iteration=None, evals_result=None, best_score=None):
+                 feature_infos=None, best_iteration=None, evals_result=None, best_score=None,
+                 screening_history=None, screening_scores=None):
         self.trees = list(trees)
         self.init_score = np.asarray(init_score, dtype=np.float64).reshape(-1)
         self.params = dict(params)
@@ -91,6 +101,11 @@ class Booster:
         self.best_iteration = None if best_iteration is None else int(best_iteration)
         self.evals_result = evals_result or {}
         self.best_score = best_score or {}
+        self.screening_history_ = (None if screening_history is None else
+                                   [np.asarray(h, dtype=np.int64) for h in screening_history])
+        self.screening_scores_ = (None if screening_scores is None else
+                                  np.asarray([np.nan if v is None else v for v in screening_scores],
+                                             dtype=np.float64))
         self._packed = {}
 
     # ---- structure -----------------------------------------------------------------------
@@ -213,6 +228,8 @@ class Booster:
             "feature_infos": self.feature_infos, "init_score": self.init_score,
             "best_iteration": self.best_iteration, "best_score": self.best_score,
             "evals_result": self.evals_result,
+            "screening_history": self.screening_history_,
+            "screening_scores": self.screening_scores_,
             "trees": [t.to_dict() for t in self.trees],
         })
 
@@ -231,9 +248,11 @@ class Booster:
                       "internal_count", "leaf_value", "leaf_weight", "leaf_count"):
                 td[k] = _decode_floats(td[k])
             trees.append(Tree.from_dict(td))
+        scores = d.get("screening_scores")
         return cls(trees, d["init_score"], d["params"], d["n_features"], d["feature_names"],
                    d.get("feature_infos"), d.get("best_iteration"), d.get("evals_result"),
-                   d.get("best_score"))
+                   d.get("best_score"), d.get("screening_history"),
+                   None if scores is None else _decode_floats(scores))
 
     def save_model(self, path) -> Path:
         """Write the model as JSON to ``path`` atomically; returns the path.

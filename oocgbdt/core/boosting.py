@@ -9,9 +9,8 @@ backend over a ``distributed.Client``; tests and NumPy input call it with a
 """
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -21,6 +20,7 @@ from oocgbdt.core.chunk import (chunk_add_score, chunk_apply_tree, chunk_gradien
                                 chunk_label_stats, chunk_metric_partials, merge_metric_partials)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
+from oocgbdt.core.screening import FeatureScreener
 from oocgbdt.core.split import FeatureMeta, SplitParams
 
 __all__ = ["BoostResult", "boost", "compute_init_score"]
@@ -44,6 +44,8 @@ class BoostResult:
     best_iteration: int | None = None
     best_score: dict = field(default_factory=dict)
     tree_stats: list = field(default_factory=list)
+    screening_history: list | None = None
+    screening_scores: np.ndarray | None = None
 
 
 def compute_init_score(backend, label_stat_handles, objective, params, split_every, key):
@@ -106,22 +108,31 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     eval_chunks = {name: backend.map(chunk_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}")
                    for name, ec in eval_chunks.items()}
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
+    screener = FeatureScreener.from_params(params, meta.feature_mask)
     bar = tqdm(total=int(params["n_estimators"]), disable=not verbose, unit="round",
                desc="oocgbdt")
     try:
         for rnd in range(int(params["n_estimators"])):
             chunks = backend.map(chunk_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}")
+            round_meta, round_meta_h = meta, meta_h
+            if screener is not None:
+                # One selection per round, shared by a multiclass round's trees.
+                round_meta = replace(meta, feature_mask=meta.feature_mask & screener.select(rnd))
+                round_meta_h = backend.scatter(round_meta)
+            round_gains = np.full(meta.feature_mask.shape[0], -np.inf)
             round_trees = []
             for k in range(n_out):
                 t_start = time.perf_counter()
                 timed = dict(getattr(backend, "seconds", {}))
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
-                source = HistogramSource(chunks, k, meta_h, sp_h, int(params["num_leaves"]),
+                source = HistogramSource(chunks, k, round_meta_h, sp_h, int(params["num_leaves"]),
                                          backend=backend, split_every=split_every, key=tree_key)
                 grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
                                     params["max_depth"])
                 tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, lr, k)
                 source.close()
+                if source.feature_gains is not None:
+                    round_gains = np.maximum(round_gains, source.feature_gains)
                 arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
                 arrays_h = backend.scatter(arrays)
                 chunks = backend.map(chunk_apply_tree, chunks, [arrays_h] * n, [k] * n,
@@ -146,6 +157,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 result.tree_stats = result.tree_stats[:len(result.trees)]
                 break
             result.trees.extend(round_trees)
+            if screener is not None:
+                screener.update(round_meta.feature_mask, round_gains)
             stop = _evaluate(backend, eval_chunks, metric_list, objective, evals_result, best,
                              rnd, es_rounds, params, split_every, key)
             if metric_list and eval_chunks:
@@ -161,6 +174,9 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 result.best_iteration = _best_round(best, params)
     finally:
         bar.close()
+    if screener is not None:
+        result.screening_history = screener.history_[:len(result.trees) // n_out]
+        result.screening_scores = screener.scores_
     if result.best_iteration is not None:
         result.best_score = {name: {m: evals_result[name][m][result.best_iteration - 1]
                                     for m in evals_result[name]} for name in evals_result}

@@ -99,8 +99,8 @@ def chunk_gradients(data: ChunkData, objective) -> ChunkData:
 
 def _histogram(data: ChunkData, class_idx: int, rows: np.ndarray, meta: FeatureMeta) -> np.ndarray:
     hist = np.zeros((meta.n_total_bins, 3), dtype=HIST_DTYPE)
-    build_histogram(data.X_binned, meta.bin_offsets, data.gradients[class_idx],
-                    data.hessians[class_idx], rows, hist)
+    build_histogram(data.X_binned, meta.bin_offsets, meta.built_columns,
+                    data.gradients[class_idx], data.hessians[class_idx], rows, hist)
     return hist
 
 
@@ -148,13 +148,15 @@ def sum_histograms(parts) -> np.ndarray:
 
 
 def finish_root(parts, meta: FeatureMeta, params: SplitParams):
-    """Final task of the root pass: returns ``(totals, best split or None)`` (small).
+    """Final task of the root pass: ``(totals, best split or None, feature_gains)`` (small).
 
     ``parts`` are the last level's partial histograms (or chunk results), summed here.
+    ``feature_gains`` (n_features,) is each feature's best split gain (``-inf``: none).
     """
     hist = sum_histograms(parts)
     totals = leaf_totals(hist, meta)
-    return totals, best_split(hist, totals, meta, params)
+    split, gains = best_split(hist, totals, meta, params)
+    return totals, split, gains
 
 
 def subtract_parts(parent: np.ndarray, parts) -> np.ndarray:
@@ -164,7 +166,9 @@ def subtract_parts(parent: np.ndarray, parts) -> np.ndarray:
 
 def finish_split(parent_hist: np.ndarray, parts, build_left: bool,
                  split: SplitInfo, meta: FeatureMeta, params: SplitParams):
-    """Final task of a split pass: both children's best splits ``(left, right)`` (small).
+    """Final task of a split pass: ``(left split, right split, feature_gains)`` (small).
+
+    ``feature_gains`` is each feature's best split gain over both children (``-inf``: none).
 
     ``parts`` are the last level's partial histograms of the built (smaller) child, summed
     here; the sibling is parent minus built. The copies of both histograms kept for later
@@ -174,8 +178,9 @@ def finish_split(parent_hist: np.ndarray, parts, build_left: bool,
     built_hist = sum_histograms(parts)
     other = parent_hist - built_hist
     left_hist, right_hist = (built_hist, other) if build_left else (other, built_hist)
-    return (best_split(left_hist, split.left, meta, params),
-            best_split(right_hist, split.right, meta, params))
+    left_split, left_gains = best_split(left_hist, split.left, meta, params)
+    right_split, right_gains = best_split(right_hist, split.right, meta, params)
+    return left_split, right_split, np.maximum(left_gains, right_gains)
 
 
 # ---- finished trees and evaluation --------------------------------------------------------------------------

@@ -9,6 +9,8 @@ records reach the caller.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from oocgbdt.core.backend import LocalBackend, reduce_levels
 from oocgbdt.core.chunk import (chunk_root, chunk_split, finish_root, finish_split,
                                 subtract_parts, sum_histograms)
@@ -46,6 +48,10 @@ class HistogramSource:
         self._rows = None           # per-chunk handles of (TreeRows, histogram)
         self._hist = {}             # leaf -> handle of its histogram
         self.n_passes = 0
+        self.feature_gains = None   # per feature: best split gain seen in any leaf of this tree
+
+    def _record(self, gains):
+        self.feature_gains = gains if self.feature_gains is None else np.maximum(self.feature_gains, gains)
 
     def root(self):
         """Histogram all rows into leaf 0; returns ``(LeafTotals, SplitInfo or None)``."""
@@ -57,7 +63,9 @@ class HistogramSource:
         res = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
         self._hist = {0: b.submit(sum_histograms, parts, key=f"{self.key}-hist-root")}
         self.n_passes += 1
-        return b.gather(res)
+        totals, split, gains = b.gather(res)
+        self._record(gains)
+        return totals, split
 
     def split(self, leaf, right_leaf, split):
         """Apply ``split`` to ``leaf``; returns the children's best splits ``(left, right)``.
@@ -80,7 +88,9 @@ class HistogramSource:
         sibling = b.submit(subtract_parts, parent, parts, key=f"{tag}-sibling")
         self._hist[leaf], self._hist[right_leaf] = (built, sibling) if build_left else (sibling, built)
         self.n_passes += 1
-        return tuple(b.gather(res))
+        left, right, gains = b.gather(res)
+        self._record(gains)
+        return left, right
 
     def forget(self, leaf):
         """Free the histogram of a leaf that will not be split."""

@@ -52,6 +52,13 @@ class FeatureMeta:
     def n_total_bins(self) -> int:
         return int(self.bin_offsets[-1])
 
+    @property
+    def built_columns(self) -> np.ndarray:
+        """Columns whose histograms are built: the searchable features, or column 0 when none
+        is (its slice still gives the leaf totals)."""
+        cols = np.flatnonzero(self.feature_mask)
+        return cols if cols.size else np.zeros(1, dtype=np.int64)
+
 
 @dataclass(frozen=True)
 class SplitParams:
@@ -101,15 +108,16 @@ class SplitInfo:
 
 
 def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
-    """Totals of a leaf read off its histogram (every feature's slice sums to the leaf)."""
-    lo, hi = meta.bin_offsets[0], meta.bin_offsets[1]
+    """Totals of a leaf read off its histogram (every built feature's slice sums to the leaf)."""
+    f = meta.built_columns[0]
+    lo, hi = meta.bin_offsets[f], meta.bin_offsets[f + 1]
     s = hist[lo:hi].sum(axis=0)
     return LeafTotals(float(s[0]), float(s[1]), float(s[2]))
 
 
 def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
-               params: SplitParams) -> SplitInfo | None:
-    """Best split of a leaf over all usable features, or ``None`` when no split is valid.
+               params: SplitParams):
+    """Best split of a leaf over the searchable features.
 
     Ties between features go to the lower feature index (LightGBM ``SplitInfo::operator>``).
 
@@ -119,6 +127,13 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     totals : LeafTotals of the leaf
     meta : FeatureMeta
     params : SplitParams
+
+    Returns
+    -------
+    split : SplitInfo, or None when no split is valid
+    feature_gains : ndarray of shape (n_features,), dtype float64
+        Each feature's best split gain in this leaf: ``-inf`` where it was not searched or has no
+        valid split (feature screening learns from these).
     """
     per_feature = np.empty((meta.n_bins.shape[0], 6))
     find_best_thresholds(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
@@ -126,12 +141,13 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
                          totals.sum_hessians, totals.count, params.lambda_l1, params.lambda_l2,
                          params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
                          params.min_gain_to_split, per_feature)
-    f = int(np.argmax(per_feature[:, 0]))
+    gains = per_feature[:, 0].copy()
+    f = int(np.argmax(gains))
     rec = per_feature[f]
     if not np.isfinite(rec[0]):
-        return None
+        return None, gains
     left = LeafTotals(float(rec[3]), float(rec[4]), float(rec[5]))
     right = LeafTotals(totals.sum_gradients - left.sum_gradients,
                        totals.sum_hessians - left.sum_hessians, totals.count - left.count)
     return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=int(rec[1]),
-                     default_left=bool(rec[2]), left=left, right=right)
+                     default_left=bool(rec[2]), left=left, right=right), gains

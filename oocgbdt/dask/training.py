@@ -177,7 +177,8 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     booster = Booster(result.trees, result.init_score, params, n_features,
                       feature_names=feature_names, feature_infos=bin_mapper.feature_infos_,
                       best_iteration=result.best_iteration, evals_result=result.evals_result,
-                      best_score=result.best_score)
+                      best_score=result.best_score, screening_history=result.screening_history,
+                      screening_scores=result.screening_scores)
     booster.tree_stats = result.tree_stats
     return booster
 

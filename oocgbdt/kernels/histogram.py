@@ -12,36 +12,43 @@ __all__ = ["build_histogram", "build_histogram_naive"]
 
 
 @njit
-def build_histogram(X_binned, bin_offsets, gradients, hessians, row_indices, out):
-    """Add the rows ``row_indices`` of a binned chunk into ``out``.
+def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, row_indices, out):
+    """Add the rows ``row_indices`` of a binned chunk into ``out``, for the listed columns only.
+
+    Columns not listed are never read (feature screening builds only the selected ones); their
+    rows of ``out`` are left as they are.
 
     Parameters
     ----------
     X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16   # IN
     bin_offsets : ndarray of shape (n_columns + 1,), dtype int64             # IN
+    column_indices : ndarray of shape (n_built,), dtype int64                # IN  columns to build
     gradients, hessians : ndarray of shape (n_rows,), dtype float32          # IN
     row_indices : ndarray of shape (n_selected,), dtype int32                # IN
     out : ndarray of shape (n_total_bins, 3), dtype float64                  # IN and OUT (added to)
     """
-    n_columns = X_binned.shape[1]
+    n_built = column_indices.shape[0]
     for i in range(row_indices.shape[0]):
         r = row_indices[i]
         g = np.float64(gradients[r])
         h = np.float64(hessians[r])
-        for j in range(n_columns):
+        for k in range(n_built):
+            j = column_indices[k]
             b = bin_offsets[j] + X_binned[r, j]
             out[b, 0] += g
             out[b, 1] += h
             out[b, 2] += 1.0
 
 
-def build_histogram_naive(X_binned, bin_offsets, gradients, hessians, row_indices, out):
+def build_histogram_naive(X_binned, bin_offsets, column_indices, gradients, hessians, row_indices,
+                          out):
     """NumPy twin of :func:`build_histogram` (``np.add.at``), used by tests."""
     rows = np.asarray(row_indices)
-    if rows.size == 0:
+    cols = np.asarray(column_indices, dtype=np.int64)
+    if rows.size == 0 or cols.size == 0:
         return
-    flat = (X_binned[rows].astype(np.int64) + bin_offsets[:-1][None, :]).ravel()
-    n_columns = X_binned.shape[1]
+    flat = (X_binned[np.ix_(rows, cols)].astype(np.int64) + bin_offsets[cols][None, :]).ravel()
+    n_columns = cols.size
     np.add.at(out[:, 0], flat, np.repeat(gradients[rows].astype(np.float64), n_columns))
     np.add.at(out[:, 1], flat, np.repeat(hessians[rows].astype(np.float64), n_columns))
     np.add.at(out[:, 2], flat, 1.0)

@@ -18,8 +18,9 @@ def test_build_histogram_matches_naive(dtype, n_bins):
     rows = np.sort(rng.choice(n, 300, replace=False)).astype(np.int32)
     out = np.zeros((offsets[-1], 3))
     ref = np.zeros_like(out)
-    build_histogram(X, offsets, g, h, rows, out)
-    build_histogram_naive(X, offsets, g, h, rows, ref)
+    cols = np.arange(F, dtype=np.int64)
+    build_histogram(X, offsets, cols, g, h, rows, out)
+    build_histogram_naive(X, offsets, cols, g, h, rows, ref)
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
     # every feature's slice sums to the selected rows' totals (numpy oracle)
     for f in range(F):
@@ -28,14 +29,34 @@ def test_build_histogram_matches_naive(dtype, n_bins):
                                    rtol=1e-10)
 
 
+def test_build_histogram_only_touches_listed_columns():
+    rng = np.random.default_rng(5)
+    X = rng.integers(0, 4, size=(50, 5)).astype(np.uint8)
+    offsets = np.arange(0, 24, 4, dtype=np.int64)
+    g = rng.normal(size=50).astype(np.float32)
+    h = np.ones(50, np.float32)
+    rows = np.arange(50, dtype=np.int32)
+    cols = np.array([1, 3], dtype=np.int64)
+    out = np.full((20, 3), 7.0)  # sentinel: unlisted columns keep it
+    ref = np.full((20, 3), 7.0)
+    build_histogram(X, offsets, cols, g, h, rows, out)
+    build_histogram_naive(X, offsets, cols, g, h, rows, ref)
+    np.testing.assert_allclose(out, ref, rtol=1e-12)
+    for j in (0, 2, 4):
+        assert (out[offsets[j]:offsets[j + 1]] == 7.0).all()
+    np.testing.assert_allclose(out[4:8, 2], 7.0 + np.bincount(X[:, 1], minlength=4))
+
+
 def test_build_histogram_accepts_readonly_and_empty():
     X = np.zeros((4, 2), dtype=np.uint8)
     X.setflags(write=False)
     g = np.ones(4, np.float32)
     out = np.zeros((4, 3))
-    build_histogram(X, np.array([0, 2, 4], dtype=np.int64), g, g, np.zeros(0, np.int32), out)
+    offsets = np.array([0, 2, 4], dtype=np.int64)
+    cols = np.arange(2, dtype=np.int64)
+    build_histogram(X, offsets, cols, g, g, np.zeros(0, np.int32), out)
     assert not out.any()
-    build_histogram(X, np.array([0, 2, 4], dtype=np.int64), g, g, np.arange(4, dtype=np.int32), out)
+    build_histogram(X, offsets, cols, g, g, np.arange(4, dtype=np.int32), out)
     assert out[0, 2] == 4 and out[2, 2] == 4
 
 

@@ -1,0 +1,146 @@
+"""Feature screening (EMA-FS, S-EMA-FS) and per-tree feature_fraction."""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from oocgbdt.core.screening import FeatureScreener
+from oocgbdt.params import resolve_params
+
+
+def _screener(method, n=20, **kw):
+    usable = np.ones(n, dtype=bool)
+    return FeatureScreener(method, usable, **kw)
+
+
+def test_warmup_uses_all_usable_features():
+    usable = np.array([True, False, True, True, True, True])
+    s = FeatureScreener("ema", usable, ratio=0.3, warmup=3)
+    for r in range(3):
+        np.testing.assert_array_equal(s.select(r), usable)
+        s.update(usable, np.arange(6, dtype=float))
+    assert s.select(3).sum() == math.ceil(0.3 * 5)
+
+
+@pytest.mark.parametrize("ratio,n", [(0.3, 20), (0.5, 7), (0.01, 10), (1.0, 9)])
+def test_top_k_picks_exactly_k_highest(ratio, n):
+    s = _screener("ema", n=n, ratio=ratio, warmup=0)
+    gains = np.random.default_rng(1).permutation(n).astype(float)
+    s.update(np.ones(n, bool), gains)
+    mask = s.select(0)
+    k = max(1, math.ceil(ratio * n))
+    assert mask.sum() == k
+    np.testing.assert_array_equal(np.sort(np.flatnonzero(mask)), np.sort(np.argsort(-gains)[:k]))
+
+
+def test_ties_break_by_lower_index_and_unsearched_features_keep_scores():
+    s = _screener("ema", n=6, ratio=0.5, warmup=0, alpha=0.5)
+    s.update(np.ones(6, bool), np.array([1.0, 2.0, 2.0, 2.0, 0.5, -np.inf]))
+    assert np.flatnonzero(s.select(0)).tolist() == [1, 2, 3]
+    before = s.scores_.copy()
+    searched = np.array([1, 1, 1, 0, 0, 0], bool)
+    s.update(searched, np.array([5.0, 0.0, 0.0, 9.0, 9.0, 9.0]))
+    np.testing.assert_array_equal(s.scores_[3:], before[3:])
+    assert s.scores_[5] == 0.0  # searched once with no valid split -> gain 0
+
+
+def test_ema_arithmetic_on_hand_made_gain_sequence():
+    s = _screener("ema", n=2, alpha=0.3)
+    seq = [4.0, 1.0, 10.0, 0.0]
+    expected = seq[0]
+    s.update(np.ones(2, bool), np.array([seq[0], 0.0]))
+    for g in seq[1:]:
+        s.update(np.ones(2, bool), np.array([g, 0.0]))
+        expected = 0.3 * g + 0.7 * expected
+    assert s.scores_[0] == pytest.approx(expected, rel=1e-15)
+    assert expected == pytest.approx(0.3 * 0 + 0.7 * (0.3 * 10 + 0.7 * (0.3 * 1 + 0.7 * 4)))
+
+
+def test_beta_zero_is_uniform_by_chi_square():
+    n, k, rounds = 10, 3, 4000
+    s = _screener("stochastic", n=n, ratio=k / n, warmup=0, beta=0.0, seed=7)
+    s.update(np.ones(n, bool), np.linspace(0, 100, n))  # very unequal gains: ignored at beta 0
+    counts = np.zeros(n)
+    for r in range(rounds):
+        counts += s.select(r)
+    # each feature is chosen with probability k/n per round; reject at the 0.1% level
+    assert stats.chisquare(counts, np.full(n, rounds * k / n)).pvalue > 1e-3
+
+
+def test_large_beta_reduces_to_top_k():
+    n = 30
+    gains = np.random.default_rng(3).gamma(2.0, size=n)
+    ema = _screener("ema", n=n, ratio=0.2, warmup=0)
+    sto = _screener("stochastic", n=n, ratio=0.2, warmup=0, beta=1e4)
+    for s in (ema, sto):
+        s.update(np.ones(n, bool), gains)
+    for r in range(20):
+        np.testing.assert_array_equal(sto.select(r), ema.select(r))
+
+
+def test_stochastic_draws_are_deterministic_given_seed_and_differ_by_round():
+    a = _screener("stochastic", n=40, warmup=0, seed=5)
+    b = _screener("stochastic", n=40, warmup=0, seed=5)
+    ma = [a.select(r) for r in range(5)]
+    mb = [b.select(r) for r in range(5)]
+    assert all((x == y).all() for x, y in zip(ma, mb))
+    assert any((ma[0] != m).any() for m in ma[1:])
+
+
+def test_feature_fraction_and_screening_together_is_an_error():
+    with pytest.raises(ValueError, match="feature_screening='ema' and feature_fraction=0.5"):
+        resolve_params({"feature_screening": "ema", "feature_fraction": 0.5})
+
+
+@pytest.mark.parametrize("params", [
+    {"feature_screening": "ema", "screening_warmup": 2},
+    {"feature_screening": "stochastic", "screening_warmup": 2, "screening_ratio": 0.5},
+    {"feature_fraction": 0.4},
+])
+def test_trees_only_split_on_the_round_s_features(params):
+    import oocgbdt
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 12)).astype(np.float32)
+    y = (X[:, :6].sum(axis=1) + rng.logistic(size=3000) > 0).astype(float)
+    b = oocgbdt.train(dict(objective="binary", n_estimators=8, num_leaves=7, **params), X, y)
+    hist = b.screening_history_
+    assert len(hist) == 8
+    warm = params.get("screening_warmup", 0)
+    ratio = params.get("screening_ratio", params.get("feature_fraction", 0.3))
+    for r, (tree, chosen) in enumerate(zip(b.trees, hist)):
+        assert len(chosen) == (12 if r < warm else math.ceil(ratio * 12))
+        assert set(tree.split_feature.tolist()) <= set(chosen.tolist())
+
+
+def test_multiclass_round_shares_one_selection():
+    import oocgbdt
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(2000, 10)).astype(np.float32)
+    y = np.digitize(X[:, 0] + X[:, 3], [-0.5, 0.5]).astype(float)
+    b = oocgbdt.train(dict(objective="multiclass", num_class=3, n_estimators=6, num_leaves=5,
+                           feature_screening="ema", screening_warmup=1), X, y)
+    assert len(b.screening_history_) == 6
+    for r, chosen in enumerate(b.screening_history_):
+        for tree in b.trees[3 * r:3 * r + 3]:
+            assert set(tree.split_feature.tolist()) <= set(chosen.tolist())
+
+
+def test_plot_screening_draws_selection_map(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    import oocgbdt
+    from oocgbdt.plot import plot_screening
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1000, 8)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(float)
+    b = oocgbdt.train(dict(objective="binary", n_estimators=6, feature_screening="ema",
+                           screening_warmup=2), X, y)
+    fig = plot_screening(b, top=5)
+    image = fig.axes[0].images[0].get_array()
+    assert image.shape == (5, 6)
+    assert image[:, :2].all()  # warm-up rounds select every feature
+    fig.savefig(tmp_path / "s.png")
+    with pytest.raises(ValueError, match="no screening history"):
+        plot_screening(oocgbdt.train(dict(objective="binary", n_estimators=2), X, y))
