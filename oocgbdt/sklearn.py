@@ -8,15 +8,17 @@ lazy Dask array. A ``distributed.Client`` is a ``fit`` argument, never an attrib
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _num_samples, check_array, check_is_fitted, validate_data
 
-from oocgbdt.dask.booster import Booster
-from oocgbdt.dask.io import as_dask_array, is_lazy
+from oocgbdt.dask.io import align_rows, as_dask_array, as_row_chunked, is_lazy
 from oocgbdt.dask.training import train
+from oocgbdt.params import resolve_params
 
 __all__ = ["GBDTRegressor", "GBDTClassifier"]
 
@@ -84,32 +86,73 @@ class _GBDTModel(BaseEstimator):
         return tags
 
     def _train_params(self):
+        """Training parameters from the estimator's, validated (ValueError/TypeError) up front.
+
+        Validating here, at the start of ``fit``, means that a bad parameter fails before any
+        data is read (the classifier's label discovery on lazy ``y`` included).
+        """
         p = self.get_params()
-        p["seed"] = 0 if p.pop("random_state") is None else p_seed(self.random_state)
+        # random_state is an alias of seed: errors name it as given.
+        p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
+        # ``metric`` is checked by ``train`` against the objective, known only after the labels.
+        resolve_params({k: v for k, v in p.items() if k != "metric"})
         return p
 
     def _validate_X_y(self, X, y, sample_weight):
-        """scikit-learn validation for in-memory input; lazy input passes through."""
-        if is_lazy(X):
-            Xd = as_dask_array(X, "X", ndim=2)
+        """scikit-learn validation for in-memory input; lazy input is checked on metadata only."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             f"is None.")
+        if is_lazy(X) or is_lazy(y):
+            Xd = as_row_chunked(X, "X")
+            # Shape and chunk sizes of y (and its dtype, for regression), no compute.
+            align_rows(Xd, y, "y", numeric=isinstance(self, RegressorMixin))
             self.n_features_in_ = Xd.shape[1]
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_  # left over from an earlier fit on a DataFrame
             return X, y, sample_weight
-        X, y = validate_data(self, X, y, ensure_all_finite=False, dtype=np.float32,
-                             y_numeric=isinstance(self, RegressorMixin))
-        if sample_weight is not None:
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+        try:
+            n_x, n_y = _num_samples(X), _num_samples(y)
+        except TypeError:
+            pass  # not array-like: validate_data below says so
+        else:
+            if n_x != n_y:
+                raise ValueError(f"y has {n_y} rows but X has {n_x} rows; they must match.")
+        _check_X_shape_and_kind(X, "X")
+        with _name_conversion_errors("X"):
+            X, y = validate_data(self, X, y, ensure_all_finite=False, dtype=np.float32,
+                                 y_numeric=isinstance(self, RegressorMixin))
+        if sample_weight is not None and not is_lazy(sample_weight):
+            with _name_conversion_errors("sample_weight"):
+                sample_weight = np.asarray(sample_weight, dtype=np.float64)
         return X, y, sample_weight
 
     def _validate_predict_X(self, X):
         check_is_fitted(self, "booster_")
         if is_lazy(X):
             return X
-        return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32)
+        _check_X_shape_and_kind(X, "X")
+        with _name_conversion_errors("X"):
+            return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32)
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params):
         if eval_set is not None:
-            eval_set = [(Xe if is_lazy(Xe) else np.asarray(Xe, dtype=np.float32), self._encode_y(ye))
-                        for Xe, ye in eval_set]
+            if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(
+                    eval_set[0], (tuple, list)):
+                eval_set = [eval_set]  # one (X, y) pair, as LightGBM accepts
+            checked = []
+            for i, pair in enumerate(eval_set):
+                if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                    raise ValueError(f"eval_set[{i}] must be an (X, y) pair, got "
+                                     f"{type(pair).__name__}.")
+                Xe, ye = pair
+                if not is_lazy(Xe):
+                    _check_X_shape_and_kind(Xe, f"eval_set[{i}] X")
+                    with _name_conversion_errors(f"eval_set[{i}] X"):
+                        Xe = check_array(Xe, ensure_all_finite=False, dtype=np.float32,
+                                         input_name=f"eval_set[{i}] X")
+                checked.append((Xe, self._encode_y(ye, f"eval_set[{i}] y")))
+            eval_set = checked
         self.booster_ = train(params, X, y, sample_weight=sample_weight, eval_set=eval_set,
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
@@ -120,7 +163,7 @@ class _GBDTModel(BaseEstimator):
         self.n_iter_ = self.booster_.num_iterations()
         return self
 
-    def _encode_y(self, y):
+    def _encode_y(self, y, name="y"):
         return y
 
     @property
@@ -128,6 +171,35 @@ class _GBDTModel(BaseEstimator):
         """Split counts per feature, shape (n_features,) (LightGBM's default importance)."""
         check_is_fitted(self, "booster_")
         return self.booster_.feature_importance("split")
+
+
+def _check_X_shape_and_kind(X, name):
+    """Clear errors for in-memory X that is not 2-D or holds strings (scikit-learn would parse
+    numeric strings silently); before scikit-learn's own validation."""
+    if not hasattr(X, "shape") and not isinstance(X, (list, tuple)):
+        return  # scikit-learn's validation names other inputs
+    ndim = np.ndim(X) if not hasattr(X, "ndim") else X.ndim
+    if ndim != 2:
+        raise ValueError(f"{name} must be 2-D of shape (n_samples, n_features), got {ndim} "
+                         f"dimension(s) with shape {np.shape(X)}. Reshape your data with "
+                         f"{name}.reshape(-1, 1) if it has a single feature or "
+                         f"{name}.reshape(1, -1) if it is a single sample.")
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    if kind in ("U", "S"):
+        raise TypeError(f"{name} must have a numeric dtype, got dtype {X.dtype}. Encode strings "
+                        f"or categories as numbers first.")
+
+
+@contextmanager
+def _name_conversion_errors(name):
+    """Name the argument in NumPy's bare 'could not convert string to float' errors."""
+    try:
+        yield
+    except ValueError as e:
+        if str(e).startswith("could not convert"):
+            raise ValueError(f"{name} must be numeric: {e}. Encode strings or categories as "
+                             f"numbers first.") from e
+        raise
 
 
 def p_seed(random_state):
@@ -159,14 +231,15 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
         ``X``, ``y`` and ``sample_weight`` may be NumPy, Dask or Zarr (or a Zarr path).
         ``client`` is the ``distributed.Client`` to train on (default: the current one).
         """
-        X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         params = self._train_params()
+        X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         params["objective"] = "regression"
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params)
 
     def predict(self, X):
         """Predicted values: ndarray (n_samples,) float64, or a lazy Dask array for lazy input."""
-        return self.booster_.predict(self._validate_predict_X(X))
+        X = self._validate_predict_X(X)
+        return self.booster_.predict(X)
 
 
 class GBDTClassifier(ClassifierMixin, _GBDTModel):
@@ -182,12 +255,12 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
     evals_result_, best_iteration_, n_iter_, feature_importances_ : as for GBDTRegressor
 """)
 
-    def _encode_y(self, y):
+    def _encode_y(self, y, name="y"):
         if is_lazy(y):
-            yd = as_dask_array(y, "y", ndim=1)
-            classes = self.classes_
-            return yd.map_blocks(_encode_labels, classes=classes, dtype=np.float64)
-        return _encode_labels(np.asarray(y).ravel(), self.classes_)
+            yd = as_dask_array(y, name, ndim=1, numeric=False)
+            return yd.map_blocks(_encode_labels, classes=self.classes_, name_=name,
+                                 dtype=np.float64)
+        return _encode_labels(np.asarray(y).ravel(), self.classes_, name)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
             eval_names=None, client=None):
@@ -198,18 +271,24 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         ValueError
             ``y`` has fewer than 2 classes, or continuous values.
         """
+        params = self._train_params()
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         if is_lazy(y):
-            yd = as_dask_array(y, "y", ndim=1)
-            self.classes_ = np.unique(da.unique(yd).compute())
+            # One small compute (the distinct labels); nothing is trained before it succeeds.
+            yd = as_dask_array(y, "y", ndim=1, numeric=False)
+            classes = np.unique(da.unique(yd).compute())
+            if classes.dtype.kind == "f" and not np.isfinite(classes).all():
+                raise ValueError(f"y must be finite; found the label(s) "
+                                 f"{classes[~np.isfinite(classes)].tolist()}.")
+            check_classification_targets(classes)
+            self.classes_ = classes
         else:
             check_classification_targets(y)
             self.classes_ = np.unique(y)
         self.n_classes_ = len(self.classes_)
         if self.n_classes_ < 2:
-            raise ValueError(f"GBDTClassifier needs at least 2 classes in y; found 1 class: "
-                             f"{self.classes_.tolist()}.")
-        params = self._train_params()
+            raise ValueError(f"GBDTClassifier needs at least 2 classes in y; found "
+                             f"{self.n_classes_} class: {self.classes_.tolist()}.")
         if self.n_classes_ == 2:
             params["objective"] = "binary"
         else:
@@ -220,28 +299,38 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input)."""
-        p = self.booster_.predict(self._validate_predict_X(X))
+        X = self._validate_predict_X(X)
+        p = self.booster_.predict(X)
         if self.n_classes_ > 2:
             return p
         if isinstance(p, da.Array):
-            return da.stack([1.0 - p, p], axis=1)
-        return np.column_stack([1.0 - p, p])
+            # One (n, 2) block per row chunk, so that predict's argmax sees both columns.
+            return p.map_blocks(_binary_proba, new_axis=1, chunks=(p.chunks[0], (2,)),
+                                dtype=np.float64, meta=np.empty((0, 0), dtype=np.float64))
+        return _binary_proba(p)
 
     def predict(self, X):
         """Predicted labels, shape (n_samples,), dtype of ``classes_`` (lazy for lazy input)."""
         proba = self.predict_proba(X)
         if isinstance(proba, da.Array):
             return proba.map_blocks(_decode_labels, classes=self.classes_, drop_axis=1,
-                                    dtype=self.classes_.dtype)
+                                    dtype=self.classes_.dtype,
+                                    meta=np.empty((0,), dtype=self.classes_.dtype))
         return self.classes_[np.argmax(proba, axis=1)]
 
 
-def _encode_labels(y, classes):
+def _binary_proba(p):
+    return np.column_stack([1.0 - p, p])
+
+
+def _encode_labels(y, classes, name_="y"):
+    y = np.asarray(y)
     idx = np.searchsorted(classes, y)
     idx = np.clip(idx, 0, len(classes) - 1)
     if not np.all(classes[idx] == y):
         unknown = np.unique(y[classes[idx] != y])[:5]
-        raise ValueError(f"y has labels not seen in the training labels: {unknown.tolist()}.")
+        raise ValueError(f"{name_} has labels not seen in the training labels "
+                         f"{classes.tolist()}: found {unknown.tolist()}.")
     return idx.astype(np.float64)
 
 

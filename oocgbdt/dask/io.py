@@ -40,7 +40,8 @@ def _open_zarr(obj, name):
     return node
 
 
-def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None) -> da.Array:
+def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
+                  numeric: bool = True) -> da.Array:
     """Wrap ``obj`` as a Dask array with ``ndim`` dimensions, chunked along rows only.
 
     Parameters
@@ -52,6 +53,8 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None) -
         Expected number of dimensions (2 for features, 1 for labels and weights).
     chunk_size : int, optional
         Rows per chunk for in-memory input (NumPy); ignored for Dask and Zarr input.
+    numeric : bool, default True
+        Require a numeric (or bool) dtype; False for class labels, which may be strings.
 
     Raises
     ------
@@ -75,6 +78,15 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None) -
         a = np.asarray(obj)
         if a.ndim != ndim:
             _bad_ndim(name, ndim, a.ndim, a.shape)
+        if numeric and a.dtype == object:
+            # Object arrays of numbers (e.g. from a mixed-type DataFrame) are numeric data;
+            # anything else in them (strings, dicts, None) is not.
+            try:
+                a = a.astype(np.float64)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"{name} must be numeric; it is an object array holding a value "
+                                f"that is not a number ({e}). Encode strings or categories as "
+                                f"numbers first.") from None
         rows = max(1, int(chunk_size or a.shape[0] or 1))
         arr = da.from_array(a, chunks=(rows,) + a.shape[1:])
     if arr.ndim != ndim:
@@ -84,7 +96,8 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None) -
                          f"indexing); call {name} = {name}.compute_chunk_sizes() first.")
     if arr.shape[0] == 0:
         raise ValueError(f"{name} has 0 rows; at least 1 row is required.")
-    if not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+    if numeric and (not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool)
+                    or arr.dtype.kind == "c"):
         raise TypeError(f"{name} must have a numeric dtype, got dtype {arr.dtype}. "
                         f"Encode strings or categories as numbers first.")
     if ndim == 2:
@@ -108,8 +121,10 @@ def as_row_chunked(X, name="X", chunk_size=None) -> da.Array:
     return as_dask_array(X, name, ndim=2, chunk_size=chunk_size)
 
 
-def align_rows(X: da.Array, v, name: str, chunk_size=None) -> da.Array:
+def align_rows(X: da.Array, v, name: str, chunk_size=None, numeric: bool = True) -> da.Array:
     """A 1-D input (``y``, ``sample_weight``) as a Dask array with ``X``'s row chunks.
+
+    ``numeric=False`` accepts any dtype (class labels before encoding).
 
     Raises
     ------
@@ -125,7 +140,7 @@ def align_rows(X: da.Array, v, name: str, chunk_size=None) -> da.Array:
         if v.ndim == 1 and v.shape[0] != X.shape[0]:
             raise ValueError(f"{name} has {v.shape[0]} rows but X has {X.shape[0]} rows; "
                              f"they must match.")
-    arr = as_dask_array(v, name, ndim=1, chunk_size=chunk_size)
+    arr = as_dask_array(v, name, ndim=1, chunk_size=chunk_size, numeric=numeric)
     if arr.shape[0] != X.shape[0]:
         raise ValueError(f"{name} has {arr.shape[0]} rows but X has {X.shape[0]} rows; "
                          f"they must match.")
@@ -136,7 +151,7 @@ def align_rows(X: da.Array, v, name: str, chunk_size=None) -> da.Array:
 
 def check_values(y: da.Array, weight: da.Array | None, y_name="y", weight_name="sample_weight",
                  compute=dask.compute):
-    """One small reduction: reject NaN/inf labels and NaN/inf/negative weights.
+    """One small reduction: reject NaN/inf labels and NaN/inf/negative/all-zero weights.
 
     Raises
     ------
@@ -145,7 +160,7 @@ def check_values(y: da.Array, weight: da.Array | None, y_name="y", weight_name="
     """
     checks = [(~da.isfinite(y)).sum()]
     if weight is not None:
-        checks += [(~da.isfinite(weight)).sum(), (weight < 0).sum()]
+        checks += [(~da.isfinite(weight)).sum(), (weight < 0).sum(), (weight > 0).sum()]
     counts = compute(*checks)
     if counts[0]:
         raise ValueError(f"{y_name} must be finite; found {int(counts[0])} NaN or infinite value(s).")
@@ -155,3 +170,6 @@ def check_values(y: da.Array, weight: da.Array | None, y_name="y", weight_name="
                              f"infinite value(s).")
         if counts[2]:
             raise ValueError(f"{weight_name} must be >= 0; found {int(counts[2])} negative value(s).")
+        if not counts[3]:
+            raise ValueError(f"{weight_name} must have at least one weight > 0; found all "
+                             f"{weight.shape[0]} weight(s) equal to zero.")

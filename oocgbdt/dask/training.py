@@ -49,6 +49,24 @@ def _chunk_tasks(X, y, weight, bin_mapper, n_outputs, key):
             for i, (xb, yb, wb) in enumerate(zip(Xb, ys, ws))]
 
 
+def _threaded_compute(*arrays):
+    return dask.compute(*arrays, scheduler="threads")
+
+
+def _client_compute(client):
+    return lambda *arrays: tuple(client.compute(list(arrays), sync=True))
+
+
+def _check_labels_and_weights(yd, wd, evals, objective, compute):
+    """Reject NaN/inf labels, bad weights and labels the objective cannot take (small computes)."""
+    check_values(yd, wd, compute=compute)
+    for name, _, ye, we in evals:
+        check_values(ye, we, y_name=f"eval_set {name!r} y", weight_name=f"{name!r} weight",
+                     compute=compute)
+    if objective.num_tree_per_iteration > 1 or objective.name == "binary":
+        objective.check_labels(compute(da.unique(yd))[0])
+
+
 def _boost_on_worker(chunks, eval_sets, boost_kwargs):
     """Task body: the boosting loop next to the data, on the worker's threads."""
     from distributed import get_worker
@@ -137,21 +155,18 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     client = find_client(client)
     local = client is None and not lazy
     key = f"oocgbdt-{uuid.uuid4().hex[:8]}"
+    # Label and weight checks are small reductions: run them before any cluster starts, on the
+    # client's cluster when there is one (the data may only be reachable from there).
+    _check_labels_and_weights(yd, wd, evals, objective,
+                              _threaded_compute if client is None else _client_compute(client))
     with (nullcontext(None) if local else client_for_training(client)) as c:
         if local:
             backend = LocalBackend(n_threads=os.cpu_count() or 1)
-            compute = lambda *a: dask.compute(*a, scheduler="threads")
+            compute = _threaded_compute
         else:
             backend = DaskBackend(c)
-            compute = lambda *a: tuple(c.compute(list(a), sync=True))
+            compute = _client_compute(c)
         try:
-            check_values(yd, wd, compute=compute)
-            for name, Xe, ye, we in evals:
-                check_values(ye, we, y_name=f"eval_set {name!r} y", weight_name=f"{name!r} weight",
-                             compute=compute)
-            if objective.num_tree_per_iteration > 1 or objective.name == "binary":
-                labels = compute(da.unique(yd))[0]
-                objective.check_labels(labels)
             bin_mapper = fit_bin_mapper(Xd, params, lambda a: compute(a)[0])
             n_out = objective.num_tree_per_iteration
             tasks = _chunk_tasks(Xd, yd, wd, bin_mapper, n_out, f"{key}-chunk")
