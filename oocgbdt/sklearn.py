@@ -53,6 +53,15 @@ _PARAMS_DOC = """
         Evaluation metrics (default: the objective's).
     chunk_size : int, default 65536
         Rows per chunk for in-memory input (Dask/Zarr input keeps its chunks).
+    colsample_bytree : float in (0, 1], default 1.0
+        Share of the features drawn at random for each tree (LightGBM ``feature_fraction``).
+    feature_screening : {None, "ema", "stochastic"}, default None
+        Gain-informed feature screening (EMA-FS, S-EMA-FS; arXiv:2606.26337): after
+        ``screening_warmup`` rounds, each tree builds histograms for ``screening_ratio`` of the
+        features, the best by an EMA of their split gains (``"ema"``) or drawn with
+        gain-weighted probabilities of concentration ``screening_beta`` (``"stochastic"``).
+    screening_ratio, screening_warmup, screening_alpha, screening_beta : float, int, float, float
+        See ``feature_screening`` (defaults 0.3, 5, 0.3, 1.0).
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
 """
@@ -62,6 +71,8 @@ class _GBDTModel(BaseEstimator):
     def __init__(self, *, n_estimators=100, learning_rate=0.1, num_leaves=31, max_depth=-1,
                  min_child_samples=20, min_child_weight=1e-3, min_split_gain=0.0, reg_alpha=0.0,
                  reg_lambda=0.0, max_bin=255, subsample_for_bin=200000, random_state=None,
+                 colsample_bytree=1.0, feature_screening=None, screening_ratio=0.3,
+                 screening_warmup=5, screening_alpha=0.3, screening_beta=1.0,
                  early_stopping_rounds=None, metric=None, chunk_size=65536, verbose=False):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -75,6 +86,12 @@ class _GBDTModel(BaseEstimator):
         self.max_bin = max_bin
         self.subsample_for_bin = subsample_for_bin
         self.random_state = random_state
+        self.colsample_bytree = colsample_bytree
+        self.feature_screening = feature_screening
+        self.screening_ratio = screening_ratio
+        self.screening_warmup = screening_warmup
+        self.screening_alpha = screening_alpha
+        self.screening_beta = screening_beta
         self.early_stopping_rounds = early_stopping_rounds
         self.metric = metric
         self.chunk_size = chunk_size
