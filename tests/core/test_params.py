@@ -95,6 +95,8 @@ def test_every_alias_resolves(alias):
         "zero_as_missing": True, "feature_pre_filter": False, "boost_from_average": False,
         "seed": 42, "metric": ["l2"], "early_stopping_rounds": 5, "first_metric_only": True,
         "verbose": True, "chunk_size": 100, "split_every": 3,
+        "data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.05,
+        "bagging_fraction": 0.5, "bagging_freq": 2, "bagging_seed": 11,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
