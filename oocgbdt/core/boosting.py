@@ -36,7 +36,9 @@ class BoostResult:
     trained on (``n_rows``: every row, or the round's GOSS/bagging sample), ``seconds`` in total
     (growing the tree, applying it to every row, and the tree's share of its round's gradients
     and row sampling: a multiclass round's trees share it equally), the share spent sampling
-    rows (``seconds_sampling``), seconds waiting for split records, and, on a backend that times
+    rows (``seconds_sampling``), the same total in CPU seconds of this process, all threads
+    (``cpu_seconds``: robust to other processes on a shared machine; only meaningful where the
+    loop's tasks run in this process), seconds waiting for split records, and, on a backend that times
     its tasks (:class:`~oocgbdt.core.backend.LocalBackend`), seconds routing rows and building
     histograms (``seconds_histogram``), summing and subtracting histograms (``seconds_reduce``)
     and searching splits (``seconds_split_search``).
@@ -118,7 +120,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                desc="oocgbdt")
     try:
         for rnd in range(int(params["n_estimators"])):
-            t_round = time.perf_counter()
+            t_round, c_round = time.perf_counter(), time.process_time()
             chunks = backend.map(chunk_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}")
             t_sample = time.perf_counter()
             if sampler is not None and sampler.active(rnd):
@@ -126,9 +128,10 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
             # The round's shared work (gradients, row sampling), split among its trees.
             share = (time.perf_counter() - t_round) / n_out
             share_sampling = (time.perf_counter() - t_sample) / n_out
+            share_cpu = (time.process_time() - c_round) / n_out
             round_trees = []
             for k in range(n_out):
-                t_start = time.perf_counter()
+                t_start, c_start = time.perf_counter(), time.process_time()
                 timed = dict(getattr(backend, "seconds", {}))
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
                 source = HistogramSource(chunks, k, meta_h, sp_h, int(params["num_leaves"]),
@@ -149,6 +152,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 stats = dict(n_passes=source.n_passes, n_leaves=tree.n_leaves,
                              n_rows=int(round(float(tree.leaf_count.sum()))),
                              seconds=time.perf_counter() - t_start + share,
+                             cpu_seconds=time.process_time() - c_start + share_cpu,
                              seconds_sampling=share_sampling,
                              seconds_waiting=grower.time_waiting)
                 if hasattr(backend, "seconds"):
