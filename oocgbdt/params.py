@@ -478,6 +478,41 @@ _TABLE = [
         "Master random seed; None means 0. Random streams are keyed by (seed, tree, chunk).",
         _normalize_seed,
     ),
+    # ---- row sampling (bagging, GOSS) -------------------------------------------------------
+    Param(
+        "data_sample_strategy", "bagging", (), "str", _one_of(("bagging", "goss")),
+        "Row sampling per round: 'bagging' (uniform, active only when bagging_fraction < 1 and "
+        "bagging_freq > 0) or 'goss' (Gradient-based One-Side Sampling: every round after the "
+        "first int(1 / learning_rate), keep the top_rate share of rows with the largest "
+        "|gradient x hessian|, chosen globally across chunks, plus each other row with "
+        "probability other_rate / (1 - top_rate), whose gradient and hessian are multiplied "
+        "by (1 - top_rate) / other_rate).",
+    ),
+    Param(
+        "top_rate", 0.2, (), "float", _range(0.0, 1.0, lo_open=True),
+        "GOSS: share of rows kept for their large |gradient x hessian| (a).",
+    ),
+    Param(
+        "other_rate", 0.1, (), "float", _range(0.0, 1.0, lo_open=True),
+        "GOSS: share of all rows drawn at random from the other rows (b); top_rate + "
+        "other_rate must be <= 1.",
+    ),
+    Param(
+        "bagging_fraction", 1.0, ("sub_row", "subsample", "bagging"), "float",
+        _range(0.0, 1.0, lo_open=True),
+        "Bagging: probability that a row is in a round's bag (rows are drawn independently); "
+        "used only when bagging_freq > 0, as in LightGBM.",
+    ),
+    Param(
+        "bagging_freq", 0, ("subsample_freq",), "int", _range(0, integer=True),
+        "Bagging: draw a new bag every bagging_freq rounds (kept in between); 0 disables "
+        "bagging.",
+    ),
+    Param(
+        "bagging_seed", 3, ("bagging_fraction_seed",), "int", _range(0, integer=True),
+        "Seed of the row-sampling draws of bagging and GOSS (LightGBM's default 3), combined "
+        "with seed; draws are keyed by (seed, bagging_seed, round, global row index).",
+    ),
     # ---- evaluation --------------------------------------------------------------------------
     Param(
         "metric", None, ("metrics", "metric_types"), "str, list of str or None", _check_metric,
@@ -603,7 +638,28 @@ def _check_screening(params):
         )
 
 
-_JOINT_CHECKS = [_check_num_class, _check_metric_objective, _check_screening]
+def _check_sampling(params):
+    if params["data_sample_strategy"] != "goss":
+        return
+    a, b = params["top_rate"], params["other_rate"]
+    if a + b > 1.0 + 1e-12:  # tolerance for decimal shares such as 0.7 + 0.3
+        raise ValueError(
+            f"top_rate + other_rate must be <= 1 for data_sample_strategy='goss' (they are "
+            f"shares of the rows), got top_rate={a} + other_rate={b} = {a + b:g}"
+        )
+    if params["bagging_freq"] > 0 and params["bagging_fraction"] < 1.0:
+        raise ValueError(
+            f"data_sample_strategy='goss' cannot be combined with bagging (bagging_fraction="
+            f"{params['bagging_fraction']}, bagging_freq={params['bagging_freq']}): GOSS "
+            f"already samples the rows of every round (the top_rate share by |gradient x "
+            f"hessian| plus an other_rate random share of the rest), a bag on top would "
+            f"change its sampling rates and weights, and LightGBM forbids the combination. Set "
+            f"bagging_fraction=1.0 or bagging_freq=0, or use data_sample_strategy='bagging'."
+        )
+
+
+_JOINT_CHECKS = [_check_num_class, _check_metric_objective, _check_screening,
+                 _check_sampling]
 
 
 # --------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from oocgbdt.core.chunk import (chunk_add_score, chunk_apply_tree, chunk_gradien
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
 from oocgbdt.core.screening import FeatureScreener
+from oocgbdt.core.sampling import RowSampler, chunk_n_rows, sampling_enabled
 from oocgbdt.core.split import FeatureMeta, SplitParams
 
 __all__ = ["BoostResult", "boost", "compute_init_score"]
@@ -31,11 +32,16 @@ class BoostResult:
     """What :func:`boost` returns: trees and training history.
 
     ``best_iteration`` is 1-based (LightGBM's convention) and set only when early stopping
-    was requested; ``tree_stats`` has one dict per tree: passes, leaves, seconds in total,
-    seconds waiting for split records, and, on a backend that times its tasks
-    (:class:`~oocgbdt.core.backend.LocalBackend`), seconds routing rows and building histograms
-    (``seconds_histogram``), summing and subtracting histograms (``seconds_reduce``) and
-    searching splits (``seconds_split_search``).
+    was requested; ``tree_stats`` has one dict per tree: passes, leaves, rows the tree was
+    trained on (``n_rows``: every row, or the round's GOSS/bagging sample), ``seconds`` in total
+    (growing the tree, applying it to every row, and the tree's share of its round's gradients
+    and row sampling: a multiclass round's trees share it equally), the share spent sampling
+    rows (``seconds_sampling``), the same total in CPU seconds of this process, all threads
+    (``cpu_seconds``: robust to other processes on a shared machine; only meaningful where the
+    loop's tasks run in this process), seconds waiting for split records, and, on a backend that times
+    its tasks (:class:`~oocgbdt.core.backend.LocalBackend`), seconds routing rows and building
+    histograms (``seconds_histogram``), summing and subtracting histograms (``seconds_reduce``)
+    and searching splits (``seconds_split_search``).
     """
 
     trees: list
@@ -109,11 +115,23 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                    for name, ec in eval_chunks.items()}
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
     screener = FeatureScreener.from_params(params, meta.feature_mask)
+    sampler = None
+    if sampling_enabled(params):
+        rows = backend.gather(backend.map(chunk_n_rows, chunks, key=f"{key}-nrows"))
+        sampler = RowSampler(params, rows)
     bar = tqdm(total=int(params["n_estimators"]), disable=not verbose, unit="round",
                desc="oocgbdt")
     try:
         for rnd in range(int(params["n_estimators"])):
+            t_round, c_round = time.perf_counter(), time.process_time()
             chunks = backend.map(chunk_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}")
+            t_sample = time.perf_counter()
+            if sampler is not None and sampler.active(rnd):
+                chunks = sampler.sample(backend, chunks, rnd, key=f"{key}-sample-{rnd}")
+            # The round's shared work (gradients, row sampling), split among its trees.
+            share = (time.perf_counter() - t_round) / n_out
+            share_sampling = (time.perf_counter() - t_sample) / n_out
+            share_cpu = (time.process_time() - c_round) / n_out
             round_meta, round_meta_h = meta, meta_h
             if screener is not None:
                 # One selection per round, shared by a multiclass round's trees.
@@ -122,7 +140,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)
             round_trees = []
             for k in range(n_out):
-                t_start = time.perf_counter()
+                t_start, c_start = time.perf_counter(), time.process_time()
                 timed = dict(getattr(backend, "seconds", {}))
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
                 source = HistogramSource(chunks, k, round_meta_h, sp_h, int(params["num_leaves"]),
@@ -143,7 +161,10 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                                                     [k] * len(ec), key=f"{tree_key}-apply-{name}")
                 round_trees.append(tree)
                 stats = dict(n_passes=source.n_passes, n_leaves=tree.n_leaves,
-                             seconds=time.perf_counter() - t_start,
+                             n_rows=int(round(float(tree.leaf_count.sum()))),
+                             seconds=time.perf_counter() - t_start + share,
+                             cpu_seconds=time.process_time() - c_start + share_cpu,
+                             seconds_sampling=share_sampling,
                              seconds_waiting=grower.time_waiting)
                 if hasattr(backend, "seconds"):
                     spent = {f: backend.seconds[f] - timed.get(f, 0.0) for f in backend.seconds}

@@ -37,6 +37,10 @@ class ChunkData:
     raw_score : ndarray of shape (n_outputs, n_rows), dtype float64
     gradients, hessians : ndarray of shape (n_outputs, n_rows), dtype float32, or None before the
         first round
+    rows : ndarray of shape (n_selected,), dtype int32, or None
+        This round's rows (ascending) when the round samples rows (GOSS, bagging; see
+        :mod:`oocgbdt.core.sampling`), else None (every row). The round's trees route and
+        histogram only these rows; every row still gets its score updated.
     """
 
     X_binned: np.ndarray
@@ -45,6 +49,7 @@ class ChunkData:
     raw_score: np.ndarray
     gradients: np.ndarray | None = None
     hessians: np.ndarray | None = None
+    rows: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -58,7 +63,7 @@ class TreeRows:
     Leaf ``l`` owns ``order[leaf_begin[l]:leaf_begin[l] + leaf_count[l]]``.
     """
 
-    order: np.ndarray       # (n_rows,) int32
+    order: np.ndarray       # (n_rows of this round,) int32
     leaf_begin: np.ndarray  # (n_leaves,) int64
     leaf_count: np.ndarray  # (n_leaves,) int64
 
@@ -89,12 +94,14 @@ def chunk_label_stats(data: ChunkData, objective):
 
 
 def chunk_gradients(data: ChunkData, objective) -> ChunkData:
-    """Gradients and hessians of every output from the current raw scores."""
+    """Gradients and hessians of every output from the current raw scores (every row; a
+    previous round's row selection is dropped)."""
     k, n = data.raw_score.shape
     grad = np.empty((n, k), dtype=G_H_DTYPE)
     hess = np.empty((n, k), dtype=G_H_DTYPE)
     objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad, hess)
-    return replace(data, gradients=np.ascontiguousarray(grad.T), hessians=np.ascontiguousarray(hess.T))
+    return replace(data, gradients=np.ascontiguousarray(grad.T), hessians=np.ascontiguousarray(hess.T),
+                   rows=None)
 
 
 def _histogram(data: ChunkData, class_idx: int, rows: np.ndarray, meta: FeatureMeta) -> np.ndarray:
@@ -105,12 +112,13 @@ def _histogram(data: ChunkData, class_idx: int, rows: np.ndarray, meta: FeatureM
 
 
 def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: int):
-    """Start a tree on a chunk: every row in leaf 0; returns ``(TreeRows, root histogram)``."""
-    n = data.n_rows
+    """Start a tree on a chunk: the round's rows (``data.rows``, else every row) in leaf 0;
+    returns ``(TreeRows, root histogram)``."""
+    order = np.arange(data.n_rows, dtype=LEAF_DTYPE) if data.rows is None else data.rows.copy()
     begin = np.zeros(max_leaves, dtype=np.int64)
     count = np.zeros(max_leaves, dtype=np.int64)
-    count[0] = n
-    rows = TreeRows(np.arange(n, dtype=LEAF_DTYPE), begin, count)
+    count[0] = order.shape[0]
+    rows = TreeRows(order, begin, count)
     return rows, _histogram(data, class_idx, rows.order, meta)
 
 

@@ -58,7 +58,9 @@ class TreeGrower:
         t0 = time.perf_counter()
         totals, root_split = self.source.root()
         self.time_waiting += time.perf_counter() - t0
-        builder = TreeBuilder(totals, sp.output(totals.sum_gradients, totals.sum_hessians))
+        root_value = (sp.output(totals.sum_gradients, totals.sum_hessians)
+                      if totals.sum_hessians + sp.lambda_l2 > 0 else 0.0)
+        builder = TreeBuilder(totals, root_value)
         best = {0: root_split if self._can_split_at(0) else None}
         while builder.n_leaves < self.num_leaves:
             leaf, split = None, None
@@ -83,5 +85,10 @@ class TreeGrower:
                 # when the finished tree is applied to the chunks.
                 self.source.forget(leaf)
                 best[leaf] = best[right_leaf] = None
+        if builder.n_leaves == 1:
+            # No split: the tree adds nothing, as in LightGBM (gbdt.cpp TrainOneIter keeps a
+            # one-leaf tree's output at 0; only its first iteration would hold the init score,
+            # which oocgbdt keeps apart in Booster.init_score).
+            builder.leaf_value[0] = 0.0
         tree = builder.build(bin_upper_bounds, shrinkage, class_idx)
         return tree, builder

@@ -120,6 +120,13 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
         split gain (``-inf`` when no valid split), threshold bin, default_left (0/1), left sum of
         gradients, left sum of hessians, left count.
     """
+    if not sum_h + l2 > 0.0:
+        # Every hessian of the leaf is 0 (e.g. softmax probabilities that underflowed in
+        # float32): LightGBM's gains are NaN and never chosen, so the leaf has no split.
+        for f in range(n_bins.shape[0]):
+            out[f, 0] = -np.inf
+            out[f, 1:] = 0.0
+        return
     parent_gain = leaf_gain(sum_g, sum_h, l1, l2)
     min_gain_shift = parent_gain + min_gain_to_split
     res = np.empty(5)
@@ -176,10 +183,12 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
         t = np.sign(g) * max(0.0, abs(g) - l1)
         return t * t / (h + l2)
 
-    parent_gain = gain_of(sum_g, sum_h)
+    parent_gain = gain_of(sum_g, sum_h) if sum_h + l2 > 0 else np.nan
     for f in range(len(n_bins)):
         out[f, 0] = -np.inf
         out[f, 1:] = 0.0
+        if not sum_h + l2 > 0:
+            continue
         nb = int(n_bins[f])
         if not feature_mask[f] or nb <= 1:
             continue

@@ -97,6 +97,8 @@ def test_every_alias_resolves(alias):
         "verbose": True, "chunk_size": 100, "split_every": 3, "feature_fraction": 0.5,
         "feature_fraction_seed": 9, "feature_screening": "stochastic", "screening_alpha": 0.5,
         "screening_beta": 2.0, "screening_ratio": 0.7, "screening_warmup": 3,
+        "data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.05,
+        "bagging_fraction": 0.5, "bagging_freq": 2, "bagging_seed": 11,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value

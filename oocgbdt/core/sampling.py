@@ -1,0 +1,294 @@
+"""This module contains row sampling per boosting round: GOSS and uniform bagging.
+
+Data flow position: once per round, after :func:`~oocgbdt.core.chunk.chunk_gradients` and before
+the round's trees. Every decision that involves more than one chunk is made once, on the caller
+(the boosting loop), from tree-reduced statistics; each chunk then selects its own rows and keeps
+their indices in :attr:`ChunkData.rows <oocgbdt.core.chunk.ChunkData>`, so the round's trees route
+and histogram only those rows. Every row still gets its score updated after each tree.
+
+GOSS (LightGBM's ``goss.hpp``; the NIPS 2017 paper's Algorithm 2)
+    The key of a row is ``sum over outputs of |g * h|`` in float32, as LightGBM (not the paper's
+    ``|g|``). The top set is exactly the ``top_k = max(1, int(n * top_rate))`` rows with the
+    largest keys over ALL chunks, found by an exact two-pass radix select on the keys' float32
+    bit patterns (non-negative floats order like their bits): pass 1 counts rows per value of
+    the high 16 bits in every chunk, the counts are tree-reduced and the caller finds the bucket
+    holding the ``top_k``-th largest key; pass 2 does the same for the low 16 bits inside that
+    bucket, which gives the exact threshold key. Rows above it are top rows; rows equal to it
+    are top rows in global row order until ``top_k`` is reached (a third, tiny gather of per
+    chunk tie counts, only when ties straddle the threshold). So the top set does not depend on
+    the chunking. LightGBM keeps every tie instead, which can add many rows on data with
+    duplicate rows. Every other row is kept with probability ``other_rate / (1 - top_rate)`` (an
+    independent draw; LightGBM draws exactly ``int(n * other_rate)`` rows per block), and its
+    gradient and hessian are multiplied by ``(1 - top_rate) / other_rate`` in float32, which
+    makes every histogram sum an unbiased estimate. No sampling in the first
+    ``int(1 / learning_rate)`` rounds (LightGBM's warm start).
+
+Bagging (LightGBM's ``bagging.hpp``)
+    Each row is in the bag with probability ``bagging_fraction``; a new bag is drawn every
+    ``bagging_freq`` rounds (the rounds in between recompute the same bag from the same stream),
+    weights unchanged.
+
+Random draws
+    The draw of global row ``r`` in round stream ``s`` is the ``r``-th output of a Philox
+    counter-based generator keyed by ``SeedSequence([seed, bagging_seed, kind, round])``: every
+    chunk jumps straight to its first row. The draws therefore depend on the seed, the round and
+    the global row index, never on the worker nor on the chunking (DESIGN.md asks for streams
+    keyed by (seed, tree, chunk index); keying by the global row keeps that guarantee and adds
+    chunking invariance of the sample).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from oocgbdt._dtypes import G_H_DTYPE, LEAF_DTYPE
+from oocgbdt.core.backend import tree_reduce
+
+__all__ = [
+    "RowSelection", "RowSampler", "sampling_enabled", "goss_warmup_rounds", "goss_top_k",
+    "goss_keys", "row_uniforms", "stream_key", "chunk_n_rows", "chunk_key_histogram",
+    "chunk_count_ties", "chunk_select_rows", "sum_counts",
+]
+
+#: Stream kinds (part of the random key, so bagging and GOSS never share draws).
+GOSS_STREAM, BAGGING_STREAM = 1, 2
+_HIGH_BUCKETS = 1 << 15   # high 16 bits of a non-negative float32 (sign bit 0)
+_LOW_BUCKETS = 1 << 16
+
+
+# ---- pure helpers ---------------------------------------------------------------------------
+
+def sampling_enabled(params) -> bool:
+    """Whether ``params`` (resolved) ask for any row sampling."""
+    if params["data_sample_strategy"] == "goss":
+        return True
+    return params["bagging_freq"] > 0 and params["bagging_fraction"] < 1.0
+
+
+def goss_warmup_rounds(learning_rate: float) -> int:
+    """Rounds trained on every row before GOSS starts: ``int(1 / learning_rate)`` (LightGBM
+    ``goss.hpp``; checked against LightGBM by ``tests/core/test_sampling.py``)."""
+    return int(1.0 / float(learning_rate))
+
+
+def goss_top_k(n_rows: int, top_rate: float) -> int:
+    """Size of the top set: ``max(1, int(n_rows * top_rate))``, as LightGBM."""
+    return max(1, int(n_rows * top_rate))
+
+
+def goss_keys(gradients: np.ndarray, hessians: np.ndarray) -> np.ndarray:
+    """GOSS key of every row, ``sum_k |g_k * h_k|`` accumulated in float32 in output order.
+
+    ``gradients``, ``hessians``: shape (n_outputs, n_rows), float32. Returns (n_rows,) float32.
+    """
+    key = np.abs(gradients[0] * hessians[0])
+    for k in range(1, gradients.shape[0]):
+        key += np.abs(gradients[k] * hessians[k])
+    return key.astype(G_H_DTYPE, copy=False)
+
+
+def _key_bits(data) -> np.ndarray:
+    """Float32 bit patterns of the chunk's GOSS keys (ordered like the keys: all are >= 0)."""
+    return goss_keys(data.gradients, data.hessians).view(np.uint32)
+
+
+def stream_key(seed: int, bagging_seed: int, kind: int, round_index: int) -> tuple:
+    """The 128-bit Philox key of one round's stream."""
+    state = np.random.SeedSequence([int(seed), int(bagging_seed), int(kind), int(round_index)])
+    k = state.generate_state(2, np.uint64)
+    return int(k[0]), int(k[1])
+
+
+def row_uniforms(key: tuple, row_offset: int, n: int) -> np.ndarray:
+    """Uniform [0, 1) draws of global rows ``row_offset .. row_offset + n - 1`` of a stream.
+
+    Philox4x64 yields four 64-bit outputs per counter value, so row ``r`` is output ``r % 4`` of
+    counter ``r // 4``; the top 53 bits make the double.
+    """
+    q, r = divmod(int(row_offset), 4)
+    bits = np.random.Philox(key=np.array(key, dtype=np.uint64), counter=q).random_raw(n + r)[r:]
+    return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def _top_bucket(counts: np.ndarray, need: int) -> tuple:
+    """The bucket holding the ``need``-th largest item and the number of items above it."""
+    from_top = np.cumsum(counts[::-1])
+    i = int(np.searchsorted(from_top, need))
+    bucket = counts.shape[0] - 1 - i
+    return bucket, int(from_top[i] - counts[bucket])
+
+
+def _tie_quotas(tie_counts, need: int) -> list:
+    """Per chunk, how many rows equal to the threshold join the top set (global row order)."""
+    before = np.concatenate([[0], np.cumsum(tie_counts)[:-1]])
+    return [int(q) for q in np.clip(need - before, 0, tie_counts)]
+
+
+# ---- per-chunk task bodies --------------------------------------------------------------------
+
+def chunk_n_rows(data) -> int:
+    """Rows of a chunk (gathered once, for global row offsets and ``n``)."""
+    return int(data.n_rows)
+
+
+def chunk_key_histogram(data, high_bucket):
+    """Radix-select counts of a chunk's GOSS keys (int64).
+
+    ``high_bucket`` None: rows per value of the high 16 bits of the key (shape (2**15,)).
+    Otherwise: rows per value of the low 16 bits among rows whose high 16 bits equal
+    ``high_bucket`` (shape (2**16,)).
+    """
+    bits = _key_bits(data)
+    high = bits >> np.uint32(16)
+    if high_bucket is None:
+        return np.bincount(high, minlength=_HIGH_BUCKETS).astype(np.int64, copy=False)
+    low = bits[high == np.uint32(high_bucket)] & np.uint32(0xFFFF)
+    return np.bincount(low, minlength=_LOW_BUCKETS).astype(np.int64, copy=False)
+
+
+def sum_counts(parts):
+    """Combine step of the fan-in tree for count arrays (integers: any order is exact)."""
+    out = parts[0].copy()
+    for p in parts[1:]:
+        out += p
+    return out
+
+
+def chunk_count_ties(data, threshold_bits: int) -> int:
+    """Rows of a chunk whose key equals the threshold key exactly."""
+    return int(np.count_nonzero(_key_bits(data) == np.uint32(threshold_bits)))
+
+
+@dataclass(frozen=True)
+class RowSelection:
+    """What one chunk needs to select its rows for one round (small; built on the caller).
+
+    Attributes
+    ----------
+    row_offset : int
+        Global index of the chunk's first row (positions the chunk in the random stream).
+    key : tuple of two int
+        Philox key of the round's stream (:func:`stream_key`).
+    probability : float
+        Keep probability of a row outside the top set (bagging: every row).
+    threshold_bits : int or None
+        GOSS: float32 bit pattern of the threshold key; rows above it are top rows. None for
+        bagging (no top set).
+    ties : int
+        GOSS: rows equal to the threshold that are top rows, the first ones in row order; -1
+        means all of them.
+    multiplier : float
+        Factor on the gradients and hessians of rows kept by the random draw.
+    """
+
+    row_offset: int
+    key: tuple
+    probability: float
+    threshold_bits: int | None = None
+    ties: int = -1
+    multiplier: float = 1.0
+
+
+def chunk_select_rows(data, sel: RowSelection):
+    """Select a chunk's rows for this round; returns a new ChunkData with ``rows`` set.
+
+    GOSS rows kept by the random draw get their gradients and hessians (every output) multiplied
+    by ``sel.multiplier`` in float32; everything else is unchanged. ``rows`` is ascending int32.
+    """
+    n = data.n_rows
+    drawn = row_uniforms(sel.key, sel.row_offset, n) < sel.probability
+    g, h = data.gradients, data.hessians
+    if sel.threshold_bits is None:
+        keep = drawn
+    else:
+        bits = _key_bits(data)
+        t = np.uint32(sel.threshold_bits)
+        top = bits > t
+        equal = bits == t
+        if sel.ties < 0:
+            top |= equal
+        elif sel.ties > 0:
+            top[np.flatnonzero(equal)[:sel.ties]] = True
+        small = drawn & ~top
+        keep = top | small
+        if small.any():
+            # x * 1 is exact, so rows outside the random draw keep their values bit for bit.
+            factor = np.where(small, G_H_DTYPE(sel.multiplier), G_H_DTYPE(1.0))
+            g, h = g * factor, h * factor
+    rows = np.flatnonzero(keep).astype(LEAF_DTYPE)
+    return replace(data, gradients=g, hessians=h, rows=rows)
+
+
+# ---- the caller's side ------------------------------------------------------------------------
+
+class RowSampler:
+    """Per-round row selection over a list of chunks, decided on the caller.
+
+    Parameters
+    ----------
+    params : dict
+        Resolved parameters (:func:`oocgbdt.params.resolve_params`) with sampling enabled.
+    chunk_rows : list of int
+        Rows per chunk, in chunk order.
+
+    Attributes
+    ----------
+    last : dict
+        Statistics of the last sampled round: ``top`` rows (GOSS), ``threshold`` key (GOSS).
+    """
+
+    def __init__(self, params, chunk_rows):
+        self.strategy = params["data_sample_strategy"]
+        if self.strategy != "goss" and not sampling_enabled(params):
+            raise ValueError("RowSampler needs GOSS or bagging_freq > 0 with bagging_fraction < 1")
+        self.chunk_rows = [int(c) for c in chunk_rows]
+        self.offsets = np.concatenate([[0], np.cumsum(self.chunk_rows)[:-1]]).astype(np.int64).tolist()
+        self.n_rows = int(sum(self.chunk_rows))
+        self.seed, self.bagging_seed = int(params["seed"]), int(params["bagging_seed"])
+        self.split_every = int(params["split_every"])
+        self.top_rate, self.other_rate = float(params["top_rate"]), float(params["other_rate"])
+        self.warmup = goss_warmup_rounds(params["learning_rate"])
+        self.bagging_fraction = float(params["bagging_fraction"])
+        self.bagging_freq = int(params["bagging_freq"])
+        self.last = {}
+
+    def active(self, rnd: int) -> bool:
+        """Whether round ``rnd`` (0-based) trains on a sample."""
+        return rnd >= self.warmup if self.strategy == "goss" else True
+
+    def sample(self, backend, chunks, rnd: int, key: str):
+        """Select round ``rnd``'s rows; returns new chunk handles (``rows`` set on each)."""
+        if self.strategy == "goss":
+            selections = self._goss(backend, chunks, rnd, key)
+        else:
+            bag_round = rnd - rnd % self.bagging_freq
+            k = stream_key(self.seed, self.bagging_seed, BAGGING_STREAM, bag_round)
+            selections = [RowSelection(off, k, self.bagging_fraction) for off in self.offsets]
+            self.last = dict(bag_round=bag_round)
+        return backend.map(chunk_select_rows, chunks, selections, key=f"{key}-select")
+
+    def _goss(self, backend, chunks, rnd, key):
+        n = len(chunks)
+        top_k = goss_top_k(self.n_rows, self.top_rate)
+        high = backend.gather(tree_reduce(
+            backend, sum_counts, backend.map(chunk_key_histogram, chunks, [None] * n, key=f"{key}-kh"),
+            self.split_every, f"{key}-khsum"))
+        bucket, above = _top_bucket(high, top_k)
+        low = backend.gather(tree_reduce(
+            backend, sum_counts, backend.map(chunk_key_histogram, chunks, [bucket] * n, key=f"{key}-kl"),
+            self.split_every, f"{key}-klsum"))
+        low_bucket, above_low = _top_bucket(low, top_k - above)
+        threshold = (bucket << 16) | low_bucket
+        need = top_k - above - above_low          # rows equal to the threshold to keep, >= 1
+        if need == int(low[low_bucket]):
+            ties = [-1] * n
+        else:
+            counts = backend.gather(backend.map(chunk_count_ties, chunks, [threshold] * n,
+                                                key=f"{key}-ties"))
+            ties = _tie_quotas(np.asarray(counts, dtype=np.int64), need)
+        k = stream_key(self.seed, self.bagging_seed, GOSS_STREAM, rnd)
+        a, b = self.top_rate, self.other_rate
+        p, mult = min(1.0, b / (1.0 - a)), (1.0 - a) / b   # a + b <= 1, so 1 - a > 0
+        self.last = dict(top=top_k, threshold=float(np.uint32(threshold).view(np.float32)))
+        return [RowSelection(off, k, p, threshold, t, mult) for off, t in zip(self.offsets, ties)]

@@ -1,0 +1,302 @@
+"""Row sampling (GOSS and bagging) decided globally across chunks, against NumPy oracles.
+
+Random parts are checked with binomial/normal bounds at 5 standard deviations: a correct
+implementation fails one of them with probability below 6e-7 (two-sided normal tail), and the
+draws are seeded, so the outcome is reproducible.
+"""
+import numpy as np
+import pytest
+
+import oocgbdt
+from oocgbdt.core.backend import LocalBackend
+from oocgbdt.core.chunk import ChunkData, chunk_apply_tree, chunk_root
+from oocgbdt.core.sampling import (RowSampler, goss_keys, goss_top_k, goss_warmup_rounds,
+                                   row_uniforms, sampling_enabled)
+from oocgbdt.params import resolve_params
+
+Z = 5.0  # standard deviations allowed for random counts
+
+
+def _chunks(g, h, sizes, X=None):
+    """ChunkData per chunk of (n_outputs, N) float32 gradients/hessians split by ``sizes``."""
+    n = g.shape[1]
+    assert sum(sizes) == n
+    X = np.zeros((n, 1), np.uint8) if X is None else X
+    out, start = [], 0
+    for s in sizes:
+        sl = slice(start, start + s)
+        out.append(ChunkData(X[sl], np.zeros(s, np.float32), None, np.zeros((g.shape[0], s)),
+                             np.ascontiguousarray(g[:, sl]), np.ascontiguousarray(h[:, sl])))
+        start += s
+    return out
+
+
+def _sample(params, chunks, rnd):
+    """Run the sampler for round ``rnd``; returns (global selected rows, g, h concatenated)."""
+    p = resolve_params(params)
+    sampler = RowSampler(p, [c.n_rows for c in chunks])
+    assert sampler.active(rnd)
+    out = sampler.sample(LocalBackend(), chunks, rnd, key="t")
+    rows = np.concatenate([c.rows.astype(np.int64) + off for c, off in zip(out, sampler.offsets)])
+    g = np.concatenate([c.gradients for c in out], axis=1)
+    h = np.concatenate([c.hessians for c in out], axis=1)
+    return rows, g, h
+
+
+def _oracle_top(key, top_k):
+    """The top_k rows by key, ties broken by global row order (NumPy stable sort)."""
+    order = np.argsort(-key.astype(np.float64), kind="stable")
+    return np.sort(order[:top_k])
+
+
+def _logloss_like(n, k=1, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.02, 0.98, size=(k, n))
+    y = rng.random((k, n)) < 0.5
+    return (p - y).astype(np.float32), (p * (1 - p)).astype(np.float32)
+
+
+SIZES = [1, 17_000, 30_000, 5, 23_997, 29_000]  # N = 100,003: uneven chunks, one of 1 row
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_goss_top_set_is_exact_global_top_k_and_small_rows_are_reweighted(n_outputs):
+    g, h = _logloss_like(sum(SIZES), n_outputs)
+    a, b = 0.2, 0.1
+    params = dict(data_sample_strategy="goss", top_rate=a, other_rate=b, learning_rate=0.1)
+    rows, g2, h2 = _sample(params, _chunks(g, h, SIZES), rnd=10)
+    n = g.shape[1]
+    key = np.zeros(n, np.float32)
+    for k in range(n_outputs):  # LightGBM: sum over outputs of |g * h|, in float32
+        key += np.abs(g[k] * h[k])
+    np.testing.assert_array_equal(goss_keys(g, h), key)
+    top_k = goss_top_k(n, a)
+    assert top_k == int(n * a) == 20_000
+    top = _oracle_top(key, top_k)
+    selected = np.zeros(n, bool)
+    selected[rows] = True
+    assert np.all(np.diff(rows) > 0)
+    assert selected[top].all()
+    # Kept rows: the top set unchanged, the others scaled by (1 - a) / b in float32.
+    m = np.float32((1 - a) / b)
+    is_top = np.zeros(n, bool)
+    is_top[top] = True
+    small = selected & ~is_top
+    np.testing.assert_array_equal(g2[:, is_top], g[:, is_top])
+    np.testing.assert_array_equal(h2[:, is_top], h[:, is_top])
+    np.testing.assert_array_equal(g2[:, small], g[:, small] * m)
+    np.testing.assert_array_equal(h2[:, small], h[:, small] * m)
+    np.testing.assert_array_equal(g2[:, ~selected], g[:, ~selected])
+    # The rest is sampled with probability b / (1 - a): a binomial count.
+    rest = n - top_k
+    p = b / (1 - a)
+    assert abs(small.sum() - rest * p) <= Z * np.sqrt(rest * p * (1 - p))
+    # ... independently of the key: as many from the rest's upper half as from its lower half.
+    rest_idx = np.flatnonzero(~is_top)
+    upper = rest_idx[key[rest_idx] >= np.median(key[rest_idx])]
+    half = len(upper)
+    assert abs(small[upper].sum() - half * p) <= Z * np.sqrt(half * p * (1 - p))
+    # The weighted sample estimates every gradient sum without bias (here: the total).
+    for k in range(n_outputs):
+        est = g2[k, selected].astype(np.float64).sum()
+        sd = np.sqrt((g[k, ~is_top].astype(np.float64) ** 2).sum() * (1 - p) / p)
+        assert abs(est - g[k].astype(np.float64).sum()) <= Z * sd
+
+
+def test_goss_ties_at_the_threshold_fill_top_k_in_global_row_order():
+    """L2-like keys with heavy ties: still exactly top_k top rows (LightGBM would keep them all)."""
+    rng = np.random.default_rng(1)
+    n = sum(SIZES)
+    g = (rng.integers(-3, 4, size=(1, n)) * 0.5).astype(np.float32)
+    h = np.ones((1, n), np.float32)
+    a, b = 0.3, 0.2
+    rows, g2, _ = _sample(dict(data_sample_strategy="goss", top_rate=a, other_rate=b),
+                          _chunks(g, h, SIZES), rnd=10)
+    key = np.abs(g[0])
+    top_k = goss_top_k(n, a)
+    top = _oracle_top(key, top_k)
+    thr = key[top].min()
+    assert (key > thr).sum() < top_k < (key >= thr).sum()  # ties straddle the threshold
+    is_top = np.zeros(n, bool)
+    is_top[top] = True
+    selected = np.zeros(n, bool)
+    selected[rows] = True
+    assert selected[top].all()
+    np.testing.assert_array_equal(g2[0, is_top], g[0, is_top])  # top rows are not scaled
+    small = selected & ~is_top
+    np.testing.assert_array_equal(g2[0, small], g[0, small] * np.float32((1 - a) / b))
+
+
+def test_goss_selection_does_not_depend_on_the_chunking():
+    """Same rows, same round: the same selected rows and weights for 1, 3, 6 and 17 chunks."""
+    g, h = _logloss_like(sum(SIZES), 2, seed=4)
+    n = g.shape[1]
+    params = dict(data_sample_strategy="goss", learning_rate=0.5)
+    results = []
+    for n_chunks in (1, 3, 6, 17):
+        sizes = SIZES if n_chunks == 6 else np.diff(np.linspace(0, n, n_chunks + 1).astype(int)).tolist()
+        results.append(_sample(params, _chunks(g, h, sizes), rnd=7))
+    for rows, g2, h2 in results[1:]:
+        assert len(rows) == len(results[0][0])
+        np.testing.assert_array_equal(rows, results[0][0])
+        np.testing.assert_array_equal(g2, results[0][1])
+        np.testing.assert_array_equal(h2, results[0][2])
+    # ... and another round draws another sample.
+    other = _sample(params, _chunks(g, h, SIZES), rnd=8)[0]
+    assert not np.array_equal(other, results[0][0])
+
+
+def test_bagging_fraction_rebag_rounds_and_weights():
+    n = sum(SIZES)
+    g, h = _logloss_like(n)
+    params = dict(bagging_fraction=0.3, bagging_freq=3, bagging_seed=5)
+    chunks = _chunks(g, h, SIZES)
+    bags = {rnd: _sample(params, chunks, rnd) for rnd in range(7)}
+    rows, g2, h2 = bags[0]
+    assert abs(len(rows) - 0.3 * n) <= Z * np.sqrt(n * 0.3 * 0.7)
+    np.testing.assert_array_equal(g2, g)  # bagging keeps the weights
+    np.testing.assert_array_equal(h2, h)
+    # A bag is drawn at rounds 0, 3, 6 (rnd % bagging_freq == 0, LightGBM) and kept in between.
+    for r in (1, 2):
+        np.testing.assert_array_equal(bags[r][0], bags[0][0])
+    for r in (4, 5):
+        np.testing.assert_array_equal(bags[r][0], bags[3][0])
+    assert not np.array_equal(bags[3][0], bags[0][0])
+    assert not np.array_equal(bags[6][0], bags[3][0])
+    # The bag of two consecutive bags overlaps as two independent draws do: 0.3 * 0.3.
+    both = len(np.intersect1d(bags[0][0], bags[3][0]))
+    assert abs(both - 0.09 * n) <= Z * np.sqrt(n * 0.09 * 0.91)
+    # Chunking does not matter; the seeds do.
+    even = np.diff(np.linspace(0, n, 5).astype(int)).tolist()
+    np.testing.assert_array_equal(_sample(params, _chunks(g, h, even), 0)[0], rows)
+    assert not np.array_equal(_sample(dict(params, bagging_seed=6), chunks, 0)[0], rows)
+    assert not np.array_equal(_sample(dict(params, seed=1), chunks, 0)[0], rows)
+
+
+def test_row_uniforms_are_one_stream_whatever_the_offset():
+    key = (12345, 678)
+    full = row_uniforms(key, 0, 1000)
+    assert full.min() >= 0 and full.max() < 1
+    for off, n in [(0, 7), (1, 10), (3, 5), (4, 9), (997, 3)]:
+        np.testing.assert_array_equal(row_uniforms(key, off, n), full[off:off + n])
+    # Uniform: every decile holds 10% of 100k draws, within binomial bounds.
+    u = row_uniforms(key, 10**12, 100_000)
+    counts = np.bincount((u * 10).astype(int), minlength=10)
+    assert np.all(np.abs(counts - 10_000) <= Z * np.sqrt(100_000 * 0.1 * 0.9))
+
+
+# ---- parameters ---------------------------------------------------------------------------------
+
+def test_goss_with_bagging_is_an_error_that_says_why():
+    with pytest.raises(ValueError, match="GOSS already samples") as e:
+        resolve_params(dict(data_sample_strategy="goss", subsample=0.8, subsample_freq=1))
+    assert "LightGBM forbids" in str(e.value) and "bagging_fraction=1.0" in str(e.value)
+    # Either half of bagging alone is inactive in LightGBM, so it is allowed with GOSS.
+    resolve_params(dict(data_sample_strategy="goss", bagging_fraction=0.8))
+    resolve_params(dict(data_sample_strategy="goss", bagging_freq=1))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(top_rate=0.0), "top_rate must be"),
+    (dict(other_rate=0.0), "other_rate must be"),
+    (dict(top_rate=-0.1), "top_rate must be"),
+    (dict(top_rate=0.7, other_rate=0.4), r"top_rate \+ other_rate must be <= 1"),
+    (dict(bagging_fraction=0.0), "bagging_fraction must be"),
+    (dict(bagging_fraction=1.5), "bagging_fraction must be"),
+    (dict(bagging_freq=-1), "bagging_freq must be"),
+    (dict(data_sample_strategy="gos"), "did you mean 'goss'"),
+])
+def test_sampling_parameter_validation(bad, match):
+    with pytest.raises(ValueError, match=match):
+        resolve_params({"data_sample_strategy": "goss", **bad})
+
+
+def test_sampling_parameters_defaults_and_aliases():
+    r = resolve_params({})
+    assert (r["data_sample_strategy"], r["top_rate"], r["other_rate"]) == ("bagging", 0.2, 0.1)
+    assert (r["bagging_fraction"], r["bagging_freq"], r["bagging_seed"]) == (1.0, 0, 3)
+    assert not sampling_enabled(r)
+    r = resolve_params(dict(subsample=0.5, subsample_freq=2, bagging_fraction_seed=9))
+    assert (r["bagging_fraction"], r["bagging_freq"], r["bagging_seed"]) == (0.5, 2, 9)
+    assert sampling_enabled(r)
+    assert resolve_params(dict(sub_row=0.4, bagging=0.4))["bagging_fraction"] == 0.4
+    assert not sampling_enabled(resolve_params(dict(subsample=0.5)))  # no freq: no bagging
+    assert resolve_params(dict(top_rate=0.7, other_rate=0.3, data_sample_strategy="goss"))
+
+
+# ---- warm start --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lr", [0.1, 0.25, 0.3, 1 / 3, 0.5, 0.7, 1.5])
+def test_warmup_rounds_match_lightgbm(lr):
+    """LightGBM trains every row while iter < int(1 / learning_rate): its root counts show it."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 4))
+    y = X[:, 0] + X[:, 1] ** 2 + rng.normal(size=2000)
+    warm = goss_warmup_rounds(lr)
+    model = lgb.train(dict(objective="regression", learning_rate=lr, data_sample_strategy="goss",
+                           verbose=-1, num_threads=1), lgb.Dataset(X, y), warm + 3)
+    counts = [t["tree_structure"]["internal_count"] for t in model.dump_model()["tree_info"]]
+    assert counts[:warm] == [2000] * warm
+    assert all(c == 400 + 200 for c in counts[warm:])  # top_k + other_k
+
+
+def test_warmup_boundary_in_training():
+    """Rounds before int(1/lr) are the unsampled model's trees; sampling starts exactly there."""
+    rng = np.random.default_rng(2)
+    n = 6000
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    y = (X[:, 0] + np.sin(2 * X[:, 1]) + rng.logistic(size=n) > 0).astype(np.float64)
+    base = dict(objective="binary", learning_rate=0.25, n_estimators=7, num_leaves=7,
+                chunk_size=1000)
+    plain = oocgbdt.train(base, X, y, verbose=False)
+    goss = oocgbdt.train(dict(base, data_sample_strategy="goss"), X, y, verbose=False)
+    warm = goss_warmup_rounds(0.25)
+    assert warm == 4
+    rows = [s["n_rows"] for s in goss.tree_stats]
+    assert rows[:warm] == [n] * warm
+    for r in rows[warm:]:  # top_k + Binomial(n - top_k, 0.1 / 0.8)
+        assert abs(r - 1200 - 4800 * 0.125) <= Z * np.sqrt(4800 * 0.125 * 0.875)
+    assert [s["n_rows"] for s in plain.tree_stats] == [n] * 7
+    p_trees, g_trees = plain.trees, goss.trees
+    for t in range(warm):
+        np.testing.assert_array_equal(g_trees[t].leaf_value, p_trees[t].leaf_value)
+        np.testing.assert_array_equal(g_trees[t].split_feature, p_trees[t].split_feature)
+    assert not np.array_equal(g_trees[warm].leaf_value, p_trees[warm].leaf_value)
+
+
+# ---- unselected rows: no routing or histogram cost, but scores still updated ---------------------
+
+def test_a_sampled_round_routes_only_selected_rows_and_updates_every_score():
+    from oocgbdt.core.bin_mapper import BinMapper
+    from oocgbdt.core.grower import TreeGrower
+    from oocgbdt.core.histogram_source import HistogramSource
+    from oocgbdt.core.split import FeatureMeta, SplitParams
+    rng = np.random.default_rng(3)
+    n = 5000
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    bm = BinMapper(max_bin=31).fit(X, n)
+    Xb = bm.transform(X)
+    g = (X[:, :1].T + rng.normal(scale=0.1, size=(1, n))).astype(np.float32)
+    h = np.ones((1, n), np.float32)
+    chunks = _chunks(g, h, [1500, 2000, 1500], X=Xb)
+    params = resolve_params(dict(data_sample_strategy="goss", num_leaves=8))
+    sampler = RowSampler(params, [c.n_rows for c in chunks])
+    backend = LocalBackend()
+    sampled = sampler.sample(backend, chunks, 10, key="t")
+    meta, sp = FeatureMeta.from_bin_mapper(bm), SplitParams.from_params(params)
+    for c in sampled:
+        tree_rows, hist = chunk_root(c, 0, meta, 8)
+        np.testing.assert_array_equal(tree_rows.order, c.rows)
+        assert hist[:, 2].sum() == len(c.rows) * X.shape[1]  # one count per row per feature
+    source = HistogramSource(sampled, 0, meta, sp, 8, backend=backend, key="t")
+    tree, _ = TreeGrower(source, sp, meta.missing_types, 8, -1).grow(bm.bin_upper_bounds_, 0.1, 0)
+    assert tree.n_leaves == 8
+    assert tree.leaf_count.sum() == sum(len(c.rows) for c in sampled) < 0.4 * n
+    arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
+    after = [chunk_apply_tree(c, arrays, 0) for c in sampled]
+    delta = np.concatenate([a.raw_score[0] - c.raw_score[0] for a, c in zip(after, sampled)])
+    # Every row moved by the tree's output (predicted on raw floats: an independent path).
+    from oocgbdt.core.booster import Booster
+    expected = Booster([tree], [0.0], params, X.shape[1]).predict(X, raw_score=True)
+    np.testing.assert_allclose(delta, expected, rtol=0, atol=1e-12)
