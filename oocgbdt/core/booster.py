@@ -76,6 +76,8 @@ class Booster:
         ``{eval_name: {metric: score at best_iteration}}``.
     screening_history, screening_scores : optional
         See the attributes below.
+    bundles : list of lists of int, optional
+        See ``bundles_``.
 
     Attributes
     ----------
@@ -86,11 +88,15 @@ class Booster:
         for (see :mod:`oocgbdt.core.screening`).
     screening_scores_ : ndarray of shape (n_features,), float64, or None
         Final EMA of each feature's best split gain (NaN: never searched).
+    bundles_ : list of lists of int, or None
+        With Exclusive Feature Bundling, the original features of each bundle (histogram
+        column) used in training; informational only: trees, thresholds, prediction and
+        importances are in the original features.
     """
 
     def __init__(self, trees, init_score, params, n_features, feature_names=None,
                  feature_infos=None, best_iteration=None, evals_result=None, best_score=None,
-                 screening_history=None, screening_scores=None):
+                 screening_history=None, screening_scores=None, bundles=None):
         self.trees = list(trees)
         self.init_score = np.asarray(init_score, dtype=np.float64).reshape(-1)
         self.params = dict(params)
@@ -106,6 +112,7 @@ class Booster:
         self.screening_scores_ = (None if screening_scores is None else
                                   np.asarray([np.nan if v is None else v for v in screening_scores],
                                              dtype=np.float64))
+        self.bundles_ = None if bundles is None else [[int(f) for f in b] for b in bundles]
         self._packed = {}
 
     # ---- structure -----------------------------------------------------------------------
@@ -230,6 +237,7 @@ class Booster:
             "evals_result": self.evals_result,
             "screening_history": self.screening_history_,
             "screening_scores": self.screening_scores_,
+            "bundles": self.bundles_,
             "trees": [t.to_dict() for t in self.trees],
         })
 
@@ -252,7 +260,7 @@ class Booster:
         return cls(trees, d["init_score"], d["params"], d["n_features"], d["feature_names"],
                    d.get("feature_infos"), d.get("best_iteration"), d.get("evals_result"),
                    d.get("best_score"), d.get("screening_history"),
-                   None if scores is None else _decode_floats(scores))
+                   None if scores is None else _decode_floats(scores), d.get("bundles"))
 
     def save_model(self, path) -> Path:
         """Write the model as JSON to ``path`` atomically; returns the path.

@@ -97,6 +97,7 @@ def test_every_alias_resolves(alias):
         "verbose": True, "chunk_size": 100, "split_every": 3, "feature_fraction": 0.5,
         "feature_fraction_seed": 9, "feature_screening": "stochastic", "screening_alpha": 0.5,
         "screening_beta": 2.0, "screening_ratio": 0.7, "screening_warmup": 3,
+        "enable_bundle": False, "max_conflict_rate": 0.25,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
