@@ -14,11 +14,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from oocgbdt._dtypes import X_DTYPE
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.core.tree import Tree
-from oocgbdt.kernels.predict import predict_raw
+from oocgbdt.kernels.predict import predict_raw, predict_raw_sparse
 
 __all__ = ["Booster", "MODEL_FORMAT", "MODEL_VERSION"]
 
@@ -166,10 +167,26 @@ class Booster:
         return X
 
     def _raw_score_numpy(self, X, num_iteration=None) -> np.ndarray:
-        """Raw scores of shape (n_rows, n_outputs), float64, for a NumPy block."""
+        """Raw scores of shape (n_rows, n_outputs), float64, for a NumPy or scipy.sparse block."""
+        p = self._pack(self._n_trees_for(num_iteration))
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            if X.shape[1] != self.n_features:
+                raise ValueError(f"X has {X.shape[1]} features, but the model was trained on "
+                                 f"{self.n_features} features.")
+            if X.dtype != X_DTYPE:
+                X = X.astype(X_DTYPE)
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()
+            out = np.tile(self.init_score, (X.shape[0], 1))
+            predict_raw_sparse(X.indptr, X.indices, X.data, p["split_feature"], p["threshold"],
+                               p["decision_type"], p["left_child"], p["right_child"],
+                               p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
+                               p["tree_class"], out)
+            return out
         X = np.ascontiguousarray(self._check_X(X), dtype=X_DTYPE)
         out = np.tile(self.init_score, (X.shape[0], 1))
-        p = self._pack(self._n_trees_for(num_iteration))
         predict_raw(X, p["split_feature"], p["threshold"], p["decision_type"], p["left_child"],
                     p["right_child"], p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
                     p["tree_class"], out)
@@ -187,8 +204,9 @@ class Booster:
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features)
-            Float features; NaN is a missing value.
+        X : ndarray of shape (n_samples, n_features), or scipy.sparse matrix
+            Float features; NaN is a missing value. Sparse rows are walked from their stored
+            entries (values not stored are 0).
         raw_score : bool, default False
             Return raw scores (before the sigmoid/softmax) instead of predictions.
         num_iteration : int, optional
