@@ -33,6 +33,7 @@ __all__ = [
     "bundle_sparse_rows", "bundle_sparse_rows_naive",
     "bin_sparse_entries", "bin_sparse_entries_naive",
     "nondefault_counts", "nondefault_csr", "nondefault_csr_naive",
+    "count_pairs", "count_pairs_naive", "complement_columns", "complement_columns_naive",
     "decode_feature_column", "decode_feature_column_naive",
     "split_rows_bundled", "split_rows_bundled_naive",
     "predict_binned_bundled", "predict_binned_bundled_naive",
@@ -231,6 +232,95 @@ def nondefault_csr_naive(X_binned, default_bins, indptr, indices):
     """NumPy twin of :func:`nondefault_csr`."""
     r, c = np.nonzero(np.asarray(X_binned) != np.asarray(default_bins)[None, :])
     indices[:] = c
+
+
+@njit
+def count_pairs(indptr, indices, out):
+    """Add each row's pairs of non-default features to an upper-triangular count matrix.
+
+    For every row and every pair ``f <= g`` of its entries (``f == g`` included, so the
+    diagonal counts each feature's rows), ``out[f, g] += 1``. Releases the GIL, so chunks are
+    counted in parallel (scipy's sparse product does not).
+
+    Parameters
+    ----------
+    indptr : ndarray of shape (n_rows + 1,), integer     # IN  CSR pattern
+    indices : ndarray of shape (nnz,), integer            # IN  sorted within each row
+    out : ndarray of shape (n_features, n_features), int32  # IN and OUT (added to)
+    """
+    for i in range(indptr.shape[0] - 1):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        for a in range(lo, hi):
+            f = indices[a]
+            for b in range(a, hi):
+                out[f, indices[b]] += 1
+
+
+def count_pairs_naive(indptr, indices, out):
+    """Twin of :func:`count_pairs` through a dense 0/1 product."""
+    n_rows, n_features = len(indptr) - 1, out.shape[0]
+    P = np.zeros((n_rows, n_features), dtype=np.int64)
+    for i in range(n_rows):
+        P[i, indices[indptr[i]:indptr[i + 1]]] = 1
+    out += np.triu(P.T @ P).astype(out.dtype)
+
+
+@njit
+def complement_columns(indptr, indices, complemented, out_indptr, out_indices):
+    """CSR pattern with the ``complemented`` columns flipped (present <-> absent); returns nnz.
+
+    Each row keeps its entries of other columns and gains the complemented columns it lacks,
+    in increasing column order. Call once with ``out_indices`` of length 0 to size it (only
+    ``out_indptr`` is written), then again to fill it.
+
+    Parameters
+    ----------
+    indptr, indices : CSR pattern, indices sorted within each row            # IN
+    complemented : ndarray of shape (n_features,), bool                       # IN
+    out_indptr : ndarray of shape (n_rows + 1,), int64                        # OUT
+    out_indices : ndarray of shape (nnz_out,), int32, or of length 0          # OUT
+    """
+    comp_cols = np.flatnonzero(complemented)
+    n_comp = comp_cols.shape[0]
+    fill = out_indices.shape[0] > 0
+    k = 0
+    out_indptr[0] = 0
+    for i in range(indptr.shape[0] - 1):
+        a = indptr[i]
+        hi = indptr[i + 1]
+        c = 0
+        while a < hi or c < n_comp:
+            if c < n_comp and (a >= hi or comp_cols[c] < indices[a]):
+                if fill:
+                    out_indices[k] = comp_cols[c]
+                k += 1
+                c += 1
+            elif c < n_comp and comp_cols[c] == indices[a]:
+                a += 1
+                c += 1
+            else:
+                if not complemented[indices[a]]:
+                    if fill:
+                        out_indices[k] = indices[a]
+                    k += 1
+                a += 1
+        out_indptr[i + 1] = k
+    return k
+
+
+def complement_columns_naive(indptr, indices, complemented, out_indptr, out_indices):
+    """Twin of :func:`complement_columns` through a dense boolean pattern."""
+    n_rows, n_features = len(indptr) - 1, len(complemented)
+    P = np.zeros((n_rows, n_features), dtype=bool)
+    for i in range(n_rows):
+        P[i, indices[indptr[i]:indptr[i + 1]]] = True
+    P[:, np.asarray(complemented, dtype=bool)] ^= True
+    r, c = np.nonzero(P)
+    out_indptr[:] = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=n_rows))])
+    if len(out_indices):
+        out_indices[:] = c
+    return int(len(c))
 
 
 @njit

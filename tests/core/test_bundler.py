@@ -151,3 +151,23 @@ def test_bundle_chunk_dense_and_sparse_agree():
     assert (r1, l1) == (r2, l2) == (0, 0)
     # without a bundler, sparse chunks give exactly the dense binned chunk
     np.testing.assert_array_equal(bundle_chunk(sp.csc_matrix(X), bm)[0], bm.transform(X))
+
+
+def test_sparse_counting_with_dense_columns_is_exact():
+    """The pair enumeration flips columns present in more than half of the rows and maps the
+    counts back; the result equals the plain product, on every counting path."""
+    rng = np.random.default_rng(4)
+    n, F = 2000, 80
+    P = rng.random((n, F)) < 0.01
+    P[:, [3, 40]] = rng.random((n, 2)) < 0.9          # two dense columns
+    P[:, 7] = rng.random(n) < 0.6
+    ref = P.astype(np.int64).T @ P.astype(np.int64)
+    got = chunk_conflicts(sp.csr_matrix(P))           # sparse: numba pairs, complemented
+    np.testing.assert_array_equal(got.pairs, ref)
+    np.testing.assert_array_equal(got.nnz, P.sum(axis=0))
+    monkey = bundler_mod.DENSE_PAIRS_BYTES
+    try:
+        bundler_mod.DENSE_PAIRS_BYTES = 0              # force scipy's sparse product
+        np.testing.assert_array_equal(chunk_conflicts(sp.csr_matrix(P)).pairs.toarray(), ref)
+    finally:
+        bundler_mod.DENSE_PAIRS_BYTES = monkey

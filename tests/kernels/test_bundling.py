@@ -6,7 +6,8 @@ import scipy.sparse as sp
 from oocgbdt.kernels.binning import map_to_bins
 from oocgbdt.kernels.bundling import (
     bin_sparse_entries, bin_sparse_entries_naive, bundle_columns, bundle_columns_naive,
-    bundle_sparse_rows, bundle_sparse_rows_naive, decode_feature_column,
+    bundle_sparse_rows, bundle_sparse_rows_naive, complement_columns, complement_columns_naive,
+    count_pairs, count_pairs_naive, decode_feature_column,
     decode_feature_column_naive, encode_bin, expand_histogram, expand_histogram_naive,
     feature_bin_from_bundle, nondefault_counts, nondefault_csr, nondefault_csr_naive,
     predict_binned_bundled, predict_binned_bundled_naive, split_rows_bundled,
@@ -283,3 +284,24 @@ def test_expand_histogram_recovers_per_feature_histogram():
         np.testing.assert_allclose(out[sl], direct[sl], rtol=1e-9, atol=1e-9)
         stored = index[sl] >= 0
         np.testing.assert_array_equal(out[sl][stored], direct[sl][stored])  # copies are exact
+
+
+def test_count_pairs_and_complement_columns_match_naive():
+    rng = np.random.default_rng(6)
+    n, F = 300, 25
+    P = rng.random((n, F)) < np.linspace(0.02, 0.9, F)[None, :]
+    csr = sp.csr_matrix(P.astype(np.int32))
+    for dtype in (np.uint16, np.int32):
+        out, ref = np.zeros((F, F), dtype), np.zeros((F, F), dtype)
+        count_pairs(csr.indptr, csr.indices, out)
+        count_pairs_naive(csr.indptr, csr.indices, ref)
+        np.testing.assert_array_equal(out, ref)
+        np.testing.assert_array_equal(out, np.triu(P.T.astype(int) @ P.astype(int)))
+    comp = P.mean(axis=0) > 0.5
+    ptr, ref_ptr = np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)
+    total = complement_columns(csr.indptr.astype(np.int64), csr.indices, comp, ptr, np.zeros(0, np.int32))
+    ind, ref_ind = np.empty(total, np.int32), np.empty(total, np.int32)
+    complement_columns(csr.indptr.astype(np.int64), csr.indices, comp, ptr, ind)
+    assert complement_columns_naive(csr.indptr, csr.indices, comp, ref_ptr, ref_ind) == total
+    np.testing.assert_array_equal(ptr, ref_ptr)
+    np.testing.assert_array_equal(ind, ref_ind)
