@@ -24,6 +24,7 @@ from contextlib import nullcontext
 
 import dask
 import dask.array as da
+import numpy as np
 
 from oocgbdt.core.backend import LocalBackend
 from oocgbdt.core.boosting import boost
@@ -115,8 +116,13 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     Returns
     -------
     Booster
-        With ``evals_result`` (``{name: {metric: [score per round]}}``) and ``best_iteration``
-        (1-based, when early stopping was requested).
+        With ``evals_result`` (``{name: {metric: [score per round]}}``), ``best_iteration``
+        (1-based, when early stopping was requested), ``bundles_`` (the original features of
+        each bundle, or None without bundling) and ``bundle_report`` (None without bundling,
+        else a dict: ``conflict_rows`` and ``lost_values`` counted over all training rows,
+        ``n_bundles``, ``layout`` (``"uint8"``/``"uint16"``), ``bytes_binned`` (X binned per
+        feature) and ``bytes_bundled`` (X_bundled, what training holds), and ``summary``, the
+        logged line).
 
     Raises
     ------
@@ -195,8 +201,13 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             if bundler is not None:
                 conflict_rows = int(sum(s[0] for s in conflict_stats))
                 lost_values = int(sum(s[1] for s in conflict_stats))
-                bundle_report = dict(conflict_rows=conflict_rows, lost_values=lost_values,
-                                     summary=bundler.summary(conflict_rows))
+                n_rows = int(Xd.shape[0])
+                bundle_report = dict(
+                    conflict_rows=conflict_rows, lost_values=lost_values,
+                    n_bundles=bundler.n_columns, layout=bundler.layout_,
+                    bytes_binned=n_rows * n_features * np.dtype(bin_mapper.binned_dtype_).itemsize,
+                    bytes_bundled=n_rows * bundler.n_columns * bundler.dtype_.itemsize,
+                    summary=bundler.summary(conflict_rows))
                 logger.info(bundle_report["summary"])
                 if params["verbose"]:
                     print(bundle_report["summary"]
