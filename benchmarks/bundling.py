@@ -244,17 +244,19 @@ def main(argv=None):
     rounds_off = 2 if quick else 5
     print(f"oocgbdt {oocgbdt.__version__} from {Path(oocgbdt.__file__).parent}; "
           f"{'quick' if quick else 'full'} run on {THREADS} threads")
-    # warm the JIT caches so the first timed run does not pay for loading them
+    # warm up every library (JIT caches, thread pools) so no timed run pays for loading them
     Xw, yw = synthetic_onehot(2000, n_cat=3, levels=5, n_dense=4)
     run_oocgbdt("binary", Xw, yw, Xw, yw, 2)
     run_oocgbdt("binary", Xw, yw, Xw, yw, 2, enable_bundle=False)
+    run_lightgbm("binary", Xw, yw, Xw, yw, 2)
+    run_xgboost("binary", Xw, yw, Xw, yw, 2)
 
     results = []
     t0 = time.perf_counter()
     X, y, svm_path = insteval(10_000 if quick else None)
     Xtr, ytr, Xte, yte = split(X, y)
     results.append(bench_dataset("insteval one-hot (regression on the rating)", "regression",
-                                 Xtr, ytr, Xte, yte, 10 if quick else 50, rounds_off))
+                                 Xtr, ytr, Xte, yte, rounds if quick else 50, rounds_off))
     layout = layout_comparison(Xtr, ytr, 2 if quick else 10)
     print("bundle column width on insteval (histogram seconds per tree): " + "; ".join(
         f"{n} {lay} columns {s:.3f} s" for n, lay, s in layout.values()))

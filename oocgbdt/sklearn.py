@@ -100,6 +100,7 @@ class _GBDTModel(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # scipy.sparse X is binned from its stored entries
         return tags
 
     def _train_params(self):
