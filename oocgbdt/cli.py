@@ -196,13 +196,15 @@ def _cmd_convert(args) -> int:
     ds = convert(source, dest, label=label, fmt=args.format, chunk_rows=args.chunk_rows,
                  sep=_unescape_sep(args.sep), header=header, weight=args.weight, drop=args.drop,
                  n_features=args.n_features, zero_based=zero_based,
-                 dropna_label=args.dropna_label, overwrite=args.overwrite)
+                 dropna_label=args.dropna_label, overwrite=args.overwrite,
+                 sparse={"auto": "auto", "sparse": True, "dense": False}[args.layout])
     seconds = time.perf_counter() - t0
     n_chunks = len(ds.X.chunks[0])
     print(f"Converted '{source}' ({fmt}) in {seconds:.1f} s: {_n(ds.n_rows)} rows x "
           f"{_n(ds.n_features)} features, label {ds.label!r}"
           f"{', weight column ' + repr(args.weight) if ds.weight is not None else ''}, "
-          f"{_n(n_chunks)} chunk{'s' if n_chunks != 1 else ''} of up to {_n(ds.chunk_rows)} rows.")
+          f"{_n(n_chunks)} chunk{'s' if n_chunks != 1 else ''} of up to {_n(ds.chunk_rows)} rows"
+          f"{', stored sparse (CSR)' if ds.sparse else ''}.")
     print(f"Wrote {ds.path}")
     return 0
 
@@ -715,6 +717,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="LibSVM: number of features (default: the largest index in the file)")
     p.add_argument("--zero-based", choices=("auto", "true", "false"), default="auto",
                    help="LibSVM index base (default auto: zero-based if index 0 occurs)")
+    p.add_argument("--layout", choices=("auto", "sparse", "dense"), default="auto",
+                   help="how X is stored: sparse (CSR per row chunk, LibSVM only) or dense "
+                        "(default auto: sparse for LibSVM files with at most 10%% of cells stored)")
     p.add_argument("--dropna-label", action="store_true",
                    help="drop rows with a missing label (default: fail on them)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing dataset at DEST")

@@ -467,6 +467,21 @@ _TABLE = [
         "feature_pre_filter", True, (), "bool", _any,
         "Drop, before training, features that cannot be split under min_data_in_leaf.",
     ),
+    # ---- Exclusive Feature Bundling ----------------------------------------------------------
+    Param(
+        "enable_bundle", True, ("is_enable_bundle", "bundle"), "bool", _any,
+        "Exclusive Feature Bundling: features that are rarely non-zero in the same row share one "
+        "histogram column (a bundle), so histograms are built per bundle. Split search, trees, "
+        "predictions, saved models and importances stay in the original features.",
+    ),
+    Param(
+        "max_conflict_rate", 0.0, (), "float", _range(0.0, 1.0, hi_open=True),
+        "Share of the sampled rows on which the features of one bundle may be non-zero "
+        "together (the rows' values of all but one are lost); 0.0 bundles only features that "
+        "never are, which is lossless on the sample. LightGBM v2's parameter; LightGBM 3.0 "
+        "removed it (and it is absent from v4), where the budget is a fixed 1/10000 of the "
+        "sample.",
+    ),
     # ---- init score, randomness --------------------------------------------------------------
     Param(
         "boost_from_average", True, (), "bool", _any,

@@ -100,6 +100,7 @@ class _GBDTModel(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True  # scipy.sparse X is binned from its stored entries
         return tags
 
     def _train_params(self):
@@ -138,6 +139,7 @@ class _GBDTModel(BaseEstimator):
         _check_X_shape_and_kind(X, "X")
         with _name_conversion_errors("X"):
             X, y = validate_data(self, X, y, ensure_all_finite=False, dtype=np.float32,
+                                 accept_sparse=("csr", "csc", "coo"),
                                  y_numeric=isinstance(self, RegressorMixin))
         if sample_weight is not None and not is_lazy(sample_weight):
             with _name_conversion_errors("sample_weight"):
@@ -150,7 +152,8 @@ class _GBDTModel(BaseEstimator):
             return X
         _check_X_shape_and_kind(X, "X")
         with _name_conversion_errors("X"):
-            return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32)
+            return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32,
+                                 accept_sparse=("csr", "csc", "coo"))
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params):
         if eval_set is not None:
@@ -167,6 +170,7 @@ class _GBDTModel(BaseEstimator):
                     _check_X_shape_and_kind(Xe, f"eval_set[{i}] X")
                     with _name_conversion_errors(f"eval_set[{i}] X"):
                         Xe = check_array(Xe, ensure_all_finite=False, dtype=np.float32,
+                                         accept_sparse=("csr", "csc", "coo"),
                                          input_name=f"eval_set[{i}] X")
                 checked.append((Xe, self._encode_y(ye, f"eval_set[{i}] y")))
             eval_set = checked

@@ -17,6 +17,7 @@ import math
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 
 from oocgbdt._dtypes import (
     K_ZERO_THRESHOLD,
@@ -32,6 +33,7 @@ from oocgbdt.kernels.binning import (
     find_distinct_values,
     map_to_bins,
 )
+from oocgbdt.kernels.bundling import bundle_sparse_rows
 
 __all__ = ["BinMapper"]
 
@@ -207,10 +209,11 @@ class BinMapper:
 
         Parameters
         ----------
-        X_sample : array-like of shape (K, n_features), real dtype
+        X_sample : array-like of shape (K, n_features), real dtype, or scipy.sparse matrix
             The K sampled rows (NaN allowed; +-inf allowed but not meaningful). Cast to float32.
             When the full data has at most ``bin_construct_sample_cnt`` (200000) rows, pass all
-            of them: that is LightGBM's sample too.
+            of them: that is LightGBM's sample too. A sparse sample is read column by column
+            from its stored entries (implicit zeros are zeros), as LightGBM reads its sample.
         n_samples_total : int
             N, the number of rows in the full data (N >= K); used only for the pre-filter
             count ``filter_cnt = int(min_data_in_leaf * K / N)``.
@@ -228,7 +231,11 @@ class BinMapper:
         """
         (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
          min_data_in_leaf) = self._validate_params()
-        X = self._as_float32_2d(X_sample, "X_sample")
+        if sp.issparse(X_sample):
+            X = sp.csc_matrix(X_sample, dtype=X_DTYPE)
+            X.sum_duplicates()
+        else:
+            X = self._as_float32_2d(X_sample, "X_sample")
         n_sample, n_features = X.shape
         if n_sample == 0:
             raise ValueError("X_sample must have at least one row, found an empty sample of "
@@ -244,8 +251,9 @@ class BinMapper:
 
         bounds, missing, default, most_freq, trivial, vmin, vmax = [], [], [], [], [], [], []
         for f in range(n_features):
-            res = _find_bin(X[:, f], max_bin, min_data_in_bin, use_missing, zero_as_missing,
-                            feature_pre_filter, filter_cnt)
+            column = X.data[X.indptr[f]:X.indptr[f + 1]] if sp.issparse(X) else X[:, f]
+            res = _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing,
+                            feature_pre_filter, filter_cnt, n_sample)
             bounds.append(res[0])
             missing.append(res[1])
             default.append(res[2])
@@ -306,9 +314,10 @@ class BinMapper:
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features_in_), real dtype
+        X : array-like of shape (n_samples, n_features_in_), real dtype, or scipy.sparse matrix
             Raw values, cast to float32 (no copy if already float32). Any memory layout;
-            read-only arrays are fine.
+            read-only arrays are fine. A sparse matrix is binned from its stored entries
+            (implicit zeros go to each feature's default bin) without a dense float copy.
 
         Returns
         -------
@@ -322,6 +331,8 @@ class BinMapper:
             ``n_features_in_`` columns.
         """
         self._check_fitted()
+        if sp.issparse(X):
+            return self._transform_sparse(X)
         X = self._as_float32_2d(X, "X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X must have n_features_in_={self.n_features_in_} columns, "
@@ -329,6 +340,24 @@ class BinMapper:
         out = np.empty(X.shape, dtype=self.binned_dtype_)
         if X.shape[0]:
             map_to_bins(X, self._flat_bounds, self.bin_offsets_, self.n_bins_, self.missing_types_, out)
+        return out
+
+    def _transform_sparse(self, X):
+        X = sp.csr_matrix(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X must have n_features_in_={self.n_features_in_} columns, "
+                             f"found {X.shape[1]} (shape {X.shape})")
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        n = self.n_features_in_
+        out = np.empty(X.shape, dtype=self.binned_dtype_)
+        if X.shape[0]:
+            # every feature alone in its own column: the binned matrix itself
+            bundle_sparse_rows(X.indptr, X.indices, X.data, self._flat_bounds, self.bin_offsets_,
+                               self.n_bins_, self.missing_types_, np.arange(n, dtype=np.int64),
+                               np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool),
+                               self.default_bins_, self.default_bins_.astype(np.int64), out)
         return out
 
     def threshold(self, feature, bin):
@@ -460,13 +489,17 @@ class BinMapper:
             self._flat_bounds = np.concatenate(self.bin_upper_bounds_)
 
 
-def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt):
+def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,
+              total_sample_cnt=None):
     """One feature of :meth:`BinMapper.fit` (LightGBM ``BinMapper::FindBin``, numerical).
 
     Parameters
     ----------
-    column : ndarray of shape (K,), dtype float32
-        The sampled values of one feature.
+    column : ndarray of shape (K,) or (k <= K,), dtype float32
+        The sampled values of one feature; when shorter than ``total_sample_cnt``, the missing
+        ``K - k`` values are zeros (a sparse column's stored entries).
+    total_sample_cnt : int, optional
+        K (default ``len(column)``).
 
     Returns
     -------
@@ -474,7 +507,7 @@ def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pr
         ``(bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value)``.
     """
     x = column.astype(np.float64)
-    total_sample_cnt = x.shape[0]
+    total_sample_cnt = x.shape[0] if total_sample_cnt is None else int(total_sample_cnt)
     is_nan = np.isnan(x)
     # c_api.cpp: only |v| > kZeroThreshold (and NaN) reach FindBin; the rest are zeros.
     values = x[~is_nan & (np.abs(x) > K_ZERO_THRESHOLD)]

@@ -14,11 +14,12 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from oocgbdt._dtypes import X_DTYPE
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.core.tree import Tree
-from oocgbdt.kernels.predict import predict_raw
+from oocgbdt.kernels.predict import predict_raw, predict_raw_sparse
 
 __all__ = ["Booster", "MODEL_FORMAT", "MODEL_VERSION"]
 
@@ -76,6 +77,8 @@ class Booster:
         ``{eval_name: {metric: score at best_iteration}}``.
     screening_history, screening_scores : optional
         See the attributes below.
+    bundles : list of lists of int, optional
+        See ``bundles_``.
 
     Attributes
     ----------
@@ -86,11 +89,15 @@ class Booster:
         for (see :mod:`oocgbdt.core.screening`).
     screening_scores_ : ndarray of shape (n_features,), float64, or None
         Final EMA of each feature's best split gain (NaN: never searched).
+    bundles_ : list of lists of int, or None
+        With Exclusive Feature Bundling, the original features of each bundle (histogram
+        column) used in training; informational only: trees, thresholds, prediction and
+        importances are in the original features.
     """
 
     def __init__(self, trees, init_score, params, n_features, feature_names=None,
                  feature_infos=None, best_iteration=None, evals_result=None, best_score=None,
-                 screening_history=None, screening_scores=None):
+                 screening_history=None, screening_scores=None, bundles=None):
         self.trees = list(trees)
         self.init_score = np.asarray(init_score, dtype=np.float64).reshape(-1)
         self.params = dict(params)
@@ -106,6 +113,7 @@ class Booster:
         self.screening_scores_ = (None if screening_scores is None else
                                   np.asarray([np.nan if v is None else v for v in screening_scores],
                                              dtype=np.float64))
+        self.bundles_ = None if bundles is None else [[int(f) for f in b] for b in bundles]
         self._packed = {}
 
     # ---- structure -----------------------------------------------------------------------
@@ -159,10 +167,26 @@ class Booster:
         return X
 
     def _raw_score_numpy(self, X, num_iteration=None) -> np.ndarray:
-        """Raw scores of shape (n_rows, n_outputs), float64, for a NumPy block."""
+        """Raw scores of shape (n_rows, n_outputs), float64, for a NumPy or scipy.sparse block."""
+        p = self._pack(self._n_trees_for(num_iteration))
+        if sp.issparse(X):
+            X = sp.csr_matrix(X)
+            if X.shape[1] != self.n_features:
+                raise ValueError(f"X has {X.shape[1]} features, but the model was trained on "
+                                 f"{self.n_features} features.")
+            if X.dtype != X_DTYPE:
+                X = X.astype(X_DTYPE)
+            if not X.has_canonical_format:
+                X = X.copy()
+                X.sum_duplicates()
+            out = np.tile(self.init_score, (X.shape[0], 1))
+            predict_raw_sparse(X.indptr, X.indices, X.data, p["split_feature"], p["threshold"],
+                               p["decision_type"], p["left_child"], p["right_child"],
+                               p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
+                               p["tree_class"], out)
+            return out
         X = np.ascontiguousarray(self._check_X(X), dtype=X_DTYPE)
         out = np.tile(self.init_score, (X.shape[0], 1))
-        p = self._pack(self._n_trees_for(num_iteration))
         predict_raw(X, p["split_feature"], p["threshold"], p["decision_type"], p["left_child"],
                     p["right_child"], p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
                     p["tree_class"], out)
@@ -180,8 +204,9 @@ class Booster:
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features)
-            Float features; NaN is a missing value.
+        X : ndarray of shape (n_samples, n_features), or scipy.sparse matrix
+            Float features; NaN is a missing value. Sparse rows are walked from their stored
+            entries (values not stored are 0).
         raw_score : bool, default False
             Return raw scores (before the sigmoid/softmax) instead of predictions.
         num_iteration : int, optional
@@ -230,6 +255,7 @@ class Booster:
             "evals_result": self.evals_result,
             "screening_history": self.screening_history_,
             "screening_scores": self.screening_scores_,
+            "bundles": self.bundles_,
             "trees": [t.to_dict() for t in self.trees],
         })
 
@@ -252,7 +278,7 @@ class Booster:
         return cls(trees, d["init_score"], d["params"], d["n_features"], d["feature_names"],
                    d.get("feature_infos"), d.get("best_iteration"), d.get("evals_result"),
                    d.get("best_score"), d.get("screening_history"),
-                   None if scores is None else _decode_floats(scores))
+                   None if scores is None else _decode_floats(scores), d.get("bundles"))
 
     def save_model(self, path) -> Path:
         """Write the model as JSON to ``path`` atomically; returns the path.

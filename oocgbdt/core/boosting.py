@@ -78,7 +78,7 @@ def _improved(metric, score, best):
 
 
 def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
-          verbose=True, key="oocgbdt") -> BoostResult:
+          verbose=True, key="oocgbdt", bundler=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -87,6 +87,9 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     chunks : list of handles to :class:`~oocgbdt.core.chunk.ChunkData`
         Training rows (from :func:`~oocgbdt.core.chunk.chunk_init`, raw scores at zero).
     bin_mapper : fitted BinMapper
+    bundler : fitted FeatureBundler, optional
+        When given, the chunks' columns are its bundles (Exclusive Feature Bundling): histograms
+        are built per bundle and split search runs per original feature.
     params : dict
         Resolved parameters (:func:`oocgbdt.params.resolve_params`).
     objective : Objective; metrics : list of metric objects
@@ -96,7 +99,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     key : str
         Prefix of task keys, unique per training run.
     """
-    meta = FeatureMeta.from_bin_mapper(bin_mapper)
+    meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     sp = SplitParams.from_params(params)
     meta_h, sp_h = backend.scatter(meta), backend.scatter(sp)
     n_out = objective.num_tree_per_iteration
@@ -152,6 +155,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 if source.feature_gains is not None:
                     round_gains = np.maximum(round_gains, source.feature_gains)
                 arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
+                if meta.bundled:
+                    arrays.update(meta.node_arrays(tree.split_feature))
                 arrays_h = backend.scatter(arrays)
                 chunks = backend.map(chunk_apply_tree, chunks, [arrays_h] * n, [k] * n,
                                      key=f"{tree_key}-apply")
@@ -170,7 +175,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                     spent = {f: backend.seconds[f] - timed.get(f, 0.0) for f in backend.seconds}
                     stats.update(
                         seconds_histogram=spent.get("chunk_root", 0.0) + spent.get("chunk_split", 0.0),
-                        seconds_reduce=spent.get("sum_histograms", 0.0) + spent.get("subtract_parts", 0.0),
+                        seconds_reduce=(spent.get("sum_histograms", 0.0) + spent.get("subtract_parts", 0.0)
+                                        + spent.get("root_histogram", 0.0)),
                         seconds_split_search=spent.get("finish_root", 0.0) + spent.get("finish_split", 0.0))
                 result.tree_stats.append(stats)
             if all(t.n_leaves == 1 for t in round_trees) and rnd > 0:

@@ -13,14 +13,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from oocgbdt._dtypes import G_H_DTYPE, HIST_DTYPE, LABEL_DTYPE, LEAF_DTYPE, Y_DTYPE
+from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, best_split, leaf_totals
+from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundled, split_rows_bundled
 from oocgbdt.kernels.histogram import build_histogram
 from oocgbdt.kernels.partition import split_rows
 from oocgbdt.kernels.predict import predict_binned
 
 __all__ = [
-    "ChunkData", "TreeRows", "chunk_init", "chunk_add_score", "chunk_gradients", "chunk_root", "chunk_split",
-    "chunk_apply_tree", "sum_histograms", "subtract_parts", "finish_root", "finish_split",
+    "ChunkData", "TreeRows", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root", "chunk_split",
+    "chunk_apply_tree", "sum_histograms", "root_histogram", "subtract_parts", "finish_root", "finish_split",
     "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
 ]
 
@@ -31,7 +33,9 @@ class ChunkData:
 
     Attributes
     ----------
-    X_binned : ndarray of shape (n_rows, n_features), dtype uint8 or uint16
+    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16
+        The columns histograms are built from: one per feature (its bins), or, with Exclusive
+        Feature Bundling, one per bundle (``X_bundled``; see :mod:`oocgbdt.kernels.bundling`).
     y : ndarray of shape (n_rows,), dtype float32 (LightGBM stores labels as float32)
     weight : ndarray of shape (n_rows,), dtype float32, or None
     raw_score : ndarray of shape (n_outputs, n_rows), dtype float64
@@ -41,6 +45,9 @@ class ChunkData:
         This round's rows (ascending) when the round samples rows (GOSS, bagging; see
         :mod:`oocgbdt.core.sampling`), else None (every row). The round's trees route and
         histogram only these rows; every row still gets its score updated.
+    conflicts : tuple of int
+        ``(conflicting rows, lost values)`` of merging this chunk into bundles (``(0, 0)``
+        without bundling).
     """
 
     X_binned: np.ndarray
@@ -50,6 +57,7 @@ class ChunkData:
     gradients: np.ndarray | None = None
     hessians: np.ndarray | None = None
     rows: np.ndarray | None = None
+    conflicts: tuple = (0, 0)
 
     @property
     def n_rows(self) -> int:
@@ -83,6 +91,22 @@ def chunk_init(X_binned, y, weight, n_outputs: int) -> ChunkData:
     return ChunkData(np.ascontiguousarray(X_binned), y, w, np.zeros((n_outputs, n), dtype=Y_DTYPE))
 
 
+def chunk_from_raw(X_block, y, weight, n_outputs: int, bin_mapper, bundler=None) -> ChunkData:
+    """Read -> bin -> (bundle) -> :class:`ChunkData`, fused in one task per chunk.
+
+    ``X_block`` holds raw values (NumPy, or scipy.sparse binned from its stored entries); see
+    :func:`oocgbdt.core.bundler.bundle_chunk`. The conflicts of the merge are kept in
+    ``ChunkData.conflicts``.
+    """
+    cols, conflict_rows, lost = bundle_chunk(X_block, bin_mapper, bundler)
+    return replace(chunk_init(cols, y, weight, n_outputs), conflicts=(conflict_rows, lost))
+
+
+def chunk_conflict_stats(data: ChunkData) -> tuple:
+    """``(conflicting rows, lost values)`` of one chunk (gathered for the EFB report)."""
+    return data.conflicts
+
+
 def chunk_add_score(data: ChunkData, score) -> ChunkData:
     """Add a per-output constant (shape (n_outputs,)), e.g. the init score, to every raw score."""
     return replace(data, raw_score=data.raw_score + np.asarray(score, dtype=Y_DTYPE)[:, None])
@@ -105,21 +129,49 @@ def chunk_gradients(data: ChunkData, objective) -> ChunkData:
 
 
 def _histogram(data: ChunkData, class_idx: int, rows: np.ndarray, meta: FeatureMeta) -> np.ndarray:
-    hist = np.zeros((meta.n_total_bins, 3), dtype=HIST_DTYPE)
-    build_histogram(data.X_binned, meta.bin_offsets, meta.built_columns,
+    hist = np.zeros((meta.n_hist_bins, 3), dtype=HIST_DTYPE)
+    build_histogram(data.X_binned, meta.hist_offsets, meta.hist_columns,
                     data.gradients[class_idx], data.hessians[class_idx], rows, hist)
     return hist
 
 
+def _feature_column(data: ChunkData, meta: FeatureMeta, f: int) -> np.ndarray:
+    """Feature ``f``'s bins on every row of the chunk (decoded from its bundle when bundled)."""
+    if not meta.bundled:
+        return data.X_binned[:, f]
+    out = np.empty(data.n_rows, dtype=data.X_binned.dtype)
+    decode_feature_column(data.X_binned[:, meta.feature_column[f]], meta.feature_start[f],
+                          meta.n_bins[f], meta.default_bins[f], meta.feature_raw[f], out)
+    return out
+
+
 def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: int):
     """Start a tree on a chunk: the round's rows (``data.rows``, else every row) in leaf 0;
-    returns ``(TreeRows, root histogram)``."""
+    returns ``(TreeRows, root histogram)``.
+
+    With bundling, the histogram of feature ``meta.totals_feature`` decoded from its bundle is
+    appended after the bundle rows: its sum gives the root totals exactly as without bundling
+    (:func:`oocgbdt.core.split.leaf_totals`). :func:`root_histogram` drops it again.
+    """
     order = np.arange(data.n_rows, dtype=LEAF_DTYPE) if data.rows is None else data.rows.copy()
     begin = np.zeros(max_leaves, dtype=np.int64)
     count = np.zeros(max_leaves, dtype=np.int64)
     count[0] = order.shape[0]
     rows = TreeRows(order, begin, count)
-    return rows, _histogram(data, class_idx, rows.order, meta)
+    hist = _histogram(data, class_idx, rows.order, meta)
+    if meta.bundled:
+        f = meta.totals_feature
+        if meta.feature_column[f] >= 0:
+            nb = int(meta.n_bins[f])
+            extra = np.zeros((nb, 3), dtype=HIST_DTYPE)
+            build_histogram(_feature_column(data, meta, f)[:, None], np.array([0, nb], dtype=np.int64),
+                            np.zeros(1, dtype=np.int64), data.gradients[class_idx],
+                            data.hessians[class_idx], rows.order, extra)
+        else:  # no searchable feature: the first built column's slice sums to the leaf as well
+            c = int(meta.hist_columns[0])
+            extra = hist[meta.column_offsets[c]:meta.column_offsets[c + 1]].copy()
+        hist = np.concatenate([hist, extra])
+    return rows, hist
 
 
 def chunk_split(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, leaf: int,
@@ -133,9 +185,15 @@ def chunk_split(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, leaf: 
     f = split.feature
     order = rows.order.copy()
     begin, count = int(rows.leaf_begin[leaf]), int(rows.leaf_count[leaf])
-    n_left = split_rows(data.X_binned[:, f], rows.order, begin, count, split.threshold_bin,
-                        split.default_left, meta.missing_types[f], meta.default_bins[f],
-                        meta.n_bins[f] - 1, order)
+    if meta.bundled:
+        n_left = split_rows_bundled(data.X_binned[:, meta.feature_column[f]], rows.order, begin, count,
+                                    split.threshold_bin, split.default_left, meta.missing_types[f],
+                                    meta.default_bins[f], meta.n_bins[f] - 1, meta.feature_start[f],
+                                    meta.n_bins[f], meta.feature_raw[f], order)
+    else:
+        n_left = split_rows(data.X_binned[:, f], rows.order, begin, count, split.threshold_bin,
+                            split.default_left, meta.missing_types[f], meta.default_bins[f],
+                            meta.n_bins[f] - 1, order)
     leaf_begin = rows.leaf_begin.copy()
     leaf_count = rows.leaf_count.copy()
     leaf_count[leaf] = n_left
@@ -153,6 +211,13 @@ def sum_histograms(parts) -> np.ndarray:
     for h in hists[1:]:
         out += h
     return out
+
+
+def root_histogram(parts, meta: FeatureMeta) -> np.ndarray:
+    """The root histogram kept for later passes: the summed parts without the totals rows that
+    :func:`chunk_root` appends when bundling."""
+    hist = sum_histograms(parts)
+    return hist[:meta.n_hist_bins] if hist.shape[0] > meta.n_hist_bins else hist
 
 
 def finish_root(parts, meta: FeatureMeta, params: SplitParams):
@@ -196,15 +261,22 @@ def finish_split(parent_hist: np.ndarray, parts, build_left: bool,
 def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int) -> ChunkData:
     """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores.
 
-    ``tree_arrays`` comes from :meth:`oocgbdt.core.tree.Tree.binned_arrays`. Used for training and
-    evaluation chunks alike; returns a new ChunkData.
+    ``tree_arrays`` comes from :meth:`oocgbdt.core.tree.Tree.binned_arrays`, plus, for bundled
+    chunks, :meth:`oocgbdt.core.split.FeatureMeta.node_arrays` (each node's feature is then read
+    off its bundle column). Used for training and evaluation chunks alike; returns a new ChunkData.
     """
     raw = data.raw_score.copy()
     out = raw[class_idx]
     t = tree_arrays
-    predict_binned(data.X_binned, t["split_feature"], t["threshold_bin"], t["default_left"],
-                   t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
-                   t["right_child"], t["leaf_value"], out)
+    if "split_column" in t:
+        predict_binned_bundled(data.X_binned, t["split_column"], t["split_start"], t["split_n_bins"],
+                               t["split_raw"], t["threshold_bin"], t["default_left"],
+                               t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
+                               t["right_child"], t["leaf_value"], out)
+    else:
+        predict_binned(data.X_binned, t["split_feature"], t["threshold_bin"], t["default_left"],
+                       t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
+                       t["right_child"], t["leaf_value"], out)
     return replace(data, raw_score=raw)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from oocgbdt.core.backend import LocalBackend, reduce_levels
-from oocgbdt.core.chunk import (chunk_root, chunk_split, finish_root, finish_split,
+from oocgbdt.core.chunk import (chunk_root, chunk_split, finish_root, finish_split, root_histogram,
                                 subtract_parts, sum_histograms)
 
 __all__ = ["HistogramSource"]
@@ -61,7 +61,7 @@ class HistogramSource:
                            [self.max_leaves] * n, key=f"{self.key}-root")
         parts = reduce_levels(b, sum_histograms, self._rows, self.split_every, f"{self.key}-sum-root")
         res = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
-        self._hist = {0: b.submit(sum_histograms, parts, key=f"{self.key}-hist-root")}
+        self._hist = {0: b.submit(root_histogram, parts, self.meta, key=f"{self.key}-hist-root")}
         self.n_passes += 1
         totals, split, gains = b.gather(res)
         self._record(gains)

@@ -6,9 +6,11 @@ on the worker that holds the histogram; only the small :class:`SplitInfo` travel
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from oocgbdt.kernels.bundling import expand_histogram
 from oocgbdt.kernels.splitting import find_best_thresholds, leaf_output
 
 __all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "best_split", "leaf_totals"]
@@ -30,6 +32,19 @@ class FeatureMeta:
         The bin of 0.0.
     feature_mask : ndarray of shape (n_features,), dtype bool
         Features that may be split on (not trivial).
+
+    With Exclusive Feature Bundling (``from_bin_mapper(bin_mapper, bundler)``), histograms are
+    built per bundle column and these are set too (see :mod:`oocgbdt.kernels.bundling`):
+
+    column_offsets : ndarray of shape (n_columns + 1,), dtype int64
+        Bundle ``c``'s bins are rows ``[column_offsets[c], column_offsets[c + 1])`` of a
+        histogram.
+    feature_column, feature_start : ndarray of shape (n_features,), dtype int64
+        Each feature's bundle (-1: none) and offset in it.
+    feature_raw : ndarray of shape (n_features,), dtype bool
+        Features alone in their bundle (stored with their own bins).
+    expand_index : ndarray of shape (n_total_bins,), dtype int64
+        Bundle histogram row of each (feature, bin); -1 where the bin is recovered by subtraction.
     """
 
     bin_offsets: np.ndarray
@@ -37,15 +52,29 @@ class FeatureMeta:
     missing_types: np.ndarray
     default_bins: np.ndarray
     feature_mask: np.ndarray
+    column_offsets: np.ndarray | None = None
+    feature_column: np.ndarray | None = None
+    feature_start: np.ndarray | None = None
+    feature_raw: np.ndarray | None = None
+    expand_index: np.ndarray | None = None
 
     @classmethod
-    def from_bin_mapper(cls, bin_mapper) -> "FeatureMeta":
+    def from_bin_mapper(cls, bin_mapper, bundler=None) -> "FeatureMeta":
+        bin_offsets = np.asarray(bin_mapper.bin_offsets_, dtype=np.int64)
+        extra = {}
+        if bundler is not None:
+            extra = dict(column_offsets=np.asarray(bundler.column_offsets_, dtype=np.int64),
+                         feature_column=np.asarray(bundler.feature_column_, dtype=np.int64),
+                         feature_start=np.asarray(bundler.feature_start_, dtype=np.int64),
+                         feature_raw=np.asarray(bundler.feature_raw_, dtype=bool),
+                         expand_index=bundler.expand_index(bin_offsets))
         return cls(
-            bin_offsets=np.asarray(bin_mapper.bin_offsets_, dtype=np.int64),
+            bin_offsets=bin_offsets,
             n_bins=np.asarray(bin_mapper.n_bins_, dtype=np.int32),
             missing_types=np.asarray(bin_mapper.missing_types_, dtype=np.uint8),
             default_bins=np.asarray(bin_mapper.default_bins_, dtype=np.int32),
             feature_mask=~np.asarray(bin_mapper.is_trivial_, dtype=bool),
+            **extra,
         )
 
     @property
@@ -53,11 +82,61 @@ class FeatureMeta:
         return int(self.bin_offsets[-1])
 
     @property
+    def bundled(self) -> bool:
+        """True when histograms are built per bundle column."""
+        return self.column_offsets is not None
+
+    @property
+    def hist_offsets(self) -> np.ndarray:
+        """Histogram layout of the built columns: bundles' offsets, or features' offsets."""
+        return self.column_offsets if self.bundled else self.bin_offsets
+
+    @property
+    def n_hist_bins(self) -> int:
+        """Rows of a leaf histogram as built and reduced."""
+        return int(self.hist_offsets[-1])
+
+    @property
     def built_columns(self) -> np.ndarray:
-        """Columns whose histograms are built: the searchable features, or column 0 when none
-        is (its slice still gives the leaf totals)."""
+        """Features whose histograms are searched: the searchable features, or feature 0 when
+        none is (its slice still gives the leaf totals). Without bundling these are also the
+        columns built."""
         cols = np.flatnonzero(self.feature_mask)
         return cols if cols.size else np.zeros(1, dtype=np.int64)
+
+    @cached_property
+    def hist_columns(self) -> np.ndarray:
+        """Columns whose histograms are built: :attr:`built_columns` without bundling; with
+        bundling, every bundle holding a searchable feature (a bundle is built when any of its
+        members is selected), or the bundle of feature :attr:`built_columns` ``[0]``."""
+        if not self.bundled:
+            return self.built_columns
+        cols = self.feature_column[self.feature_mask]
+        cols = np.unique(cols[cols >= 0])
+        if not cols.size:
+            c = int(self.feature_column[self.built_columns[0]])
+            cols = np.array([max(c, 0)], dtype=np.int64)
+        return cols.astype(np.int64)
+
+    @property
+    def totals_feature(self) -> int:
+        """The feature whose histogram slice gives a root leaf's totals."""
+        return int(self.built_columns[0])
+
+    def node_arrays(self, split_feature) -> dict:
+        """Per-node layout of the split features, for walking bundled rows."""
+        f = np.asarray(split_feature, dtype=np.int64)
+        return dict(split_column=self.feature_column[f], split_start=self.feature_start[f],
+                    split_n_bins=self.n_bins[f].astype(np.int64), split_raw=self.feature_raw[f])
+
+    def expand(self, hist: np.ndarray, totals: "LeafTotals") -> np.ndarray:
+        """The per-feature histogram (``(n_total_bins, 3)``) of a bundle histogram; rows of
+        features outside ``feature_mask`` are left at zero."""
+        out = np.zeros((self.n_total_bins, 3), dtype=hist.dtype)
+        expand_histogram(hist, self.expand_index, self.bin_offsets, self.n_bins,
+                         self.default_bins, self.feature_raw, self.feature_mask,
+                         totals.sum_gradients, totals.sum_hessians, totals.count, out)
+        return out
 
 
 @dataclass(frozen=True)
@@ -108,10 +187,19 @@ class SplitInfo:
 
 
 def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
-    """Totals of a leaf read off its histogram (every built feature's slice sums to the leaf)."""
-    f = meta.built_columns[0]
-    lo, hi = meta.bin_offsets[f], meta.bin_offsets[f + 1]
-    s = hist[lo:hi].sum(axis=0)
+    """Totals of a leaf read off its histogram (every built feature's slice sums to the leaf).
+
+    With bundling, a root histogram carries the slice of feature ``meta.totals_feature``
+    decoded from its bundle after its ``n_hist_bins`` rows (see
+    :func:`oocgbdt.core.chunk.chunk_root`); summing it exactly as without bundling gives
+    bit-identical totals.
+    """
+    if meta.bundled:
+        s = hist[meta.n_hist_bins:].sum(axis=0)
+    else:
+        f = meta.built_columns[0]
+        lo, hi = meta.bin_offsets[f], meta.bin_offsets[f + 1]
+        s = hist[lo:hi].sum(axis=0)
     return LeafTotals(float(s[0]), float(s[1]), float(s[2]))
 
 
@@ -123,7 +211,8 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
 
     Parameters
     ----------
-    hist : ndarray of shape (n_total_bins, 3), dtype float64
+    hist : ndarray of shape (n_hist_bins, 3), dtype float64
+        Per feature, or per bundle (expanded here to the per-feature layout).
     totals : LeafTotals of the leaf
     meta : FeatureMeta
     params : SplitParams
@@ -135,6 +224,8 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
         Each feature's best split gain in this leaf: ``-inf`` where it was not searched or has no
         valid split (feature screening learns from these).
     """
+    if meta.bundled:
+        hist = meta.expand(hist[:meta.n_hist_bins], totals)
     per_feature = np.empty((meta.n_bins.shape[0], 6))
     find_best_thresholds(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
                          meta.default_bins, meta.feature_mask, totals.sum_gradients,

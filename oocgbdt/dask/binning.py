@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dask.array as da
 import numpy as np
+import scipy.sparse as sp
 
 from oocgbdt.core.bin_mapper import BinMapper
 
@@ -29,6 +30,7 @@ def fit_bin_mapper(X: da.Array, params: dict, compute) -> BinMapper:
     Parameters
     ----------
     X : dask.array.Array of shape (n_samples, n_features), float32, chunked by rows
+        NumPy or scipy.sparse chunks (a sparse sample stays sparse).
     params : dict of resolved parameters
     compute : callable
         Computes a Dask array to NumPy (a client's, or the threaded scheduler's).
@@ -41,7 +43,7 @@ def fit_bin_mapper(X: da.Array, params: dict, compute) -> BinMapper:
                        zero_as_missing=bool(params["zero_as_missing"]),
                        feature_pre_filter=bool(params["feature_pre_filter"]),
                        min_data_in_leaf=int(params["min_data_in_leaf"]))
-    return mapper.fit(np.asarray(sample), n_rows)
+    return mapper.fit(sample if sp.issparse(sample) else np.asarray(sample), n_rows)
 
 
 def _bin_block(block, bin_mapper):

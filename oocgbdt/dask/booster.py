@@ -25,7 +25,8 @@ class Booster(_CoreBooster):
 
         Parameters
         ----------
-        X : ndarray, dask.array.Array, zarr.Array or path of a Zarr store, shape (n_samples, n_features)
+        X : ndarray, scipy.sparse matrix, dask.array.Array (NumPy or scipy.sparse chunks), zarr.Array
+            or path of a Zarr store (dense or sparse dataset), shape (n_samples, n_features)
         raw_score : bool, default False
             Raw scores instead of transformed predictions (probabilities for classification).
         num_iteration : int, optional

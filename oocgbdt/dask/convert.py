@@ -13,7 +13,9 @@ Readers
   columns.
 - LibSVM/SVMlight: ``chunk_rows`` lines at a time parsed by
   ``sklearn.datasets.load_svmlight_file``. When ``n_features`` or the index base is not given, a
-  first streaming pass finds the largest index and whether index 0 occurs.
+  first streaming pass finds the largest index and whether index 0 occurs. Sparse files (at
+  most ``SPARSE_DENSITY`` of the cells stored) are written in the sparse layout (CSR per row
+  chunk, :mod:`oocgbdt.dask.store`) and never densified.
 """
 from __future__ import annotations
 
@@ -51,6 +53,9 @@ _EXT_FORMATS = {
     ".svm": "libsvm", ".libsvm": "libsvm", ".svmlight": "libsvm",
 }
 _COMPRESSION_EXTS = (".gz", ".bz2", ".xz", ".zip")
+#: LibSVM files whose stored entries fill at most this share of the cells are stored sparse
+#: (``sparse="auto"``): CSR then takes at most a fifth of the dense float32 bytes.
+SPARSE_DENSITY = 0.1
 #: Weights are stored as float32, as LightGBM reads them.
 _WEIGHT_DTYPE = np.float32
 _LIBSVM_TOKEN = re.compile(rb"^(qid:\S+|\d+:\S+)$")
@@ -374,20 +379,24 @@ def _load_svmlight_chunk(data: bytes, **kwargs: Any):
     return load_svmlight_file(io.BytesIO(data), **kwargs)
 
 
-def _scan_libsvm(path: Path, chunk_rows: int) -> tuple[int, int]:
-    """First pass: (max column index + 1, min column index) over the file, indices as written."""
+def _scan_libsvm(path: Path, chunk_rows: int) -> tuple[int, int, int, int]:
+    """First pass: (max column index + 1, min column index, stored entries, rows) over the file,
+    indices as written."""
     n_cols = 0
     min_index = None
+    nnz = n_rows = 0
     for line_no, data in _line_chunks(path, chunk_rows):
         try:
             Xs, _ = _load_svmlight_chunk(data, zero_based=True, dtype=np.float32)
         except ValueError as exc:
             raise ValueError(f"'{path}': invalid LibSVM data in lines {line_no + 1}..: {exc}") from exc
         n_cols = max(n_cols, Xs.shape[1])
+        nnz += int(Xs.nnz)
+        n_rows += int(Xs.shape[0])
         if Xs.nnz:
             m = int(Xs.indices.min())
             min_index = m if min_index is None else min(min_index, m)
-    return n_cols, (0 if min_index is None else min_index)
+    return n_cols, (0 if min_index is None else min_index), nnz, n_rows
 
 
 def _libsvm_blocks(path: Path, chunk_rows: int, n_features: int, zero_based: bool) -> Iterator[tuple]:
@@ -402,7 +411,7 @@ def _libsvm_blocks(path: Path, chunk_rows: int, n_features: int, zero_based: boo
             ) from exc
         if not np.isfinite(y).all():
             raise ValueError(f"'{path}': non-finite label in LibSVM lines {line_no + 1}..")
-        yield Xs.toarray(), y.astype(Y_DTYPE, copy=False), None
+        yield Xs, y.astype(Y_DTYPE, copy=False), None  # CSR; a dense writer densifies it
 
 
 # --------------------------------------------------------------------------------------------
@@ -425,6 +434,7 @@ def convert(
     zero_based: Any = "auto",
     dropna_label: bool = False,
     overwrite: bool = False,
+    sparse: Any = "auto",
 ) -> Dataset:
     """Convert a CSV/TSV, Parquet or LibSVM file to an oocgbdt Zarr dataset, streaming.
 
@@ -469,6 +479,11 @@ def convert(
         Drop rows whose label is missing. When False, missing labels raise ValueError.
     overwrite : bool, default False
         Replace an existing oocgbdt dataset at ``dest``.
+    sparse : {"auto", True, False}, default "auto"
+        Store ``X`` in the sparse layout (CSR per row chunk; dataset layout version 2).
+        ``"auto"``: LibSVM files whose stored entries fill at most ``SPARSE_DENSITY`` (10%) of
+        the cells (counted by the first pass, or on the first block when the pass is skipped);
+        CSV and Parquet are stored dense. Sparse LibSVM blocks are never densified.
 
     Returns
     -------
@@ -501,6 +516,8 @@ def convert(
         raise ValueError(f"header must be 'infer', 0 or None; got {header!r}.")
     if zero_based not in ("auto", True, False):
         raise ValueError(f"zero_based must be 'auto', True or False; got {zero_based!r}.")
+    if sparse not in ("auto", True, False):
+        raise ValueError(f"sparse must be 'auto', True or False; got {sparse!r}.")
     _check_destination(out, overwrite, [src])
 
     if fmt_ == "libsvm":
@@ -510,18 +527,30 @@ def convert(
             )
         if weight is not None or drop is not None or sep is not None:
             raise ValueError("weight=, drop= and sep= do not apply to LibSVM files.")
+        density = None
         if n_features is None or zero_based == "auto":
-            n_cols, min_index = _scan_libsvm(src, chunk_rows)
+            n_cols, min_index, nnz, n_lines = _scan_libsvm(src, chunk_rows)
             if zero_based == "auto":
                 zero_based = min_index == 0
             if n_features is None:
                 n_features = n_cols if zero_based else max(n_cols - 1, 0)
+            density = nnz / max(n_lines * max(int(n_features), 1), 1)
         n_features = int(n_features)
         blocks = _libsvm_blocks(src, chunk_rows, n_features, bool(zero_based))
+        if sparse == "auto":
+            if density is None:  # no first pass: judge by the first block
+                first = next(blocks, None)
+                if first is not None:
+                    density = first[0].nnz / max(first[0].shape[0] * max(n_features, 1), 1)
+                    blocks = itertools.chain([first], blocks)
+            sparse = density is not None and density <= SPARSE_DENSITY
         feature_names = default_feature_names(n_features)
         label_name = "label"
         has_weight = False
     else:
+        if sparse is True:
+            raise ValueError(f"sparse=True applies to LibSVM sources; {fmt_} sources are stored dense.")
+        sparse = False
         if label is None:
             raise ValueError(f"label= is required for {fmt_} sources (a column name or integer column index).")
         if fmt_ == "csv":
@@ -586,6 +615,7 @@ def convert(
         source=str(src),
         overwrite=overwrite,
         inputs=[src],
+        sparse=bool(sparse),
     )
     try:
         for X, y, w in blocks:

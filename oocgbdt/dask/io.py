@@ -1,9 +1,10 @@
 """This module contains input normalization: every accepted input becomes a row-chunked Dask array.
 
-Data flow position: the first step of training and prediction. Accepted: NumPy arrays, Dask
-arrays, Zarr arrays, and paths to Zarr stores (an array, or an oocgbdt dataset group whose ``X``
-is used). Output: ``dask.array.Array`` chunked along rows only (columns in one chunk), known
-chunk sizes, float32 for features. Every check here is cheap (metadata only) except
+Data flow position: the first step of training and prediction. Accepted: NumPy arrays, scipy.sparse
+matrices, Dask arrays (NumPy or scipy.sparse chunks), Zarr arrays, and paths to Zarr stores (an
+array, or an oocgbdt dataset group whose ``X`` is used, dense or sparse). Output:
+``dask.array.Array`` chunked along rows only (columns in one chunk), known chunk sizes, float32
+for features; sparse inputs stay sparse (CSR chunks), never densified. Every check here is cheap (metadata only) except
 :func:`check_values`, which is one small reduction over ``y`` and the weights.
 """
 from __future__ import annotations
@@ -14,11 +15,12 @@ from pathlib import Path
 import dask
 import dask.array as da
 import numpy as np
+import scipy.sparse as sp
 import zarr
 
 from oocgbdt._dtypes import X_DTYPE
 
-__all__ = ["is_lazy", "as_dask_array", "as_row_chunked", "align_rows", "check_values"]
+__all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values"]
 
 
 def is_lazy(obj) -> bool:
@@ -26,11 +28,19 @@ def is_lazy(obj) -> bool:
     return isinstance(obj, (da.Array, zarr.Array, str, os.PathLike))
 
 
+def is_sparse(arr) -> bool:
+    """True for scipy.sparse matrices and Dask arrays whose chunks are scipy.sparse."""
+    return sp.issparse(arr) or (isinstance(arr, da.Array) and sp.issparse(arr._meta))
+
+
 def _open_zarr(obj, name):
     path = Path(obj)
     if not path.exists():
         raise FileNotFoundError(f"{name}: no Zarr store at {str(path)!r}.")
     node = zarr.open(str(path), mode="r")
+    if isinstance(node, zarr.Group) and isinstance(node.get("X"), zarr.Group):
+        from oocgbdt.dask.store import open_dataset  # a sparse dataset: X is a CSR group
+        return open_dataset(path).X
     if isinstance(node, zarr.Group):
         if "X" not in node:
             raise ValueError(f"{name}: the Zarr group at {str(path)!r} has no array 'X'; found "
@@ -71,10 +81,17 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
         arr = da.from_zarr(obj)
     elif isinstance(obj, da.Array):
         arr = obj
+    elif sp.issparse(obj):
+        if ndim != 2:
+            raise TypeError(f"{name} is a scipy.sparse matrix; it must be a 1-D array.")
+        a = sp.csr_matrix(obj)
+        if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+            raise TypeError(f"{name} must have a numeric dtype, got dtype {a.dtype}.")
+        if a.dtype != X_DTYPE:
+            a = a.astype(X_DTYPE)
+        rows = max(1, int(chunk_size or a.shape[0] or 1))
+        arr = da.from_array(a, chunks=(rows, max(a.shape[1], 1)), asarray=False)
     else:
-        if hasattr(obj, "toarray") and hasattr(obj, "nnz"):
-            raise TypeError(f"{name} is a scipy.sparse matrix; sparse input is not supported yet. "
-                            f"Convert it with {name}.toarray() or store it with `oocgbdt convert`.")
         a = np.asarray(obj)
         if a.ndim != ndim:
             _bad_ndim(name, ndim, a.ndim, a.shape)

@@ -2,7 +2,7 @@
 
 An oocgbdt dataset is a directory holding one Zarr v3 group::
 
-    <path>/                      group attrs: {"format": "oocgbdt-dataset", "version": 1,
+    <path>/                      group attrs: {"format": "oocgbdt-dataset", "version": 2,
                                                "feature_names": [...], "label": name or None,
                                                "source": original path or None}
         X       float32 (n_rows, n_features), chunks (chunk_rows, n_features)
@@ -12,6 +12,19 @@ An oocgbdt dataset is a directory holding one Zarr v3 group::
 Arrays are chunked by rows only (all columns of a row sit in one chunk), so one chunk is one
 unit of work for the Dask layer, and compressed with Zarr's default codec. Zero-filled chunks
 are not written (Zarr's ``write_empty_chunks=False``), which keeps sparse data small on disk.
+
+Version 2 adds a sparse ``X`` (``sparse=True``; LibSVM conversion picks it for sparse files):
+``X`` is then a group holding one CSR matrix read by row chunks::
+
+        X/      group attrs: {"layout": "csr", "shape": [n_rows, n_features], "chunk_rows": c}
+            indptr   int64 (n_rows + 1,)  chunks (c,)   entries of row r: [indptr[r], indptr[r+1])
+            indices  int32 (nnz,)         chunks (2**20,)  column of each entry, sorted per row
+            data     float32 (nnz,)       chunks (2**20,)  value of each entry
+
+Row chunk ``i`` (rows ``[i*c, (i+1)*c)``) reads its slice of ``indptr`` and then only the entries
+``[indptr[i*c], indptr[(i+1)*c])``: one CSR matrix per row chunk, never a dense copy.
+:func:`open_dataset` returns ``X`` as a Dask array of scipy.sparse CSR chunks. Dense stores are
+written exactly as in version 1 (only the ``version`` attribute differs); readers accept 1 and 2.
 
 Stores are written to a temporary sibling directory (``<path>.tmp-<random>``) and renamed
 into place once complete, so a reader never sees a half-written dataset and a failed write
@@ -30,8 +43,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+import dask
 import dask.array as da
 import numpy as np
+import scipy.sparse as sp
 import zarr
 
 from .._dtypes import X_DTYPE, Y_DTYPE
@@ -50,7 +65,10 @@ __all__ = [
 #: Value of the ``format`` group attribute that marks an oocgbdt dataset.
 DATASET_FORMAT = "oocgbdt-dataset"
 #: Layout version written by this module (readers accept versions <= this one).
-DATASET_VERSION = 1
+#: Version 2: ``X`` may be a sparse CSR group (see the module docstring).
+DATASET_VERSION = 2
+#: Entries per Zarr chunk of a sparse ``X``'s ``indices`` and ``data`` (4 MiB each).
+SPARSE_ENTRY_CHUNK = 1 << 20
 #: Default number of rows per stored chunk. At 100 float32 features this is 40 MB raw per chunk.
 DEFAULT_CHUNK_ROWS = 100_000
 
@@ -87,7 +105,7 @@ class Dataset:
     ----------
     X : dask.array.Array of shape (n_rows, n_features), dtype float32
         Features, chunked by rows (the store's ``chunk_rows``), all columns in one chunk,
-        known chunk sizes.
+        known chunk sizes. For a sparse store, the chunks are scipy.sparse CSR matrices.
     y : dask.array.Array of shape (n_rows,), dtype float64, or None
         Labels, chunked like the rows of ``X``. None if the store has no labels.
     weight : dask.array.Array of shape (n_rows,), dtype float32 or float64, or None
@@ -120,6 +138,11 @@ class Dataset:
         return int(self.X.shape[1])
 
     @property
+    def sparse(self) -> bool:
+        """True when ``X`` is stored sparse (its chunks are scipy.sparse CSR matrices)."""
+        return sp.issparse(self.X._meta)
+
+    @property
     def chunk_rows(self) -> int:
         """Rows per stored chunk (the last chunk may be shorter)."""
         return int(self.X.chunks[0][0]) if self.X.chunks[0] else 0
@@ -132,7 +155,7 @@ class Dataset:
             f"chunk_rows={self.chunk_rows}",
             f"label={self.label!r}",
             f"weight={'yes' if self.weight is not None else 'no'}",
-        ]
+        ] + (["sparse=True"] if self.sparse else [])
         return f"Dataset({', '.join(parts)})"
 
 
@@ -217,13 +240,19 @@ def open_dataset(path: str | os.PathLike) -> Dataset:
     if "X" not in members:
         raise ValueError(f"'{p}' is an oocgbdt dataset without its 'X' array (found members {sorted(members)}).")
     zX = group["X"]
-    if not isinstance(zX, zarr.Array) or zX.ndim != 2:
+    if isinstance(zX, zarr.Group) and zX.attrs.get("layout") == "csr":
+        X = _open_csr(zX, p)
+        n_rows, n_features = X.shape
+        row_chunk = int(zX.attrs["chunk_rows"])
+    elif not isinstance(zX, zarr.Array) or zX.ndim != 2:
         raise ValueError(
-            f"'{p}': expected 'X' to be a 2-D array of shape (n_rows, n_features); "
-            f"found {'a group' if not isinstance(zX, zarr.Array) else f'shape {zX.shape}'}."
+            f"'{p}': expected 'X' to be a 2-D array of shape (n_rows, n_features) or a sparse "
+            f"CSR group; found {'a group' if not isinstance(zX, zarr.Array) else f'shape {zX.shape}'}."
         )
-    n_rows, n_features = (int(s) for s in zX.shape)
-    row_chunk = int(zX.chunks[0])
+    else:
+        X = None
+        n_rows, n_features = (int(s) for s in zX.shape)
+        row_chunk = int(zX.chunks[0])
 
     def _open_1d(name: str) -> Optional[da.Array]:
         if name not in members:
@@ -242,9 +271,10 @@ def open_dataset(path: str | os.PathLike) -> Dataset:
             d = d.rechunk({0: _row_chunks(n_rows, row_chunk)})
         return d
 
-    X = da.from_zarr(zX)
-    if len(X.chunks[1]) > 1:  # written by another tool with column chunks: keep columns together
-        X = X.rechunk({1: -1})
+    if X is None:
+        X = da.from_zarr(zX)
+        if len(X.chunks[1]) > 1:  # written by another tool with column chunks: keep columns together
+            X = X.rechunk({1: -1})
     y = _open_1d("y")
     weight = _open_1d("weight")
 
@@ -265,6 +295,41 @@ def open_dataset(path: str | os.PathLike) -> Dataset:
         path=p,
         source=attrs.get("source"),
     )
+
+
+def _read_csr_rows(indptr, indices, data, start: int, stop: int, n_features: int) -> sp.csr_matrix:
+    """Rows ``[start, stop)`` of a sparse ``X`` group as one CSR matrix (a task body)."""
+    ptr = np.asarray(indptr[start:stop + 1], dtype=np.int64)
+    lo, hi = int(ptr[0]), int(ptr[-1])
+    return sp.csr_matrix((np.asarray(data[lo:hi], dtype=X_DTYPE),
+                          np.asarray(indices[lo:hi], dtype=np.int32), ptr - lo),
+                         shape=(stop - start, n_features))
+
+
+def _open_csr(g: zarr.Group, path: Path) -> da.Array:
+    """A sparse ``X`` group as a Dask array of CSR row chunks (lazy: nothing is read here)."""
+    try:
+        n_rows, n_features = (int(v) for v in g.attrs["shape"])
+        chunk_rows = int(g.attrs["chunk_rows"])
+        indptr, indices, data = g["indptr"], g["indices"], g["data"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"'{path}': the sparse 'X' group is incomplete ({exc!r}); expected attrs "
+                         f"shape and chunk_rows and arrays indptr, indices, data.") from None
+    if int(indptr.shape[0]) != n_rows + 1 or int(indices.shape[0]) != int(data.shape[0]):
+        raise ValueError(f"'{path}': the sparse 'X' group is inconsistent (indptr has "
+                         f"{indptr.shape[0]} entries for {n_rows} rows; {indices.shape[0]} indices, "
+                         f"{data.shape[0]} values).")
+    meta = sp.csr_matrix((0, n_features), dtype=X_DTYPE)
+    token = da.core.tokenize(str(path), n_rows, n_features, chunk_rows, int(data.shape[0]))
+    blocks = []
+    for i, start in enumerate(range(0, n_rows, chunk_rows)):
+        stop = min(start + chunk_rows, n_rows)
+        task = dask.delayed(_read_csr_rows, pure=True)(indptr, indices, data, start, stop, n_features,
+                                                       dask_key_name=f"oocgbdt-csr-{token}-{i}")
+        blocks.append(da.from_delayed(task, shape=(stop - start, n_features), dtype=X_DTYPE, meta=meta))
+    if not blocks:
+        return da.from_array(meta, chunks=((0,), (n_features,)), asarray=False)
+    return blocks[0] if len(blocks) == 1 else da.concatenate(blocks, axis=0)
 
 
 def _row_chunks(n_rows: int, chunk_rows: int) -> tuple:
@@ -353,6 +418,9 @@ def _zarr_input_paths(arrays: Iterable[Any]) -> list[Path]:
             for value in dict(a.__dask_graph__()).values():
                 if isinstance(value, zarr.Array):
                     _add(value)
+                for arg in getattr(value, "args", None) or ():  # tasks reading a sparse store
+                    if isinstance(arg, zarr.Array):
+                        _add(arg)
     return paths
 
 
@@ -440,6 +508,9 @@ class DatasetWriter:
         Replace an existing dataset at ``path``.
     inputs : iterable of path-like, optional
         Paths the data is read from; ``path`` may not overlap any of them.
+    sparse : bool, default False
+        Store ``X`` as CSR (layout version 2, see the module docstring); :meth:`append` then
+        takes scipy.sparse blocks (dense blocks are converted).
 
     Raises
     ------
@@ -470,8 +541,10 @@ class DatasetWriter:
         source: Optional[str] = None,
         overwrite: bool = False,
         inputs: Iterable[str | os.PathLike] = (),
+        sparse: bool = False,
     ):
         self.path = _as_path(path)
+        self.sparse = bool(sparse)
         self.n_features = int(n_features)
         self.chunk_rows = _check_chunk_rows(chunk_rows)
         self.feature_names = _check_feature_names(feature_names, self.n_features)
@@ -483,7 +556,8 @@ class DatasetWriter:
         if self.weight_dtype is not None and self.weight_dtype not in _WEIGHT_DTYPES:
             raise ValueError(f"weight_dtype must be float32 or float64, got {self.weight_dtype}.")
         _check_destination(self.path, self.overwrite, [_as_path(i) for i in inputs])
-        _warn_large_chunks(self.chunk_rows, self.n_features)
+        if not self.sparse:
+            _warn_large_chunks(self.chunk_rows, self.n_features)
 
         self.tmp_path = _staging_path(self.path)
         self.n_rows = 0  # rows written to disk so far
@@ -493,9 +567,21 @@ class DatasetWriter:
         try:
             self._group = zarr.open_group(str(self.tmp_path), mode="w-", zarr_format=3)
             c = self.chunk_rows
-            self._X = self._group.create_array(
-                "X", shape=(0, self.n_features), chunks=(c, max(self.n_features, 1)), dtype=X_DTYPE
-            )
+            if self.sparse:
+                gX = self._group.create_group("X")
+                gX.attrs.update({"layout": "csr", "shape": [0, self.n_features], "chunk_rows": c})
+                self._X = gX
+                self._indptr = gX.create_array("indptr", shape=(1,), chunks=(c,), dtype=np.int64)
+                self._indptr[:] = 0
+                self._indices = gX.create_array("indices", shape=(0,), chunks=(SPARSE_ENTRY_CHUNK,),
+                                                dtype=np.int32)
+                self._data = gX.create_array("data", shape=(0,), chunks=(SPARSE_ENTRY_CHUNK,),
+                                             dtype=X_DTYPE)
+                self._nnz = 0
+            else:
+                self._X = self._group.create_array(
+                    "X", shape=(0, self.n_features), chunks=(c, max(self.n_features, 1)), dtype=X_DTYPE
+                )
             self._y = self._group.create_array("y", shape=(0,), chunks=(c,), dtype=Y_DTYPE) if self.has_y else None
             self._w = (
                 self._group.create_array("weight", shape=(0,), chunks=(c,), dtype=self.weight_dtype)
@@ -538,7 +624,12 @@ class DatasetWriter:
         """
         if self._done:
             raise RuntimeError(f"DatasetWriter for '{self.path}' is already closed.")
-        Xb = np.asarray(X, dtype=X_DTYPE)
+        if self.sparse:
+            Xb = sp.csr_matrix(X, dtype=X_DTYPE)
+        elif sp.issparse(X):
+            Xb = np.asarray(X.toarray(), dtype=X_DTYPE)
+        else:
+            Xb = np.asarray(X, dtype=X_DTYPE)
         if Xb.ndim != 2 or Xb.shape[1] != self.n_features:
             raise ValueError(f"Expected an X block of shape (k, {self.n_features}); got shape {Xb.shape}.")
         k = Xb.shape[0]
@@ -567,7 +658,11 @@ class DatasetWriter:
     def _flush(self, final: bool) -> None:
         if not self._buffer:
             return
-        Xs = np.concatenate([b[0] for b in self._buffer]) if len(self._buffer) > 1 else self._buffer[0][0]
+        if self.sparse:
+            Xs = sp.vstack([b[0] for b in self._buffer], format="csr") if len(self._buffer) > 1 \
+                else self._buffer[0][0]
+        else:
+            Xs = np.concatenate([b[0] for b in self._buffer]) if len(self._buffer) > 1 else self._buffer[0][0]
         ys = wb = None
         if self.has_y:
             ys = np.concatenate([b[1] for b in self._buffer])
@@ -577,8 +672,11 @@ class DatasetWriter:
         n_write = total if final else (total // self.chunk_rows) * self.chunk_rows
         if n_write:
             start, stop = self.n_rows, self.n_rows + n_write
-            self._X.resize((stop, self.n_features))
-            self._X[start:stop] = Xs[:n_write]
+            if self.sparse:
+                self._write_csr(Xs[:n_write], start, stop)
+            else:
+                self._X.resize((stop, self.n_features))
+                self._X[start:stop] = Xs[:n_write]
             if ys is not None:
                 self._y.resize((stop,))
                 self._y[start:stop] = ys[:n_write]
@@ -597,6 +695,19 @@ class DatasetWriter:
             self._buffer = []
         self._buffered = rest
 
+    def _write_csr(self, block, start: int, stop: int) -> None:
+        block = sp.csr_matrix(block)
+        block.sum_duplicates()  # canonical: sorted indices, no duplicates
+        lo, hi = self._nnz, self._nnz + int(block.nnz)
+        self._indptr.resize((stop + 1,))
+        self._indptr[start + 1:stop + 1] = lo + block.indptr[1:].astype(np.int64)
+        if hi > lo:
+            self._indices.resize((hi,))
+            self._indices[lo:hi] = block.indices.astype(np.int32)
+            self._data.resize((hi,))
+            self._data[lo:hi] = block.data.astype(X_DTYPE)
+        self._nnz = hi
+
     def commit(self) -> Path:
         """Write the last partial chunk and the attributes, and move the store into place.
 
@@ -609,6 +720,8 @@ class DatasetWriter:
             raise RuntimeError(f"DatasetWriter for '{self.path}' is already closed.")
         try:
             self._flush(final=True)
+            if self.sparse:
+                self._X.attrs["shape"] = [self.n_rows, self.n_features]
             _write_attrs(self._group, self.feature_names, self.label, self.source)
             _commit_staged(self.tmp_path, self.path, self.overwrite)
         except BaseException:
@@ -649,6 +762,7 @@ def write_dataset(
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
     source: Optional[str] = None,
     overwrite: bool = False,
+    sparse: Optional[bool] = None,
 ) -> Dataset:
     """Write arrays as an oocgbdt dataset store.
 
@@ -677,6 +791,10 @@ def write_dataset(
         Original data path, stored as an attribute.
     overwrite : bool, default False
         Replace an existing oocgbdt dataset at ``path``.
+    sparse : bool, optional
+        Store ``X`` as CSR (layout version 2). Default: when ``X`` is a scipy.sparse matrix or
+        a Dask array of scipy.sparse chunks. Sparse ``X`` is written row chunk by row chunk
+        (a Dask ``X`` one computed block at a time), never densified.
 
     Returns
     -------
@@ -694,6 +812,13 @@ def write_dataset(
     """
     dest = _as_path(path)
     chunk_rows = _check_chunk_rows(chunk_rows)
+    x_sparse = sp.issparse(X) or (isinstance(X, da.Array) and sp.issparse(X._meta))
+    if sparse is None:
+        sparse = x_sparse
+    if sparse or x_sparse:
+        return _write_sparse_dataset(dest, X, y, weight, feature_names=feature_names, label=label,
+                                     chunk_rows=chunk_rows, source=source, overwrite=overwrite,
+                                     sparse=bool(sparse))
     if feature_names is None and hasattr(X, "columns"):
         feature_names = [str(c) for c in X.columns]
     X = _to_array(X, "X")
@@ -757,4 +882,49 @@ def write_dataset(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    return open_dataset(dest)
+
+
+def _write_sparse_dataset(dest, X, y, weight, *, feature_names, label, chunk_rows, source, overwrite,
+                          sparse):
+    """:func:`write_dataset` for sparse ``X`` (or ``sparse=True``): stream row blocks through a
+    :class:`DatasetWriter`, computing one Dask block at a time."""
+    if not (sp.issparse(X) or isinstance(X, da.Array)):
+        X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D of shape (n_rows, n_features); got shape {X.shape}.")
+    if isinstance(X, da.Array) and any(np.isnan(c) for dim in X.chunks for c in dim):
+        raise ValueError("X is a dask array with unknown chunk sizes; call X.compute_chunk_sizes() first.")
+    n_rows, n_features = (int(v) for v in X.shape)
+    y = _to_array(y, "y")
+    weight = _to_array(weight, "weight")
+    for name, v in (("y", y), ("weight", weight)):
+        if v is not None and (v.ndim != 1 or v.shape[0] != n_rows):
+            raise ValueError(f"{name} must be 1-D with {n_rows} rows like X; got shape {v.shape}.")
+    if y is not None and label is None:
+        label = "label"
+    w_dtype = None
+    if weight is not None:
+        w_dtype = weight.dtype if weight.dtype in _WEIGHT_DTYPES else np.dtype(np.float64)
+    inputs = _zarr_input_paths([v for v in (X, y, weight) if isinstance(v, (da.Array, zarr.Array))])
+    if isinstance(X, da.Array):
+        bounds = np.concatenate(([0], np.cumsum(X.chunks[0]))).astype(np.int64)
+        pieces = ((int(bounds[i]), int(bounds[i + 1]), X.blocks[i]) for i in range(X.numblocks[0]))
+    else:
+        pieces = ((a, min(a + chunk_rows, n_rows), X[a:min(a + chunk_rows, n_rows)])
+                  for a in range(0, n_rows, chunk_rows))
+
+    def _part(v, a, b):
+        if v is None:
+            return None
+        part = v[a:b]
+        return np.asarray(part.compute() if isinstance(part, da.Array) else part)
+
+    with DatasetWriter(dest, n_features, feature_names=feature_names, label=label,
+                       chunk_rows=chunk_rows, has_y=y is not None, weight_dtype=w_dtype,
+                       source=source, overwrite=overwrite, inputs=inputs, sparse=sparse) as w:
+        for a, b, block in pieces:
+            if isinstance(block, da.Array):
+                block = block.compute()
+            w.append(block, _part(y, a, b), _part(weight, a, b))
     return open_dataset(dest)

@@ -17,20 +17,23 @@ same.
 """
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from contextlib import nullcontext
 
 import dask
 import dask.array as da
+import numpy as np
 
 from oocgbdt.core.backend import LocalBackend
 from oocgbdt.core.boosting import boost
-from oocgbdt.core.chunk import chunk_init
+from oocgbdt.core.chunk import chunk_conflict_stats, chunk_from_raw
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.dask.backend import DaskBackend
-from oocgbdt.dask.binning import bin_blocks, fit_bin_mapper
+from oocgbdt.dask.binning import fit_bin_mapper
+from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.booster import Booster
 from oocgbdt.dask.cluster import client_for_training, find_client
 from oocgbdt.dask.io import align_rows, as_row_chunked, check_values, is_lazy
@@ -38,15 +41,19 @@ from oocgbdt.params import resolve_params
 
 __all__ = ["train"]
 
+logger = logging.getLogger("oocgbdt")
 
-def _chunk_tasks(X, y, weight, bin_mapper, n_outputs, key):
-    """Delayed ChunkData per row chunk: read -> bin -> state (fused per chunk)."""
-    Xb = bin_blocks(X, bin_mapper).to_delayed().ravel()
-    ys = y.to_delayed().ravel() if y is not None else [None] * len(Xb)
-    ws = weight.to_delayed().ravel() if weight is not None else [None] * len(Xb)
-    return [dask.delayed(chunk_init, pure=True)(xb, yb, wb, n_outputs,
-                                                dask_key_name=f"{key}-{i}")
-            for i, (xb, yb, wb) in enumerate(zip(Xb, ys, ws))]
+
+def _chunk_tasks(X, y, weight, bin_mapper, bundler, n_outputs, key):
+    """Delayed ChunkData per row chunk: read -> bin -> bundle -> state (fused per chunk)."""
+    Xs = X.to_delayed().ravel()
+    ys = y.to_delayed().ravel() if y is not None else [None] * len(Xs)
+    ws = weight.to_delayed().ravel() if weight is not None else [None] * len(Xs)
+    bm = dask.delayed(bin_mapper, pure=True)
+    bd = dask.delayed(bundler, pure=True) if bundler is not None else None
+    return [dask.delayed(chunk_from_raw, pure=True)(xs, yb, wb, n_outputs, bm, bd,
+                                                    dask_key_name=f"{key}-{i}")
+            for i, (xs, yb, wb) in enumerate(zip(Xs, ys, ws))]
 
 
 def _threaded_compute(*arrays):
@@ -109,8 +116,13 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     Returns
     -------
     Booster
-        With ``evals_result`` (``{name: {metric: [score per round]}}``) and ``best_iteration``
-        (1-based, when early stopping was requested).
+        With ``evals_result`` (``{name: {metric: [score per round]}}``), ``best_iteration``
+        (1-based, when early stopping was requested), ``bundles_`` (the original features of
+        each bundle, or None without bundling) and ``bundle_report`` (None without bundling,
+        else a dict: ``conflict_rows`` and ``lost_values`` counted over all training rows,
+        ``n_bundles``, ``layout`` (``"uint8"``/``"uint16"``), ``bytes_binned`` (X binned per
+        feature) and ``bytes_bundled`` (X_bundled, what training holds), and ``summary``, the
+        logged line).
 
     Raises
     ------
@@ -168,18 +180,41 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             compute = _client_compute(c)
         try:
             bin_mapper = fit_bin_mapper(Xd, params, lambda a: compute(a)[0])
+            bundler = None
+            if params["enable_bundle"]:
+                bundler = fit_bundler(Xd, bin_mapper, params, lambda a: compute(a)[0],
+                                      key=f"{key}-efb")
             n_out = objective.num_tree_per_iteration
-            tasks = _chunk_tasks(Xd, yd, wd, bin_mapper, n_out, f"{key}-chunk")
-            eval_tasks = [(name, _chunk_tasks(Xe, ye, we, bin_mapper, n_out, f"{key}-eval-{name}"))
+            tasks = _chunk_tasks(Xd, yd, wd, bin_mapper, bundler, n_out, f"{key}-chunk")
+            eval_tasks = [(name, _chunk_tasks(Xe, ye, we, bin_mapper, bundler, n_out,
+                                              f"{key}-eval-{name}"))
                           for name, Xe, ye, we in evals]
             if local:
                 chunks = list(dask.compute(*tasks, scheduler="threads"))
                 eval_sets = [(n, list(dask.compute(*t, scheduler="threads"))) for n, t in eval_tasks]
+                conflict_stats = [chunk_conflict_stats(ch) for ch in chunks]
             else:
                 chunks = c.compute(tasks)
                 eval_sets = [(n, c.compute(t)) for n, t in eval_tasks]
+                conflict_stats = c.gather(c.map(chunk_conflict_stats, chunks, pure=False))
+            bundle_report = None
+            if bundler is not None:
+                conflict_rows = int(sum(s[0] for s in conflict_stats))
+                lost_values = int(sum(s[1] for s in conflict_stats))
+                n_rows = int(Xd.shape[0])
+                bundle_report = dict(
+                    conflict_rows=conflict_rows, lost_values=lost_values,
+                    n_bundles=bundler.n_columns, layout=bundler.layout_,
+                    bytes_binned=n_rows * n_features * np.dtype(bin_mapper.binned_dtype_).itemsize,
+                    bytes_bundled=n_rows * bundler.n_columns * bundler.dtype_.itemsize,
+                    summary=bundler.summary(conflict_rows))
+                logger.info(bundle_report["summary"])
+                if params["verbose"]:
+                    print(bundle_report["summary"]
+                          + (f" ({lost_values} values lost)" if lost_values else ""))
             boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
-                                metrics=metrics, verbose=params["verbose"], key=key)
+                                metrics=metrics, verbose=params["verbose"], key=key,
+                                bundler=bundler)
             if not local and len(c.scheduler_info()["workers"]) == 1:
                 # Every chunk lives on the one worker: nothing crosses workers, so the loop runs
                 # there as one task and each pass costs no scheduler round trips.
@@ -193,7 +228,9 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                       feature_names=feature_names, feature_infos=bin_mapper.feature_infos_,
                       best_iteration=result.best_iteration, evals_result=result.evals_result,
                       best_score=result.best_score, screening_history=result.screening_history,
-                      screening_scores=result.screening_scores)
+                      screening_scores=result.screening_scores,
+                      bundles=None if bundler is None else [b.tolist() for b in bundler.bundles_])
     booster.tree_stats = result.tree_stats
+    booster.bundle_report = bundle_report
     return booster
 

@@ -13,8 +13,8 @@ import numpy as np
 from oocgbdt.kernels._jit import njit
 from oocgbdt.kernels.partition import goes_left_bin
 
-__all__ = ["predict_raw", "predict_raw_naive", "predict_binned", "predict_binned_naive",
-           "K_ZERO_THRESHOLD"]
+__all__ = ["predict_raw", "predict_raw_naive", "predict_raw_sparse", "predict_raw_sparse_naive",
+           "predict_binned", "predict_binned_naive", "K_ZERO_THRESHOLD"]
 
 K_ZERO_THRESHOLD = 1.0000000180025095e-35
 
@@ -84,6 +84,64 @@ def predict_raw_naive(X, split_feature, threshold, decision_type, left_child, ri
                     left = x <= threshold[k]
                 node = left_child[k] if left else right_child[k]
             out[i, tree_class[t]] += leaf_value[l0 + ~node]
+
+
+@njit
+def _csr_value(indptr, indices, data, i, f):
+    """Value of column ``f`` in row ``i`` of a canonical CSR matrix (0.0 when not stored)."""
+    lo = indptr[i]
+    hi = indptr[i + 1]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < f:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < indptr[i + 1] and indices[lo] == f:
+        return np.float64(data[lo])
+    return 0.0
+
+
+@njit
+def predict_raw_sparse(indptr, indices, data, split_feature, threshold, decision_type, left_child,
+                       right_child, leaf_value, node_offsets, leaf_offsets, tree_class, out):
+    """:func:`predict_raw` on CSR rows (sorted indices, no duplicates); values not stored are 0.
+
+    Each node looks its feature up by binary search in the row's indices, so no dense copy of
+    the rows is made. Other parameters are those of :func:`predict_raw`.
+    """
+    n_trees = tree_class.shape[0]
+    for i in range(indptr.shape[0] - 1):
+        for t in range(n_trees):
+            n0 = node_offsets[t]
+            l0 = leaf_offsets[t]
+            if node_offsets[t + 1] == n0:
+                out[i, tree_class[t]] += leaf_value[l0]
+                continue
+            node = 0
+            while node >= 0:
+                k = n0 + node
+                x = _csr_value(indptr, indices, data, i, split_feature[k])
+                if _goes_left_raw(x, threshold[k], decision_type[k]):
+                    node = left_child[k]
+                else:
+                    node = right_child[k]
+            out[i, tree_class[t]] += leaf_value[l0 + ~node]
+
+
+def predict_raw_sparse_naive(indptr, indices, data, split_feature, threshold, decision_type,
+                             left_child, right_child, leaf_value, node_offsets, leaf_offsets,
+                             tree_class, out, n_features=None):
+    """Twin of :func:`predict_raw_sparse`: densify the rows, then :func:`predict_raw_naive`."""
+    n_rows = len(indptr) - 1
+    n_features = n_features or (int(max(indices)) + 1 if len(indices) else 1)
+    n_features = max(n_features, int(max(split_feature)) + 1 if len(split_feature) else 1)
+    X = np.zeros((n_rows, n_features))
+    for i in range(n_rows):
+        for k in range(indptr[i], indptr[i + 1]):
+            X[i, indices[k]] = data[k]
+    predict_raw_naive(X, split_feature, threshold, decision_type, left_child, right_child,
+                      leaf_value, node_offsets, leaf_offsets, tree_class, out)
 
 
 @njit

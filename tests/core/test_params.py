@@ -99,6 +99,7 @@ def test_every_alias_resolves(alias):
         "screening_beta": 2.0, "screening_ratio": 0.7, "screening_warmup": 3,
         "data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.05,
         "bagging_fraction": 0.5, "bagging_freq": 2, "bagging_seed": 11,
+        "enable_bundle": False, "max_conflict_rate": 0.25,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value

@@ -1,0 +1,106 @@
+"""This module contains blockwise Exclusive Feature Bundling: count conflicts, then bundle lazily.
+
+Data flow position: after binning (:mod:`oocgbdt.dask.binning`). :func:`fit_bundler` is one small
+compute: every row chunk bins its rows of the bin sample (the same ``bin_construct_sample_cnt``
+rows drawn from ``seed`` over the global row range, all rows when fewer) and counts where
+features are off their default bin and where two are off it together
+(:func:`oocgbdt.core.bundler.chunk_conflicts`); the counts are added in a fan-in tree of
+``split_every`` (:func:`oocgbdt.core.bundler.merge_conflicts`) and only the merged counts reach
+the client, which runs the greedy bundling. :func:`bundle_blocks` then gives ``X_bundled`` as a
+lazy ``map_blocks`` over the raw chunks (binned, then merged; sparse chunks in one step).
+"""
+from __future__ import annotations
+
+import dask
+import dask.array as da
+import numpy as np
+
+from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, bundle_chunk, chunk_conflicts,
+                                  conflict_mode, merge_conflicts, sample_pattern)
+from oocgbdt.dask.binning import sample_row_indices
+
+__all__ = ["fit_bundler", "conflict_counts", "bundle_blocks", "count_lost_values"]
+
+
+def _count_chunk(block, local_rows, bin_mapper, mode, row_offset):
+    """Task body: the non-default counts of one chunk's sampled rows."""
+    return chunk_conflicts(sample_pattern(block, local_rows, bin_mapper), mode, row_offset)
+
+
+def conflict_counts(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt-efb") -> ConflictCounts:
+    """Tree-reduced non-default counts of the bin sample of ``X`` (one small compute).
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features), chunked by rows
+        Raw features (NumPy or scipy.sparse chunks).
+    bin_mapper : fitted BinMapper
+    params : dict of resolved parameters (``bin_construct_sample_cnt``, ``seed``, ``split_every``)
+    compute : callable
+        Computes one Dask collection (a client's, or the threaded scheduler's).
+    """
+    n_rows, n_features = X.shape
+    idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]), int(params["seed"]))
+    mode = conflict_mode(n_features)
+    bounds = np.concatenate(([0], np.cumsum(X.chunks[0]))).astype(np.int64)
+    bm = dask.delayed(bin_mapper, pure=True)
+    parts, offset = [], 0
+    for i, block in enumerate(X.to_delayed().ravel()):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        if idx is None:
+            local, n_local = None, hi - lo
+        else:
+            a, b = np.searchsorted(idx, [lo, hi])
+            local, n_local = idx[a:b] - lo, int(b - a)
+        if n_local == 0:
+            continue
+        parts.append(dask.delayed(_count_chunk, pure=True)(block, local, bm, mode, offset,
+                                                           dask_key_name=f"{key}-count-{i}"))
+        offset += n_local
+    split_every = int(params["split_every"])
+    level = 0
+    while len(parts) > 1:
+        parts = [dask.delayed(merge_conflicts, pure=True)(parts[j:j + split_every],
+                                                          dask_key_name=f"{key}-merge-{level}-{j}")
+                 for j in range(0, len(parts), split_every)]
+        level += 1
+    return compute(parts[0])
+
+
+def fit_bundler(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt-efb") -> FeatureBundler:
+    """Count conflicts blockwise (:func:`conflict_counts`) and fit a :class:`FeatureBundler`."""
+    counts = conflict_counts(X, bin_mapper, params, compute, key=key)
+    return FeatureBundler(float(params["max_conflict_rate"])).fit(
+        counts, bin_mapper.n_bins_, bin_mapper.default_bins_, bin_mapper.is_trivial_)
+
+
+def _bundle_block(block, bin_mapper, bundler):
+    return bundle_chunk(block, bin_mapper, bundler)[0]
+
+
+def bundle_blocks(X: da.Array, bin_mapper, bundler) -> da.Array:
+    """``X_bundled``: lazily bin and merge every row chunk into its bundle columns.
+
+    Returns a dask array of shape ``(n_samples, bundler.n_columns)`` and dtype
+    ``bundler.dtype_`` (uint8 or uint16), chunked like the rows of ``X``. Sparse chunks are
+    binned and merged from their stored entries without a dense float copy.
+    """
+    n_cols = bundler.n_columns
+    return X.map_blocks(_bundle_block, bin_mapper=bin_mapper, bundler=bundler, dtype=bundler.dtype_,
+                        chunks=(X.chunks[0], (n_cols,)),
+                        meta=np.empty((0, 0), dtype=bundler.dtype_),
+                        name="oocgbdt-bundle-" + da.core.tokenize(X, bin_mapper.to_dict(),
+                                                                 bundler.to_dict()))
+
+
+def _lost_block(block, bin_mapper, bundler):
+    _, rows, values = bundle_chunk(block, bin_mapper, bundler)
+    return np.array([[rows, values]], dtype=np.int64)
+
+
+def count_lost_values(X: da.Array, bin_mapper, bundler) -> da.Array:
+    """Lazy ``[conflicting rows, lost values]`` of merging all of ``X`` (int64, shape (2,))."""
+    per_chunk = X.map_blocks(_lost_block, bin_mapper=bin_mapper, bundler=bundler, dtype=np.int64,
+                             chunks=((1,) * X.numblocks[0], (2,)),
+                             meta=np.empty((0, 0), dtype=np.int64))
+    return per_chunk.sum(axis=0)

@@ -1,0 +1,603 @@
+"""This module contains the Exclusive Feature Bundling kernels: merge, decode, route and predict.
+
+Data flow position: after binning. :class:`oocgbdt.core.bundler.FeatureBundler` decides which
+features share a column; these kernels write the bundled columns (``X_bundled``) of each chunk,
+decode one feature's bin from its bundle column when a split routes rows or a finished tree is
+walked, and expand a bundle histogram back to the per-feature layout that split search reads.
+
+Layout of one feature ``f`` (arrays built by the bundler, one entry per ORIGINAL feature):
+
+* ``feature_column[f]``: its bundle (column of ``X_bundled``), ``-1`` if it has none (trivial).
+* ``feature_raw[f]``: True if ``f`` is alone in its bundle. The column then holds ``f``'s own
+  bins unchanged (no offset, nothing recovered by subtraction).
+* ``feature_start[f]``: in a bundle of several features, ``f``'s offset (the paper's and the
+  seeds' ``binRanges``): a row whose bin ``b`` is not ``f``'s default bin ``d`` is stored as
+  ``start + 1 + (b if b < d else b - 1)``, i.e. ``start + b`` when ``d == 0``. Bundle bin 0
+  means every member is at its default bin; the default bin itself is never stored.
+
+Conflicts (two members of one bundle off their default bin in the same row) resolve to the
+member with the HIGHER feature index, which is the last one written when members are merged in
+feature order (the paper's Algorithm 4; LightGBM's dense bins). The losing values are counted.
+
+Every kernel has a plain NumPy/Python ``_naive`` twin used by the tests.
+"""
+import numpy as np
+
+from .._dtypes import MISSING_NAN
+from ._jit import njit
+from .partition import goes_left_bin
+
+__all__ = [
+    "encode_bin", "feature_bin_from_bundle",
+    "bundle_columns", "bundle_columns_naive",
+    "bundle_sparse_rows", "bundle_sparse_rows_naive",
+    "bin_sparse_entries", "bin_sparse_entries_naive",
+    "nondefault_counts", "nondefault_csr", "nondefault_csr_naive",
+    "count_pairs", "count_pairs_naive", "complement_columns", "complement_columns_naive",
+    "decode_feature_column", "decode_feature_column_naive",
+    "split_rows_bundled", "split_rows_bundled_naive",
+    "predict_binned_bundled", "predict_binned_bundled_naive",
+    "expand_histogram", "expand_histogram_naive",
+]
+
+
+@njit
+def encode_bin(b, start, default_bin, raw):
+    """Bundle bin of feature bin ``b`` (``b != default_bin`` unless ``raw``)."""
+    if raw:
+        return b
+    if b < default_bin:
+        return start + 1 + b
+    return start + b
+
+
+@njit
+def feature_bin_from_bundle(v, start, n_bins, default_bin, raw):
+    """A feature's bin read off its bundle column value ``v`` (inverse of :func:`encode_bin`).
+
+    Values outside the feature's range ``(start, start + n_bins - 1]`` belong to another member
+    (or to none): the feature is at its default bin there.
+    """
+    if raw:
+        return v
+    if v <= start or v > start + n_bins - 1:
+        return default_bin
+    r = v - start - 1
+    if r < default_bin:
+        return r
+    return r + 1
+
+
+def _encode_bin_py(b, start, default_bin, raw):
+    if raw:
+        return int(b)
+    return int(start + 1 + b) if b < default_bin else int(start + b)
+
+
+def _feature_bin_py(v, start, n_bins, default_bin, raw):
+    v = int(v)
+    if raw:
+        return v
+    if v <= start or v > start + n_bins - 1:
+        return int(default_bin)
+    r = v - start - 1
+    return r if r < default_bin else r + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Merge: binned rows -> bundled rows
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def bundle_columns(X_binned, feature_column, feature_start, feature_raw, default_bins, fill, out):
+    """Merge a binned chunk into its bundle columns; returns ``(conflict_rows, lost_values)``.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_features), dtype uint8 or uint16    # IN
+    feature_column : ndarray of shape (n_features,), dtype int64               # IN  -1: no column
+    feature_start : ndarray of shape (n_features,), dtype int64                # IN
+    feature_raw : ndarray of shape (n_features,), dtype bool                   # IN
+    default_bins : ndarray of shape (n_features,), dtype int32                 # IN
+    fill : ndarray of shape (n_columns,), dtype int64                          # IN  value of a row
+        whose members are all at their default bin: 0, or a raw feature's default bin.
+    out : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16          # OUT
+
+    Returns
+    -------
+    conflict_rows : int
+        Rows where at least one value was overwritten by a later member of the same bundle.
+    lost_values : int
+        Values overwritten (each reads as its feature's default bin afterwards).
+    """
+    n_rows = X_binned.shape[0]
+    n_features = X_binned.shape[1]
+    n_columns = out.shape[1]
+    conflict_rows = 0
+    lost = 0
+    for i in range(n_rows):
+        for c in range(n_columns):
+            out[i, c] = fill[c]
+        row_lost = 0
+        for f in range(n_features):
+            c = feature_column[f]
+            if c < 0:
+                continue
+            b = X_binned[i, f]
+            if feature_raw[f]:
+                out[i, c] = b
+                continue
+            d = default_bins[f]
+            if b == d:
+                continue
+            if out[i, c] != 0:
+                row_lost += 1
+            out[i, c] = encode_bin(b, feature_start[f], d, False)
+        if row_lost:
+            conflict_rows += 1
+            lost += row_lost
+    return conflict_rows, lost
+
+
+def bundle_columns_naive(X_binned, feature_column, feature_start, feature_raw, default_bins, fill,
+                         out):
+    """Plain-Python twin of :func:`bundle_columns`."""
+    conflict_rows = lost = 0
+    for i in range(X_binned.shape[0]):
+        row = [int(v) for v in fill]
+        written = [False] * len(row)
+        row_lost = 0
+        for f in range(X_binned.shape[1]):
+            c = int(feature_column[f])
+            if c < 0:
+                continue
+            b = int(X_binned[i, f])
+            if feature_raw[f]:
+                row[c] = b
+                continue
+            if b == default_bins[f]:
+                continue
+            if written[c]:
+                row_lost += 1
+            written[c] = True
+            row[c] = _encode_bin_py(b, int(feature_start[f]), int(default_bins[f]), False)
+        out[i, :] = row
+        if row_lost:
+            conflict_rows += 1
+            lost += row_lost
+    return conflict_rows, lost
+
+
+@njit
+def _value_to_bin(x, bounds, start, nb, missing_type):
+    """LightGBM's ``ValueToBin`` for one value (the search of :func:`map_to_bins`)."""
+    is_nan_type = missing_type == MISSING_NAN
+    if np.isnan(x):
+        if is_nan_type:
+            return nb - 1
+        x = 0.0
+    lo = 0
+    hi = nb - 1
+    if is_nan_type:
+        hi -= 1
+    while lo < hi:
+        mid = (hi + lo - 1) // 2
+        if x <= bounds[start + mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit
+def nondefault_counts(X_binned, default_bins, out):
+    """``out[i]`` = number of features of row ``i`` off their default bin.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_features), dtype uint8 or uint16    # IN
+    default_bins : ndarray of shape (n_features,), dtype int32                 # IN
+    out : ndarray of shape (n_rows,), dtype int64                              # OUT
+    """
+    for i in range(X_binned.shape[0]):
+        k = 0
+        for f in range(X_binned.shape[1]):
+            if X_binned[i, f] != default_bins[f]:
+                k += 1
+        out[i] = k
+
+
+@njit
+def nondefault_csr(X_binned, default_bins, indptr, indices):
+    """Column indices of the non-default cells of each row (a CSR pattern, sorted per row).
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_features), dtype uint8 or uint16    # IN
+    default_bins : ndarray of shape (n_features,), dtype int32                 # IN
+    indptr : ndarray of shape (n_rows + 1,), dtype int64                       # IN  from the
+        cumulative :func:`nondefault_counts`
+    indices : ndarray of shape (indptr[-1],), dtype int32                      # OUT
+    """
+    for i in range(X_binned.shape[0]):
+        k = indptr[i]
+        for f in range(X_binned.shape[1]):
+            if X_binned[i, f] != default_bins[f]:
+                indices[k] = f
+                k += 1
+
+
+def nondefault_csr_naive(X_binned, default_bins, indptr, indices):
+    """NumPy twin of :func:`nondefault_csr`."""
+    r, c = np.nonzero(np.asarray(X_binned) != np.asarray(default_bins)[None, :])
+    indices[:] = c
+
+
+@njit
+def count_pairs(indptr, indices, out):
+    """Add each row's pairs of non-default features to an upper-triangular count matrix.
+
+    For every row and every pair ``f <= g`` of its entries (``f == g`` included, so the
+    diagonal counts each feature's rows), ``out[f, g] += 1``. Releases the GIL, so chunks are
+    counted in parallel (scipy's sparse product does not).
+
+    Parameters
+    ----------
+    indptr : ndarray of shape (n_rows + 1,), integer     # IN  CSR pattern
+    indices : ndarray of shape (nnz,), integer            # IN  sorted within each row
+    out : ndarray of shape (n_features, n_features), int32  # IN and OUT (added to)
+    """
+    for i in range(indptr.shape[0] - 1):
+        lo = indptr[i]
+        hi = indptr[i + 1]
+        for a in range(lo, hi):
+            f = indices[a]
+            for b in range(a, hi):
+                out[f, indices[b]] += 1
+
+
+def count_pairs_naive(indptr, indices, out):
+    """Twin of :func:`count_pairs` through a dense 0/1 product."""
+    n_rows, n_features = len(indptr) - 1, out.shape[0]
+    P = np.zeros((n_rows, n_features), dtype=np.int64)
+    for i in range(n_rows):
+        P[i, indices[indptr[i]:indptr[i + 1]]] = 1
+    out += np.triu(P.T @ P).astype(out.dtype)
+
+
+@njit
+def complement_columns(indptr, indices, complemented, out_indptr, out_indices):
+    """CSR pattern with the ``complemented`` columns flipped (present <-> absent); returns nnz.
+
+    Each row keeps its entries of other columns and gains the complemented columns it lacks,
+    in increasing column order. Call once with ``out_indices`` of length 0 to size it (only
+    ``out_indptr`` is written), then again to fill it.
+
+    Parameters
+    ----------
+    indptr, indices : CSR pattern, indices sorted within each row            # IN
+    complemented : ndarray of shape (n_features,), bool                       # IN
+    out_indptr : ndarray of shape (n_rows + 1,), int64                        # OUT
+    out_indices : ndarray of shape (nnz_out,), int32, or of length 0          # OUT
+    """
+    comp_cols = np.flatnonzero(complemented)
+    n_comp = comp_cols.shape[0]
+    fill = out_indices.shape[0] > 0
+    k = 0
+    out_indptr[0] = 0
+    for i in range(indptr.shape[0] - 1):
+        a = indptr[i]
+        hi = indptr[i + 1]
+        c = 0
+        while a < hi or c < n_comp:
+            if c < n_comp and (a >= hi or comp_cols[c] < indices[a]):
+                if fill:
+                    out_indices[k] = comp_cols[c]
+                k += 1
+                c += 1
+            elif c < n_comp and comp_cols[c] == indices[a]:
+                a += 1
+                c += 1
+            else:
+                if not complemented[indices[a]]:
+                    if fill:
+                        out_indices[k] = indices[a]
+                    k += 1
+                a += 1
+        out_indptr[i + 1] = k
+    return k
+
+
+def complement_columns_naive(indptr, indices, complemented, out_indptr, out_indices):
+    """Twin of :func:`complement_columns` through a dense boolean pattern."""
+    n_rows, n_features = len(indptr) - 1, len(complemented)
+    P = np.zeros((n_rows, n_features), dtype=bool)
+    for i in range(n_rows):
+        P[i, indices[indptr[i]:indptr[i + 1]]] = True
+    P[:, np.asarray(complemented, dtype=bool)] ^= True
+    r, c = np.nonzero(P)
+    out_indptr[:] = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=n_rows))])
+    if len(out_indices):
+        out_indices[:] = c
+    return int(len(c))
+
+
+@njit
+def bin_sparse_entries(indices, data, bin_upper_bounds, bound_offsets, n_bins, missing_types, out):
+    """Bin the stored entries of a sparse matrix: ``out[k]`` = bin of ``data[k]`` in feature
+    ``indices[k]`` (LightGBM's ``ValueToBin``, as :func:`oocgbdt.kernels.binning.map_to_bins`).
+
+    Parameters
+    ----------
+    indices : ndarray of shape (nnz,), integer             # IN  feature of each entry
+    data : ndarray of shape (nnz,), float32 or float64     # IN
+    bin_upper_bounds, bound_offsets, n_bins, missing_types # IN  BinMapper arrays
+    out : ndarray of shape (nnz,), integer                  # OUT
+    """
+    for k in range(indices.shape[0]):
+        f = indices[k]
+        out[k] = _value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f], n_bins[f],
+                               missing_types[f])
+
+
+def bin_sparse_entries_naive(indices, data, bin_upper_bounds, bound_offsets, n_bins, missing_types,
+                             out):
+    """Twin of :func:`bin_sparse_entries` through :func:`map_to_bins_naive`, one entry at a time."""
+    from .binning import map_to_bins_naive
+    for k in range(len(indices)):
+        f = int(indices[k])
+        one = np.empty((1, 1), dtype=np.int64)
+        map_to_bins_naive(np.array([[data[k]]], dtype=np.float64),
+                          bin_upper_bounds[bound_offsets[f]:bound_offsets[f] + n_bins[f]],
+                          np.array([0, n_bins[f]], dtype=np.int64), n_bins[f:f + 1],
+                          missing_types[f:f + 1], one)
+        out[k] = one[0, 0]
+
+
+@njit
+def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n_bins, missing_types,
+                       feature_column, feature_start, feature_raw, default_bins, fill, out):
+    """Bin and merge CSR rows straight into bundle columns; returns ``(conflict_rows, lost_values)``.
+
+    Implicit zeros are at their feature's default bin (the bin of 0.0), so only the stored
+    entries are binned; no dense float copy of the chunk is made. Conflicts resolve to the
+    member with the higher feature index whatever the order of ``indices`` within a row, so
+    the result equals :func:`bundle_columns` on the densely binned rows.
+
+    Parameters
+    ----------
+    indptr : ndarray of shape (n_rows + 1,), integer                            # IN  CSR
+    indices : ndarray of shape (nnz,), integer                                  # IN
+    data : ndarray of shape (nnz,), float32 or float64                          # IN
+    bin_upper_bounds, bound_offsets, n_bins, missing_types                      # IN  BinMapper
+        As for :func:`oocgbdt.kernels.binning.map_to_bins`.
+    feature_column, feature_start, feature_raw, default_bins, fill              # IN
+        As for :func:`bundle_columns`.
+    out : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16           # OUT
+    """
+    n_rows = indptr.shape[0] - 1
+    n_columns = out.shape[1]
+    writer = np.full(n_columns, -1, dtype=np.int64)  # feature that wrote column c in this row
+    conflict_rows = 0
+    lost = 0
+    for i in range(n_rows):
+        for c in range(n_columns):
+            out[i, c] = fill[c]
+        row_lost = 0
+        for k in range(indptr[i], indptr[i + 1]):
+            f = indices[k]
+            c = feature_column[f]
+            if c < 0:
+                continue
+            b = _value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f], n_bins[f],
+                              missing_types[f])
+            if feature_raw[f]:
+                out[i, c] = b
+                continue
+            d = default_bins[f]
+            if b == d:
+                continue
+            if writer[c] >= 0:
+                row_lost += 1
+                if writer[c] > f:
+                    continue  # the higher feature index keeps the value
+            writer[c] = f
+            out[i, c] = encode_bin(b, feature_start[f], d, False)
+        for k in range(indptr[i], indptr[i + 1]):
+            c = feature_column[indices[k]]
+            if c >= 0:
+                writer[c] = -1
+        if row_lost:
+            conflict_rows += 1
+            lost += row_lost
+    return conflict_rows, lost
+
+
+def bundle_sparse_rows_naive(indptr, indices, data, bin_upper_bounds, bound_offsets, n_bins,
+                             missing_types, feature_column, feature_start, feature_raw,
+                             default_bins, fill, out):
+    """Twin of :func:`bundle_sparse_rows`: densify, bin with NumPy, then merge naively."""
+    from .binning import map_to_bins_naive
+    n_rows = len(indptr) - 1
+    n_features = len(n_bins)
+    dense = np.zeros((n_rows, n_features), dtype=np.float64)
+    for i in range(n_rows):
+        for k in range(indptr[i], indptr[i + 1]):
+            dense[i, indices[k]] = data[k]
+    binned = np.empty((n_rows, n_features), dtype=np.int64)
+    map_to_bins_naive(dense, bin_upper_bounds, bound_offsets, n_bins, missing_types, binned)
+    return bundle_columns_naive(binned, feature_column, feature_start, feature_raw, default_bins,
+                                fill, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Decode: one feature's bins from its bundle column
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def decode_feature_column(column, start, n_bins, default_bin, raw, out):
+    """``out[i] = feature_bin_from_bundle(column[i], ...)`` for every row of a chunk.
+
+    Parameters
+    ----------
+    column : ndarray of shape (n_rows,), dtype uint8 or uint16    # IN  the feature's bundle column
+    start, n_bins, default_bin : int; raw : bool                  # IN  the feature's layout
+    out : ndarray of shape (n_rows,), dtype uint8 or uint16       # OUT the feature's bins
+    """
+    for i in range(column.shape[0]):
+        out[i] = feature_bin_from_bundle(column[i], start, n_bins, default_bin, raw)
+
+
+def decode_feature_column_naive(column, start, n_bins, default_bin, raw, out):
+    """Plain-Python twin of :func:`decode_feature_column`."""
+    for i in range(len(column)):
+        out[i] = _feature_bin_py(column[i], start, n_bins, default_bin, raw)
+
+
+@njit
+def split_rows_bundled(column, order, begin, count, threshold_bin, default_left, missing_type,
+                       default_bin, nan_bin, start, n_bins, raw, out_order):
+    """:func:`oocgbdt.kernels.partition.split_rows` on a feature read off its bundle column.
+
+    Parameters are those of ``split_rows`` (``column`` is the bundle column), plus the split
+    feature's layout ``start``, ``n_bins`` and ``raw`` (see the module docstring).
+    """
+    n_left = 0
+    for i in range(begin, begin + count):
+        b = feature_bin_from_bundle(column[order[i]], start, n_bins, default_bin, raw)
+        if goes_left_bin(b, threshold_bin, default_left, missing_type, default_bin, nan_bin):
+            n_left += 1
+    left_pos = begin
+    right_pos = begin + n_left
+    for i in range(begin, begin + count):
+        r = order[i]
+        b = feature_bin_from_bundle(column[r], start, n_bins, default_bin, raw)
+        if goes_left_bin(b, threshold_bin, default_left, missing_type, default_bin, nan_bin):
+            out_order[left_pos] = r
+            left_pos += 1
+        else:
+            out_order[right_pos] = r
+            right_pos += 1
+    return n_left
+
+
+def split_rows_bundled_naive(column, order, begin, count, threshold_bin, default_left, missing_type,
+                             default_bin, nan_bin, start, n_bins, raw, out_order):
+    """Twin of :func:`split_rows_bundled`: decode with Python, then partition with NumPy."""
+    from .partition import split_rows_naive
+    decoded = np.array([_feature_bin_py(v, start, n_bins, default_bin, raw) for v in column],
+                       dtype=np.int64)
+    return split_rows_naive(decoded, order, begin, count, threshold_bin, default_left,
+                            missing_type, default_bin, nan_bin, out_order)
+
+
+@njit
+def predict_binned_bundled(X_bundled, split_column, split_start, split_n_bins, split_raw,
+                           threshold_bin, default_left, missing_type, default_bin, nan_bin,
+                           left_child, right_child, leaf_value, out):
+    """:func:`oocgbdt.kernels.predict.predict_binned` on bundled rows.
+
+    Each node's split feature is read off its bundle column ``split_column[node]`` with that
+    feature's layout (``split_start``, ``split_n_bins``, ``split_raw``); the other arrays are
+    those of ``predict_binned``. ``out`` (n_rows,) float64 is added to.
+    """
+    n_nodes = split_column.shape[0]
+    for i in range(X_bundled.shape[0]):
+        if n_nodes == 0:
+            out[i] += leaf_value[0]
+            continue
+        node = 0
+        while node >= 0:
+            b = feature_bin_from_bundle(X_bundled[i, split_column[node]], split_start[node],
+                                        split_n_bins[node], default_bin[node], split_raw[node])
+            if goes_left_bin(b, threshold_bin[node], default_left[node], missing_type[node],
+                             default_bin[node], nan_bin[node]):
+                node = left_child[node]
+            else:
+                node = right_child[node]
+        out[i] += leaf_value[~node]
+
+
+def predict_binned_bundled_naive(X_bundled, split_column, split_start, split_n_bins, split_raw,
+                                 threshold_bin, default_left, missing_type, default_bin, nan_bin,
+                                 left_child, right_child, leaf_value, out):
+    """Plain-Python twin of :func:`predict_binned_bundled`."""
+    for i in range(X_bundled.shape[0]):
+        node = 0 if len(split_column) else -1
+        while node >= 0:
+            b = _feature_bin_py(X_bundled[i, split_column[node]], split_start[node],
+                                split_n_bins[node], default_bin[node], split_raw[node])
+            if missing_type[node] == 2 and b == nan_bin[node]:
+                left = bool(default_left[node])
+            elif missing_type[node] == 1 and b == default_bin[node]:
+                left = bool(default_left[node])
+            else:
+                left = b <= threshold_bin[node]
+            node = left_child[node] if left else right_child[node]
+        out[i] += leaf_value[~node]
+
+
+# ---------------------------------------------------------------------------------------------
+# Histograms: bundle layout -> per-feature layout
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def expand_histogram(hist, expand_index, bin_offsets, n_bins, default_bins, feature_raw,
+                     feature_mask, sum_g, sum_h, count, out):
+    """Per-feature histogram of one leaf from its bundle histogram.
+
+    Feature ``f``'s bin ``b`` is copied from row ``expand_index[bin_offsets[f] + b]`` of
+    ``hist``. The default bin of a bundled (not raw) feature is not stored (its index is -1):
+    it is recovered as the leaf totals minus the feature's other bins, summed in bin order.
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n_bundle_bins, 3), dtype float64         # IN  bundle histogram
+    expand_index : ndarray of shape (n_total_bins,), dtype int64      # IN  -1: recovered bin
+    bin_offsets : ndarray of shape (n_features + 1,), dtype int64     # IN  per-feature layout
+    n_bins, default_bins : ndarray of shape (n_features,), int32      # IN
+    feature_raw, feature_mask : ndarray of shape (n_features,), bool  # IN  only masked features
+    sum_g, sum_h, count : float                                       # IN  leaf totals
+    out : ndarray of shape (n_total_bins, 3), dtype float64           # OUT masked features' rows
+    """
+    for f in range(n_bins.shape[0]):
+        if not feature_mask[f]:
+            continue
+        lo = bin_offsets[f]
+        nb = n_bins[f]
+        acc_g = 0.0
+        acc_h = 0.0
+        acc_c = 0.0
+        for b in range(nb):
+            src = expand_index[lo + b]
+            if src >= 0:
+                out[lo + b, 0] = hist[src, 0]
+                out[lo + b, 1] = hist[src, 1]
+                out[lo + b, 2] = hist[src, 2]
+                acc_g += hist[src, 0]
+                acc_h += hist[src, 1]
+                acc_c += hist[src, 2]
+        if not feature_raw[f]:
+            d = lo + default_bins[f]
+            out[d, 0] = sum_g - acc_g
+            out[d, 1] = sum_h - acc_h
+            out[d, 2] = count - acc_c
+
+
+def expand_histogram_naive(hist, expand_index, bin_offsets, n_bins, default_bins, feature_raw,
+                           feature_mask, sum_g, sum_h, count, out):
+    """NumPy twin of :func:`expand_histogram`."""
+    for f in range(len(n_bins)):
+        if not feature_mask[f]:
+            continue
+        lo, hi = int(bin_offsets[f]), int(bin_offsets[f] + n_bins[f])
+        idx = np.asarray(expand_index[lo:hi])
+        stored = idx >= 0
+        out[lo:hi][stored] = hist[idx[stored]]
+        if not feature_raw[f]:
+            d = lo + int(default_bins[f])
+            total = np.array([sum_g, sum_h, count])
+            out[d] = total - np.add.reduce(hist[idx[stored]], axis=0) if stored.any() else total

@@ -1,0 +1,173 @@
+"""FeatureBundler: the seeds' greedy example, conflict counting modes, caps and layout."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from oocgbdt.core import bundler as bundler_mod
+from oocgbdt.core.bin_mapper import BinMapper
+from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, bundle_chunk, bundling_order,
+                                  chunk_conflicts, greedy_bundles, greedy_bundles_row_sets,
+                                  merge_conflicts, sample_pattern)
+
+# Seed 000's five features with a conflict threshold of 1 (edges F0-F1 = 6, F0-F3 = 1 and
+# F1-F2 = 1 are the seed's; the other weights are chosen so that every remaining pairing
+# breaks the threshold, as in the seed's pruned graph where F4 has no edge left).
+SEED_CONFLICTS = np.array([
+    #  F0 F1 F2 F3 F4
+    [0, 6, 3, 1, 2],   # F0
+    [6, 0, 1, 4, 2],   # F1
+    [3, 1, 0, 5, 3],   # F2
+    [1, 4, 5, 0, 2],   # F3
+    [2, 2, 3, 2, 0],   # F4
+])
+SEED_NNZ = np.array([50, 40, 30, 20, 10])
+
+
+def test_seed_greedy_example():
+    """Features by decreasing non-zero count, each into the first bundle within the budget."""
+    order = bundling_order(SEED_NNZ, (SEED_CONFLICTS > 0).sum(axis=1))
+    assert order.tolist() == [0, 1, 2, 3, 4]
+    n_bins = np.full(5, 2)
+    bundles, capped = greedy_bundles(order, SEED_CONFLICTS, 1, n_bins, 256, nnz=SEED_NNZ)
+    assert [sorted(b) for b in bundles] == [[0, 3], [1, 2], [4]] and not capped
+    # the same with sparse counts and with the row-set method on rows realizing the table
+    bundles_sp, _ = greedy_bundles(order, sp.csr_matrix(SEED_CONFLICTS), 1, n_bins, 256, nnz=SEED_NNZ)
+    assert bundles_sp == bundles
+    with pytest.raises(AssertionError):  # budget 0: F3 cannot join F0
+        assert greedy_bundles(order, SEED_CONFLICTS, 0, n_bins, 256, nnz=SEED_NNZ)[0] == bundles
+
+
+def test_seed_bundles_through_fit_and_offsets():
+    counts = ConflictCounts(n_rows=100, nnz=SEED_NNZ, pairs=SEED_CONFLICTS + np.diag(SEED_NNZ))
+    b = FeatureBundler(max_conflict_rate=0.01).fit(counts, np.array([4, 3, 3, 5, 2]),
+                                                   np.zeros(5, np.int32), np.zeros(5, bool))
+    assert b.max_conflicts_ == 1
+    assert [x.tolist() for x in b.bundles_] == [[0, 3], [1, 2], [4]]
+    # binRanges of {F0 (bins 0..3), F3 (bins 0..4)}: [0, 3, 7]
+    assert b.feature_start_[[0, 3]].tolist() == [0, 3]
+    assert b.column_n_bins_.tolist() == [8, 5, 2]
+    assert b.feature_raw_.tolist() == [False, False, False, False, True]
+    assert b.sample_conflicts_ == 2
+    assert FeatureBundler.from_dict(b.to_dict()).to_dict() == b.to_dict()
+
+
+def _binned_sample(rng, n, F, density):
+    X = np.where(rng.random((n, F)) < density, rng.integers(1, 4, size=(n, F)), 0).astype(np.float32)
+    return X
+
+
+@pytest.mark.parametrize("density", [0.02, 0.5])
+def test_conflict_counts_agree_across_methods_and_chunkings(density):
+    rng = np.random.default_rng(0)
+    X = _binned_sample(rng, 600, 12, density)
+    bm = BinMapper(min_data_in_bin=1).fit(X, 600)
+    whole = chunk_conflicts(sample_pattern(X, None, bm))
+    pattern = (bm.transform(X) != bm.default_bins_).astype(np.int64)
+    np.testing.assert_array_equal(whole.nnz, pattern.sum(axis=0))
+    ref = pattern.T @ pattern
+    got = whole.pairs.toarray() if sp.issparse(whole.pairs) else whole.pairs
+    np.testing.assert_array_equal(got, ref)
+    # the dense and the sparse product, on pieces merged in a tree, give the same counts
+    parts = [chunk_conflicts(sample_pattern(X[i:i + 150], None, bm)) for i in range(0, 600, 150)]
+    parts.append(chunk_conflicts(sp.csr_matrix(pattern[:0].astype(bool))))
+    merged = merge_conflicts([merge_conflicts(parts[:2]), merge_conflicts(parts[2:])])
+    m = merged.pairs.toarray() if sp.issparse(merged.pairs) else merged.pairs
+    np.testing.assert_array_equal(m, ref)
+    assert merged.n_rows == 600
+    dense_part = chunk_conflicts(pattern.astype(bool)[:300])      # forced dense path
+    sparse_part = chunk_conflicts(sp.csr_matrix(pattern[300:].astype(bool)))
+    mixed = merge_conflicts([dense_part, sparse_part])
+    m2 = mixed.pairs.toarray() if sp.issparse(mixed.pairs) else mixed.pairs
+    np.testing.assert_array_equal(m2, ref)
+    # sparse input gives the same pattern as dense input
+    p_sparse = sample_pattern(sp.csr_matrix(X), np.arange(0, 600, 3), bm)
+    np.testing.assert_array_equal(p_sparse.toarray(), pattern[::3].astype(bool))
+
+
+def test_row_set_mode_gives_the_same_bundles():
+    """Wide data: conflicts counted against bundles' row sets give the pairwise result (rate 0)."""
+    rng = np.random.default_rng(1)
+    n, groups = 2000, [5, 8, 3, 6]
+    cols = []
+    for g in groups:  # one-hot groups: exclusive inside, conflicting across
+        level = rng.integers(-1, g, size=n)
+        cols += [(level == k).astype(np.float32) for k in range(g)]
+    X = np.stack(cols, axis=1)
+    bm = BinMapper().fit(X, n)
+    p = sample_pattern(X, None, bm)
+    pairwise = FeatureBundler().fit(chunk_conflicts(p), bm.n_bins_, bm.default_bins_, bm.is_trivial_)
+    halves = [chunk_conflicts(sample_pattern(X[:900], None, bm), "rows", 0),
+              chunk_conflicts(sample_pattern(X[900:], None, bm), "rows", 900)]
+    rows = FeatureBundler().fit(merge_conflicts(halves), bm.n_bins_, bm.default_bins_, bm.is_trivial_)
+    expect = np.split(np.arange(sum(groups)), np.cumsum(groups)[:-1])
+    assert [b.tolist() for b in pairwise.bundles_] == [e.tolist() for e in expect]
+    assert [b.tolist() for b in rows.bundles_] == [e.tolist() for e in expect]
+
+
+def test_dense_features_open_bundles_but_never_join():
+    # F0 (60%) and F1 (55%) are both dense: F1 never joins F0's bundle even with budget;
+    # F2 (10%, exclusive with F0) joins F0's bundle.
+    nnz = np.array([60, 55, 10])
+    pairs = np.array([[60, 20, 0], [20, 55, 5], [0, 5, 10]])
+    b = FeatureBundler(max_conflict_rate=0.3).fit(ConflictCounts(100, nnz, pairs),
+                                                  np.full(3, 2), np.zeros(3), np.zeros(3, bool))
+    assert [x.tolist() for x in b.bundles_] == [[0, 2], [1]]
+    # trivial features get no column
+    b = FeatureBundler().fit(ConflictCounts(100, nnz, pairs), np.full(3, 2), np.zeros(3),
+                             np.array([False, True, False]))
+    assert [x.tolist() for x in b.bundles_] == [[0, 2]] and b.feature_column_[1] == -1
+
+
+def test_bin_cap_and_wide_columns(monkeypatch):
+    """300 exclusive 2-bin features: uint8 columns hold 255 features each (2 columns); uint16
+    columns are used only when they cut the number of columns by WIDE_COLUMN_COST."""
+    F = 300
+    counts = ConflictCounts(10_000, np.full(F, 10), sp.csr_matrix(np.diag(np.full(F, 10, np.int64))))
+    b = FeatureBundler().fit(counts, np.full(F, 2), np.zeros(F), np.zeros(F, bool))
+    assert bundler_mod.WIDE_COLUMN_COST == 2.0  # 1 wide column <= 2 narrow ones / 2
+    assert b.layout_ == "uint16" and len(b.bundles_) == 1 and b.dtype_ == np.uint16
+    assert b.column_n_bins_.tolist() == [301]
+    monkeypatch.setattr(bundler_mod, "WIDE_COLUMN_COST", 3.0)
+    b = FeatureBundler().fit(counts, np.full(F, 2), np.zeros(F), np.zeros(F, bool))
+    assert b.layout_ == "uint8" and [len(x) for x in b.bundles_] == [255, 45]
+    assert b.dtype_ == np.uint8 and b.column_n_bins_.tolist() == [256, 46]
+
+
+def test_bundle_chunk_dense_and_sparse_agree():
+    rng = np.random.default_rng(2)
+    n, groups = 500, [4, 3, 5]
+    cols = []
+    for g in groups:
+        level = rng.integers(-1, g, size=n)
+        cols += [np.where(level == k, rng.uniform(0.5, 2, size=n), 0.0) for k in range(g)]
+    X = np.stack(cols, axis=1).astype(np.float32)
+    bm = BinMapper(min_data_in_bin=1, min_data_in_leaf=1).fit(X, n)
+    b = FeatureBundler().fit(chunk_conflicts(sample_pattern(X, None, bm)), bm.n_bins_,
+                             bm.default_bins_, bm.is_trivial_)
+    assert len(b.bundles_) == 3
+    dense_cols, r1, l1 = bundle_chunk(X, bm, b)
+    sparse_cols, r2, l2 = bundle_chunk(sp.csr_matrix(X), bm, b)
+    np.testing.assert_array_equal(dense_cols, sparse_cols)
+    assert (r1, l1) == (r2, l2) == (0, 0)
+    # without a bundler, sparse chunks give exactly the dense binned chunk
+    np.testing.assert_array_equal(bundle_chunk(sp.csc_matrix(X), bm)[0], bm.transform(X))
+
+
+def test_sparse_counting_with_dense_columns_is_exact():
+    """The pair enumeration flips columns present in more than half of the rows and maps the
+    counts back; the result equals the plain product, on every counting path."""
+    rng = np.random.default_rng(4)
+    n, F = 2000, 80
+    P = rng.random((n, F)) < 0.01
+    P[:, [3, 40]] = rng.random((n, 2)) < 0.9          # two dense columns
+    P[:, 7] = rng.random(n) < 0.6
+    ref = P.astype(np.int64).T @ P.astype(np.int64)
+    got = chunk_conflicts(sp.csr_matrix(P))           # sparse: numba pairs, complemented
+    np.testing.assert_array_equal(got.pairs, ref)
+    np.testing.assert_array_equal(got.nnz, P.sum(axis=0))
+    monkey = bundler_mod.DENSE_PAIRS_BYTES
+    try:
+        bundler_mod.DENSE_PAIRS_BYTES = 0              # force scipy's sparse product
+        np.testing.assert_array_equal(chunk_conflicts(sp.csr_matrix(P)).pairs.toarray(), ref)
+    finally:
+        bundler_mod.DENSE_PAIRS_BYTES = monkey

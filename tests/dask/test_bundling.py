@@ -1,0 +1,146 @@
+"""Exclusive Feature Bundling end to end: bundle counts on real one-hot data, and the same model
+with bundling on and off (max_conflict_rate=0 is lossless)."""
+import numpy as np
+import pytest
+from sklearn.datasets import load_svmlight_file
+
+import oocgbdt
+from oocgbdt.dask.store import open_dataset, write_dataset
+
+PARAMS = dict(num_leaves=31, learning_rate=0.1, n_estimators=20)
+
+
+def _svm(path, n_features):
+    X, y = load_svmlight_file(str(path), n_features=n_features, zero_based=False, dtype=np.float32)
+    return X, y
+
+
+def _agaricus_groups(shared_data):
+    names = [line.split("\t")[1].split("=")[0]
+             for line in (shared_data / "agaricus" / "featmap.txt").read_text().splitlines()]
+    groups = {}
+    for i, name in enumerate(names):
+        groups.setdefault(name, []).append(i)
+    return list(groups.values())
+
+
+def _assert_exclusive(X, bundles):
+    """No row has two non-zero members of one bundle (the bundles are lossless on X)."""
+    for bundle in bundles:
+        assert ((X[:, bundle] != 0).sum(axis=1) <= 1).all(), bundle
+
+
+def _same_models(a, b, X):
+    pa, pb = a.predict(X, raw_score=True), b.predict(X, raw_score=True)
+    np.testing.assert_array_equal(pa, pb)
+    for ta, tb in zip(a.trees, b.trees):
+        np.testing.assert_array_equal(ta.split_feature, tb.split_feature)
+        np.testing.assert_array_equal(ta.threshold, tb.threshold)
+    assert a == b
+
+
+def test_agaricus_one_bundle_per_attribute_and_identical_model(shared_data):
+    """126 one-hot columns of 22 attributes. veil-type is constant in the training file (its two
+    columns are all ones and all zeros), so with the default feature_pre_filter both columns
+    are trivial and 21 bundles remain, as many as the other attributes; with
+    feature_pre_filter=False the constant column is kept and the count is exactly 22. Bundles
+    need not follow the attributes: a rare level (odor=musty) never co-occurs with the levels
+    "one" and "two" of ring-number, and the greedy pass finds that exclusive pairing."""
+    X, y = _svm(shared_data / "agaricus" / "agaricus.txt.train", 126)
+    Xt, _ = _svm(shared_data / "agaricus" / "agaricus.txt.test", 126)
+    X, Xt = X.toarray(), Xt.toarray()
+    groups = _agaricus_groups(shared_data)
+    assert len(groups) == 22
+    on = oocgbdt.train(dict(objective="binary", **PARAMS), X, y, verbose=False)
+    off = oocgbdt.train(dict(objective="binary", enable_bundle=False, **PARAMS), X, y, verbose=False)
+    assert len(on.bundles_) == 21 and off.bundles_ is None
+    _assert_exclusive(X, on.bundles_)
+    assert on.bundle_report["conflict_rows"] == 0 and on.bundle_report["lost_values"] == 0
+    _same_models(on, off, Xt)
+    assert ((on.predict(Xt) > 0.5) == _svm(shared_data / "agaricus" / "agaricus.txt.test", 126)[1]).mean() > 0.99
+    kept = oocgbdt.train(dict(objective="binary", feature_pre_filter=False, n_estimators=2), X, y,
+                         verbose=False)
+    assert len(kept.bundles_) == 22
+    _assert_exclusive(X, kept.bundles_)
+
+
+def test_a9a_at_most_14_bundles_and_identical_model(shared_data):
+    X, y = _svm(shared_data / "a9a" / "a9a", 123)
+    Xt, yt = _svm(shared_data / "a9a" / "a9a.t", 123)
+    X, Xt, y = X.toarray(), Xt.toarray(), (y > 0).astype(np.float64)
+    dense = int(((X != 0).mean(axis=0) > 0.5).sum())
+    on = oocgbdt.train(dict(objective="binary", **PARAMS), X, y, verbose=False)
+    off = oocgbdt.train(dict(objective="binary", enable_bundle=False, **PARAMS), X, y, verbose=False)
+    assert len(on.bundles_) <= 14 + dense
+    assert sum(len(b) for b in on.bundles_) == 123 - 13  # 13 columns are trivial (pre-filter)
+    _assert_exclusive(X, on.bundles_)
+    _same_models(on, off, Xt)
+
+
+def test_bundled_training_on_a_cluster_from_zarr(shared_data, tmp_path, client):
+    """The Dask path (conflict counts tree-reduced on workers, chunks bundled on workers) gives
+    the model of the in-process path."""
+    X, y = _svm(shared_data / "agaricus" / "agaricus.txt.train", 126)
+    X = X.toarray()
+    ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=800).path)
+    params = dict(objective="binary", n_estimators=10, chunk_size=800)
+    remote = oocgbdt.train(params, ds.X, ds.y, client=client, verbose=False)
+    local = oocgbdt.train(params, X, y, verbose=False)
+    assert remote.bundles_ == local.bundles_ and len(local.bundles_) == 21
+    _same_models(remote, local, X)
+
+
+def test_signed_sparse_features_and_conflicts():
+    """Bundled features whose default bin is not bin 0 (signed values, NaN): the recovered default
+    bin is read by split search, so models agree up to rounding; with max_conflict_rate > 0,
+    conflicting rows are counted over the full data and reported."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    cols = []
+    for g in (5, 8, 3):
+        level = rng.integers(-1, g, size=n)
+        cols += [np.where(level == k, rng.normal(size=n), 0.0) for k in range(g)]
+    X = np.stack(cols, axis=1).astype(np.float32)
+    X[(rng.random(n) < 0.02) & (X[:, :5] == 0).all(axis=1), 3] = np.nan  # missing, still exclusive
+    X = np.concatenate([X, rng.normal(size=(n, 2)).astype(np.float32)], axis=1)
+    y = (X[:, :3].sum(axis=1) + np.nan_to_num(X[:, 3]) + X[:, -1] + rng.logistic(size=n) > 0).astype(float)
+    p = dict(objective="binary", n_estimators=15, chunk_size=1000)
+    on = oocgbdt.train(p, X, y, verbose=False)
+    off = oocgbdt.train(dict(p, enable_bundle=False), X, y, verbose=False)
+    assert len(on.bundles_) == 5  # 3 one-hot groups + 2 dense numeric columns
+    np.testing.assert_allclose(on.predict(X, raw_score=True), off.predict(X, raw_score=True),
+                               rtol=1e-6, atol=1e-6)
+    # A (rows 0-199) and B (rows 150-349) overlap on 50 rows: a conflict budget bundles them, and
+    # the 50 overlapping rows keep B's value (the higher feature index), losing A's
+    Xab = np.zeros((n, 3), np.float32)
+    Xab[:200, 0], Xab[150:350, 1], Xab[:, 2] = 1.0, 2.0, rng.normal(size=n)
+    yab = Xab[:, 0] - Xab[:, 1] + Xab[:, 2]
+    q = dict(objective="regression", n_estimators=5, chunk_size=1000)
+    exact = oocgbdt.train(q, Xab, yab, verbose=False)
+    assert exact.bundles_ == [[0], [1], [2]] and exact.bundle_report["conflict_rows"] == 0
+    lossy = oocgbdt.train(dict(q, max_conflict_rate=0.2), Xab, yab, verbose=False)
+    assert lossy.bundles_ == [[0, 1], [2]]
+    assert lossy.bundle_report["conflict_rows"] == 50
+    assert lossy.bundle_report["lost_values"] == 50
+    assert "conflicting rows" in lossy.bundle_report["summary"]
+
+
+def test_bundles_survive_save_load_and_screening(tmp_path):
+    rng = np.random.default_rng(1)
+    n = 3000
+    level = rng.integers(0, 6, size=n)
+    X = np.stack([(level == k).astype(np.float32) for k in range(6)]
+                 + [rng.normal(size=n).astype(np.float32)], axis=1)
+    y = level * 0.5 + X[:, 6] + rng.normal(scale=0.1, size=n)
+    b = oocgbdt.train(dict(objective="regression", n_estimators=10, feature_screening="ema",
+                           screening_warmup=2, screening_ratio=0.3), X, y, verbose=False)
+    assert b.bundles_ == [[0, 1, 2, 3, 4, 5], [6]]
+    assert b.feature_importance().shape == (7,)
+    path = b.save_model(tmp_path / "m.json")
+    again = oocgbdt.Booster.load_model(path)
+    assert again.bundles_ == b.bundles_
+    np.testing.assert_array_equal(again.predict(X), b.predict(X))
+    off = oocgbdt.train(dict(objective="regression", n_estimators=10, feature_screening="ema",
+                             screening_warmup=2, screening_ratio=0.3, enable_bundle=False), X, y,
+                        verbose=False)
+    np.testing.assert_allclose(off.predict(X), b.predict(X), rtol=1e-9)
