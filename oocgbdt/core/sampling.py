@@ -29,9 +29,10 @@ Bagging (LightGBM's ``bagging.hpp``)
     weights unchanged.
 
 Random draws
-    The draw of global row ``r`` in round stream ``s`` is the ``r``-th output of a Philox
-    counter-based generator keyed by ``SeedSequence([seed, bagging_seed, kind, round])``: every
-    chunk jumps straight to its first row. The draws therefore depend on the seed, the round and
+    The draw of global row ``r`` in a round is a counter-based uniform (SplitMix64 of a Weyl
+    sequence, :func:`oocgbdt.kernels.sampling.uniforms`) under a 64-bit seed from
+    ``SeedSequence([seed, bagging_seed, kind, round])``: every chunk computes its rows' draws
+    directly from their global indices. The draws therefore depend on the seed, the round and
     the global row index, never on the worker nor on the chunking (DESIGN.md asks for streams
     keyed by (seed, tree, chunk index); keying by the global row keeps that guarantee and adds
     chunking invariance of the sample).
@@ -44,6 +45,7 @@ import numpy as np
 
 from oocgbdt._dtypes import G_H_DTYPE, LEAF_DTYPE
 from oocgbdt.core.backend import tree_reduce
+from oocgbdt.kernels.sampling import bernoulli_select, goss_select, radix_counts, uniforms
 
 __all__ = [
     "RowSelection", "RowSampler", "sampling_enabled", "goss_warmup_rounds", "goss_top_k",
@@ -93,22 +95,18 @@ def _key_bits(data) -> np.ndarray:
     return goss_keys(data.gradients, data.hessians).view(np.uint32)
 
 
-def stream_key(seed: int, bagging_seed: int, kind: int, round_index: int) -> tuple:
-    """The 128-bit Philox key of one round's stream."""
+def stream_key(seed: int, bagging_seed: int, kind: int, round_index: int) -> int:
+    """The 64-bit seed of one round's stream (NumPy's SeedSequence mixes the four numbers)."""
     state = np.random.SeedSequence([int(seed), int(bagging_seed), int(kind), int(round_index)])
-    k = state.generate_state(2, np.uint64)
-    return int(k[0]), int(k[1])
+    return int(state.generate_state(1, np.uint64)[0])
 
 
-def row_uniforms(key: tuple, row_offset: int, n: int) -> np.ndarray:
-    """Uniform [0, 1) draws of global rows ``row_offset .. row_offset + n - 1`` of a stream.
-
-    Philox4x64 yields four 64-bit outputs per counter value, so row ``r`` is output ``r % 4`` of
-    counter ``r // 4``; the top 53 bits make the double.
-    """
-    q, r = divmod(int(row_offset), 4)
-    bits = np.random.Philox(key=np.array(key, dtype=np.uint64), counter=q).random_raw(n + r)[r:]
-    return (bits >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+def row_uniforms(key: int, row_offset: int, n: int) -> np.ndarray:
+    """Uniform [0, 1) draws of global rows ``row_offset .. row_offset + n - 1`` of a stream
+    (:func:`oocgbdt.kernels.sampling.uniforms`)."""
+    out = np.empty(n, dtype=np.float64)
+    uniforms(np.uint64(key), int(row_offset), out)
+    return out
 
 
 def _top_bucket(counts: np.ndarray, need: int) -> tuple:
@@ -139,12 +137,9 @@ def chunk_key_histogram(data, high_bucket):
     Otherwise: rows per value of the low 16 bits among rows whose high 16 bits equal
     ``high_bucket`` (shape (2**16,)).
     """
-    bits = _key_bits(data)
-    high = bits >> np.uint32(16)
-    if high_bucket is None:
-        return np.bincount(high, minlength=_HIGH_BUCKETS).astype(np.int64, copy=False)
-    low = bits[high == np.uint32(high_bucket)] & np.uint32(0xFFFF)
-    return np.bincount(low, minlength=_LOW_BUCKETS).astype(np.int64, copy=False)
+    out = np.zeros(_HIGH_BUCKETS if high_bucket is None else _LOW_BUCKETS, dtype=np.int64)
+    radix_counts(_key_bits(data), -1 if high_bucket is None else int(high_bucket), out)
+    return out
 
 
 def sum_counts(parts):
@@ -168,8 +163,8 @@ class RowSelection:
     ----------
     row_offset : int
         Global index of the chunk's first row (positions the chunk in the random stream).
-    key : tuple of two int
-        Philox key of the round's stream (:func:`stream_key`).
+    key : int
+        64-bit seed of the round's stream (:func:`stream_key`).
     probability : float
         Keep probability of a row outside the top set (bagging: every row).
     threshold_bits : int or None
@@ -183,7 +178,7 @@ class RowSelection:
     """
 
     row_offset: int
-    key: tuple
+    key: int
     probability: float
     threshold_bits: int | None = None
     ties: int = -1
@@ -197,27 +192,20 @@ def chunk_select_rows(data, sel: RowSelection):
     by ``sel.multiplier`` in float32; everything else is unchanged. ``rows`` is ascending int32.
     """
     n = data.n_rows
-    drawn = row_uniforms(sel.key, sel.row_offset, n) < sel.probability
+    seed, offset = np.uint64(sel.key), int(sel.row_offset)
     g, h = data.gradients, data.hessians
+    rows = np.empty(n, dtype=LEAF_DTYPE)
     if sel.threshold_bits is None:
-        keep = drawn
-    else:
-        bits = _key_bits(data)
-        t = np.uint32(sel.threshold_bits)
-        top = bits > t
-        equal = bits == t
-        if sel.ties < 0:
-            top |= equal
-        elif sel.ties > 0:
-            top[np.flatnonzero(equal)[:sel.ties]] = True
-        small = drawn & ~top
-        keep = top | small
-        if small.any():
-            # x * 1 is exact, so rows outside the random draw keep their values bit for bit.
-            factor = np.where(small, G_H_DTYPE(sel.multiplier), G_H_DTYPE(1.0))
-            g, h = g * factor, h * factor
-    rows = np.flatnonzero(keep).astype(LEAF_DTYPE)
-    return replace(data, gradients=g, hessians=h, rows=rows)
+        m = bernoulli_select(seed, offset, float(sel.probability), rows)
+        return replace(data, rows=rows[:m].copy())
+    small = np.empty(n, dtype=np.bool_)
+    m = goss_select(_key_bits(data), seed, offset, int(sel.threshold_bits), int(sel.ties),
+                    float(sel.probability), rows, small)
+    if small.any():
+        # x * 1 is exact, so rows outside the random draw keep their values bit for bit.
+        factor = np.where(small, G_H_DTYPE(sel.multiplier), G_H_DTYPE(1.0))
+        g, h = g * factor, h * factor
+    return replace(data, gradients=g, hessians=h, rows=rows[:m].copy())
 
 
 # ---- the caller's side ------------------------------------------------------------------------

@@ -174,7 +174,7 @@ def test_bagging_fraction_rebag_rounds_and_weights():
 
 
 def test_row_uniforms_are_one_stream_whatever_the_offset():
-    key = (12345, 678)
+    key = 0x0123456789ABCDEF
     full = row_uniforms(key, 0, 1000)
     assert full.min() >= 0 and full.max() < 1
     for off, n in [(0, 7), (1, 10), (3, 5), (4, 9), (997, 3)]:
@@ -183,6 +183,10 @@ def test_row_uniforms_are_one_stream_whatever_the_offset():
     u = row_uniforms(key, 10**12, 100_000)
     counts = np.bincount((u * 10).astype(int), minlength=10)
     assert np.all(np.abs(counts - 10_000) <= Z * np.sqrt(100_000 * 0.1 * 0.9))
+    # Neighbouring rows and neighbouring streams are uncorrelated (|r| of 100k pairs: sd 0.0032).
+    assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) <= Z * 0.0032
+    v = row_uniforms(key + 1, 10**12, 100_000)
+    assert abs(np.corrcoef(u, v)[0, 1]) <= Z * 0.0032
 
 
 # ---- parameters ---------------------------------------------------------------------------------
