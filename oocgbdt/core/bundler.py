@@ -129,7 +129,7 @@ def chunk_conflicts(pattern, mode: str = "counts", row_offset: int = 0) -> Confl
     ----------
     pattern : ndarray of shape (n_rows, n_features), dtype bool, or scipy.sparse matrix
         True where a sampled row's bin differs from the feature's default bin (from
-        :func:`oocgbdt.core.chunk.chunk_pattern`).
+        :func:`sample_pattern`).
     mode : {"counts", "rows"}
         ``"counts"``: pairwise counts, by a dense BLAS product when rows hold more than F/10
         non-default cells on average, else by pair enumeration into a dense matrix
@@ -694,12 +694,6 @@ def sample_pattern(X_block, local_rows, bin_mapper):
                          shape=(n_rows, n_features))
 
 
-def _identity_layout(bin_mapper):
-    n = bin_mapper.n_features_in_
-    return (np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool),
-            bin_mapper.default_bins_.astype(np.int64))
-
-
 def bundle_chunk(X_block, bin_mapper, bundler=None):
     """The histogram columns of one raw chunk: bins, then bundles when ``bundler`` is given.
 
@@ -718,15 +712,11 @@ def bundle_chunk(X_block, bin_mapper, bundler=None):
         the member with the higher feature index (0 without a bundler).
     """
     bm = bin_mapper
-    if bundler is None:
-        if not sp.issparse(X_block):
-            return bm.transform(X_block), 0, 0
-        column, start, raw, fill = _identity_layout(bm)
-        dtype = bm.binned_dtype_
-    else:
-        column, start, raw, fill = (bundler.feature_column_, bundler.feature_start_,
-                                    bundler.feature_raw_, bundler.column_fill_)
-        dtype = bundler.dtype_
+    if bundler is None:  # dense or sparse, BinMapper.transform bins it (sparse: stored entries)
+        return bm.transform(X_block), 0, 0
+    column, start, raw, fill = (bundler.feature_column_, bundler.feature_start_,
+                                bundler.feature_raw_, bundler.column_fill_)
+    dtype = bundler.dtype_
     n_rows = X_block.shape[0]
     out = np.empty((n_rows, fill.shape[0]), dtype=dtype)
     if sp.issparse(X_block):
