@@ -573,18 +573,17 @@ class FeatureBundler:
         of the bundle histogram holding it; -1 for a bundled feature's default bin (recovered
         by subtraction) and for features without a column."""
         bin_offsets = np.asarray(bin_offsets, dtype=np.int64)
-        out = np.full(int(bin_offsets[-1]), -1, dtype=np.int64)
-        for f in range(self.n_features_in_):
-            c = self.feature_column_[f]
-            if c < 0:
-                continue
-            base = self.column_offsets_[c]
-            nb, d = int(self.n_bins_[f]), int(self.default_bins_[f])
-            for b in range(nb):
-                if self.feature_raw_[f]:
-                    out[bin_offsets[f] + b] = base + b
-                elif b != d:
-                    out[bin_offsets[f] + b] = base + encode_bin(b, int(self.feature_start_[f]), d, False)
+        n_bins = self.n_bins_.astype(np.int64)
+        feature = np.repeat(np.arange(self.n_features_in_), n_bins)   # feature of each flat bin
+        b = np.arange(int(bin_offsets[-1]), dtype=np.int64) - np.repeat(bin_offsets[:-1], n_bins)
+        col = self.feature_column_[feature]
+        d = self.default_bins_.astype(np.int64)[feature]
+        raw = self.feature_raw_[feature]
+        base = self.column_offsets_[np.maximum(col, 0)]
+        # encode_bin, vectorized: b < d -> start + 1 + b; b > d -> start + b
+        bundled = self.feature_start_[feature] + b + (b < d)
+        out = np.where(raw, base + b, base + bundled)
+        out[(~raw & (b == d)) | (col < 0)] = -1
         return out
 
     def summary(self, conflict_rows=None) -> str:
