@@ -168,6 +168,8 @@ def chunk_conflicts(pattern, mode: str = "counts", row_offset: int = 0) -> Confl
         p = p if p is not None else _pattern_csr(pattern)
         p.sort_indices()
         pairs = _count_pairs_complemented(p, nnz)
+        if np.count_nonzero(pairs) * 8 < pairs.size:  # keep partials small until merged
+            pairs = sp.csr_matrix(pairs).astype(np.int64)
     else:
         p = p if p is not None else _pattern_csr(pattern)
         pairs = (p.T.tocsr() @ p).tocsr().astype(np.int64)
