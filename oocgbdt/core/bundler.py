@@ -90,9 +90,10 @@ class ConflictCounts:
     pairs : ndarray of shape (n_features, n_features), int32, or scipy.sparse.csr_matrix, or None
         Rows where two features are both off their default bin (the diagonal is ``nnz``).
         None in row-set mode.
-    rows : tuple of (ndarray int64, ndarray int64), or None
+    rows : tuple of (ndarray int32, ndarray int32), or None
         Row-set mode only: (sample row, feature) of every non-default cell, rows numbered from
-        0 within the sample.
+        0 within the sample: 8 bytes per cell, as LightGBM keeps its sample's non-zero rows per
+        feature (at most twice the float32 bin sample, which the client holds anyway).
     """
 
     n_rows: int
@@ -155,7 +156,7 @@ def chunk_conflicts(pattern, mode: str = "counts", row_offset: int = 0) -> Confl
         else:
             coo = p.tocoo()
             r, f = coo.row, coo.col
-        return ConflictCounts(n_rows, nnz, rows=(r.astype(np.int64) + row_offset, f.astype(np.int64)))
+        return ConflictCounts(n_rows, nnz, rows=((r + row_offset).astype(np.int32), f.astype(np.int32)))
     if _dense_product(total, n_rows, n_features):
         dense = pattern if p is None else p.toarray().astype(bool)
         dt = np.float32 if n_rows < (1 << 24) else np.float64  # exact integer sums
@@ -237,8 +238,8 @@ def merge_conflicts(parts) -> ConflictCounts:
     for p in parts[1:]:
         rows = None
         if out.rows is not None or p.rows is not None:
-            a = out.rows or (np.zeros(0, np.int64), np.zeros(0, np.int64))
-            b = p.rows or (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            a = out.rows or (np.zeros(0, np.int32), np.zeros(0, np.int32))
+            b = p.rows or (np.zeros(0, np.int32), np.zeros(0, np.int32))
             rows = (np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
         out = ConflictCounts(out.n_rows + p.n_rows, out.nnz + p.nnz, _add_pairs(out.pairs, p.pairs),
                              rows)
@@ -477,7 +478,7 @@ class FeatureBundler:
         degree = _degree(counts.pairs, n_features)
         order = [f for f in bundling_order(nnz, degree) if not is_trivial[f]]
         if counts.pairs is None:
-            r, f = counts.rows if counts.rows is not None else (np.zeros(0, np.int64),) * 2
+            r, f = counts.rows if counts.rows is not None else (np.zeros(0, np.int32),) * 2
             srt = np.argsort(f, kind="stable")
             bounds = np.searchsorted(f[srt], np.arange(n_features + 1))
             row_sets = [r[srt[bounds[i]:bounds[i + 1]]] for i in range(n_features)]
