@@ -90,9 +90,10 @@ class ConflictCounts:
     pairs : ndarray of shape (n_features, n_features), int32, or scipy.sparse.csr_matrix, or None
         Rows where two features are both off their default bin (the diagonal is ``nnz``).
         None in row-set mode.
-    rows : tuple of (ndarray int64, ndarray int64), or None
+    rows : tuple of (ndarray int32, ndarray int32), or None
         Row-set mode only: (sample row, feature) of every non-default cell, rows numbered from
-        0 within the sample.
+        0 within the sample: 8 bytes per cell, as LightGBM keeps its sample's non-zero rows per
+        feature (at most twice the float32 bin sample, which the client holds anyway).
     """
 
     n_rows: int
@@ -129,7 +130,7 @@ def chunk_conflicts(pattern, mode: str = "counts", row_offset: int = 0) -> Confl
     ----------
     pattern : ndarray of shape (n_rows, n_features), dtype bool, or scipy.sparse matrix
         True where a sampled row's bin differs from the feature's default bin (from
-        :func:`oocgbdt.core.chunk.chunk_pattern`).
+        :func:`sample_pattern`).
     mode : {"counts", "rows"}
         ``"counts"``: pairwise counts, by a dense BLAS product when rows hold more than F/10
         non-default cells on average, else by pair enumeration into a dense matrix
@@ -155,7 +156,7 @@ def chunk_conflicts(pattern, mode: str = "counts", row_offset: int = 0) -> Confl
         else:
             coo = p.tocoo()
             r, f = coo.row, coo.col
-        return ConflictCounts(n_rows, nnz, rows=(r.astype(np.int64) + row_offset, f.astype(np.int64)))
+        return ConflictCounts(n_rows, nnz, rows=((r + row_offset).astype(np.int32), f.astype(np.int32)))
     if _dense_product(total, n_rows, n_features):
         dense = pattern if p is None else p.toarray().astype(bool)
         dt = np.float32 if n_rows < (1 << 24) else np.float64  # exact integer sums
@@ -168,6 +169,8 @@ def chunk_conflicts(pattern, mode: str = "counts", row_offset: int = 0) -> Confl
         p = p if p is not None else _pattern_csr(pattern)
         p.sort_indices()
         pairs = _count_pairs_complemented(p, nnz)
+        if np.count_nonzero(pairs) * 8 < pairs.size:  # keep partials small until merged
+            pairs = sp.csr_matrix(pairs).astype(np.int64)
     else:
         p = p if p is not None else _pattern_csr(pattern)
         pairs = (p.T.tocsr() @ p).tocsr().astype(np.int64)
@@ -235,8 +238,8 @@ def merge_conflicts(parts) -> ConflictCounts:
     for p in parts[1:]:
         rows = None
         if out.rows is not None or p.rows is not None:
-            a = out.rows or (np.zeros(0, np.int64), np.zeros(0, np.int64))
-            b = p.rows or (np.zeros(0, np.int64), np.zeros(0, np.int64))
+            a = out.rows or (np.zeros(0, np.int32), np.zeros(0, np.int32))
+            b = p.rows or (np.zeros(0, np.int32), np.zeros(0, np.int32))
             rows = (np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
         out = ConflictCounts(out.n_rows + p.n_rows, out.nnz + p.nnz, _add_pairs(out.pairs, p.pairs),
                              rows)
@@ -475,7 +478,7 @@ class FeatureBundler:
         degree = _degree(counts.pairs, n_features)
         order = [f for f in bundling_order(nnz, degree) if not is_trivial[f]]
         if counts.pairs is None:
-            r, f = counts.rows if counts.rows is not None else (np.zeros(0, np.int64),) * 2
+            r, f = counts.rows if counts.rows is not None else (np.zeros(0, np.int32),) * 2
             srt = np.argsort(f, kind="stable")
             bounds = np.searchsorted(f[srt], np.arange(n_features + 1))
             row_sets = [r[srt[bounds[i]:bounds[i + 1]]] for i in range(n_features)]
@@ -573,18 +576,17 @@ class FeatureBundler:
         of the bundle histogram holding it; -1 for a bundled feature's default bin (recovered
         by subtraction) and for features without a column."""
         bin_offsets = np.asarray(bin_offsets, dtype=np.int64)
-        out = np.full(int(bin_offsets[-1]), -1, dtype=np.int64)
-        for f in range(self.n_features_in_):
-            c = self.feature_column_[f]
-            if c < 0:
-                continue
-            base = self.column_offsets_[c]
-            nb, d = int(self.n_bins_[f]), int(self.default_bins_[f])
-            for b in range(nb):
-                if self.feature_raw_[f]:
-                    out[bin_offsets[f] + b] = base + b
-                elif b != d:
-                    out[bin_offsets[f] + b] = base + encode_bin(b, int(self.feature_start_[f]), d, False)
+        n_bins = self.n_bins_.astype(np.int64)
+        feature = np.repeat(np.arange(self.n_features_in_), n_bins)   # feature of each flat bin
+        b = np.arange(int(bin_offsets[-1]), dtype=np.int64) - np.repeat(bin_offsets[:-1], n_bins)
+        col = self.feature_column_[feature]
+        d = self.default_bins_.astype(np.int64)[feature]
+        raw = self.feature_raw_[feature]
+        base = self.column_offsets_[np.maximum(col, 0)]
+        # encode_bin, vectorized: b < d -> start + 1 + b; b > d -> start + b
+        bundled = self.feature_start_[feature] + b + (b < d)
+        out = np.where(raw, base + b, base + bundled)
+        out[(~raw & (b == d)) | (col < 0)] = -1
         return out
 
     def summary(self, conflict_rows=None) -> str:
@@ -694,12 +696,6 @@ def sample_pattern(X_block, local_rows, bin_mapper):
                          shape=(n_rows, n_features))
 
 
-def _identity_layout(bin_mapper):
-    n = bin_mapper.n_features_in_
-    return (np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool),
-            bin_mapper.default_bins_.astype(np.int64))
-
-
 def bundle_chunk(X_block, bin_mapper, bundler=None):
     """The histogram columns of one raw chunk: bins, then bundles when ``bundler`` is given.
 
@@ -718,15 +714,11 @@ def bundle_chunk(X_block, bin_mapper, bundler=None):
         the member with the higher feature index (0 without a bundler).
     """
     bm = bin_mapper
-    if bundler is None:
-        if not sp.issparse(X_block):
-            return bm.transform(X_block), 0, 0
-        column, start, raw, fill = _identity_layout(bm)
-        dtype = bm.binned_dtype_
-    else:
-        column, start, raw, fill = (bundler.feature_column_, bundler.feature_start_,
-                                    bundler.feature_raw_, bundler.column_fill_)
-        dtype = bundler.dtype_
+    if bundler is None:  # dense or sparse, BinMapper.transform bins it (sparse: stored entries)
+        return bm.transform(X_block), 0, 0
+    column, start, raw, fill = (bundler.feature_column_, bundler.feature_start_,
+                                bundler.feature_raw_, bundler.column_fill_)
+    dtype = bundler.dtype_
     n_rows = X_block.shape[0]
     out = np.empty((n_rows, fill.shape[0]), dtype=dtype)
     if sp.issparse(X_block):

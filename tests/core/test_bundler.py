@@ -171,3 +171,24 @@ def test_sparse_counting_with_dense_columns_is_exact():
         np.testing.assert_array_equal(chunk_conflicts(sp.csr_matrix(P)).pairs.toarray(), ref)
     finally:
         bundler_mod.DENSE_PAIRS_BYTES = monkey
+
+
+def test_expand_index_points_at_each_feature_bin():
+    from oocgbdt.kernels.bundling import encode_bin
+    rng = np.random.default_rng(5)
+    F = 40
+    nb = rng.integers(1, 9, F)
+    d = np.array([rng.integers(0, x) for x in nb])
+    perm = rng.permutation(F)
+    bundles = [perm[:5], perm[5:6], perm[6:20], perm[20:21], perm[21:35]]  # 5 features: no column
+    b = FeatureBundler.from_bundles(bundles, nb, d)
+    off = np.concatenate([[0], np.cumsum(nb)])
+    ref = np.full(off[-1], -1)
+    for f in range(F):
+        c = b.feature_column_[f]
+        for k in range(nb[f] if c >= 0 else 0):
+            if b.feature_raw_[f]:
+                ref[off[f] + k] = b.column_offsets_[c] + k
+            elif k != d[f]:
+                ref[off[f] + k] = b.column_offsets_[c] + encode_bin(k, int(b.feature_start_[f]), int(d[f]), False)
+    np.testing.assert_array_equal(b.expand_index(off), ref)
