@@ -27,6 +27,7 @@ from .._dtypes import K_ZERO_THRESHOLD, MISSING_NAN
 from ._jit import njit
 
 __all__ = [
+    "value_to_bin",
     "map_to_bins",
     "map_to_bins_naive",
     "find_distinct_values",
@@ -40,6 +41,29 @@ _INF = math.inf
 # ---------------------------------------------------------------------------------------------
 # Value -> bin
 # ---------------------------------------------------------------------------------------------
+
+
+@njit
+def value_to_bin(x, bounds, start, nb, missing_type):
+    """LightGBM's ``ValueToBin`` for one float64 value of a feature whose ``nb`` bounds start at
+    ``bounds[start]`` (the search of :func:`map_to_bins`, shared with the sparse bundling
+    kernels)."""
+    is_nan_type = missing_type == MISSING_NAN
+    if np.isnan(x):
+        if is_nan_type:
+            return nb - 1
+        x = 0.0
+    lo = 0
+    hi = nb - 1
+    if is_nan_type:
+        hi -= 1
+    while lo < hi:
+        mid = (hi + lo - 1) // 2
+        if x <= bounds[start + mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @njit
@@ -84,26 +108,8 @@ def map_to_bins(
     n_features = X.shape[1]
     for i in range(n_samples):
         for f in range(n_features):
-            x = np.float64(X[i, f])
-            nb = n_bins[f]
-            is_nan_type = missing_types[f] == MISSING_NAN
-            if np.isnan(x):
-                if is_nan_type:
-                    out[i, f] = nb - 1
-                    continue
-                x = 0.0
-            start = bound_offsets[f]
-            lo = 0
-            hi = nb - 1
-            if is_nan_type:
-                hi -= 1
-            while lo < hi:
-                mid = (hi + lo - 1) // 2
-                if x <= bin_upper_bounds[start + mid]:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            out[i, f] = lo
+            out[i, f] = value_to_bin(np.float64(X[i, f]), bin_upper_bounds, bound_offsets[f],
+                                     n_bins[f], missing_types[f])
 
 
 def map_to_bins_naive(X, bin_upper_bounds, bound_offsets, n_bins, missing_types, out):

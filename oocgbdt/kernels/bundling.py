@@ -25,6 +25,7 @@ import numpy as np
 
 from .._dtypes import MISSING_NAN
 from ._jit import njit
+from .binning import value_to_bin
 from .partition import goes_left_bin
 
 __all__ = [
@@ -169,25 +170,6 @@ def bundle_columns_naive(X_binned, feature_column, feature_start, feature_raw, d
     return conflict_rows, lost
 
 
-@njit
-def _value_to_bin(x, bounds, start, nb, missing_type):
-    """LightGBM's ``ValueToBin`` for one value (the search of :func:`map_to_bins`)."""
-    is_nan_type = missing_type == MISSING_NAN
-    if np.isnan(x):
-        if is_nan_type:
-            return nb - 1
-        x = 0.0
-    lo = 0
-    hi = nb - 1
-    if is_nan_type:
-        hi -= 1
-    while lo < hi:
-        mid = (hi + lo - 1) // 2
-        if x <= bounds[start + mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
 
 
 @njit
@@ -337,7 +319,7 @@ def bin_sparse_entries(indices, data, bin_upper_bounds, bound_offsets, n_bins, m
     """
     for k in range(indices.shape[0]):
         f = indices[k]
-        out[k] = _value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f], n_bins[f],
+        out[k] = value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f], n_bins[f],
                                missing_types[f])
 
 
@@ -390,7 +372,7 @@ def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n
             c = feature_column[f]
             if c < 0:
                 continue
-            b = _value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f], n_bins[f],
+            b = value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f], n_bins[f],
                               missing_types[f])
             if feature_raw[f]:
                 out[i, c] = b
