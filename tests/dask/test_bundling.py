@@ -194,3 +194,19 @@ def test_two_workers_row_sets_lazy_bundles_and_log(shared_data, tmp_path, monkey
                               bm.n_bins_[f], bm.default_bins_[f], counted.feature_raw_[f], out)
         np.testing.assert_array_equal(out, bm.transform(X)[:, f])
     assert count_lost_values(Xd, bm, counted).compute().tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("extra", [dict(data_sample_strategy="goss"),
+                                   dict(bagging_fraction=0.5, bagging_freq=1),
+                                   dict(feature_screening="ema", screening_warmup=2)],
+                         ids=["goss", "bagging", "ema-fs"])
+def test_bundling_composes_with_row_sampling_and_screening(shared_data, extra):
+    """GOSS and bagging pick rows from gradients and seeds only, and screening builds a bundle
+    when any member is selected: bundling on and off still give the same model on a9a."""
+    X, y = _svm(shared_data / "a9a" / "a9a", 123)
+    X, y = X[:16000].toarray(), (y[:16000] > 0).astype(np.float64)
+    # learning_rate 0.5: GOSS samples from round int(1 / 0.5) = 2 on
+    p = dict(objective="binary", n_estimators=6, learning_rate=0.5, chunk_size=4000, **extra)
+    on = oocgbdt.train(p, X, y, verbose=False)
+    off = oocgbdt.train(dict(p, enable_bundle=False), X, y, verbose=False)
+    _same_models(on, off, X)
