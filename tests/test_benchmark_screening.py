@@ -56,7 +56,9 @@ def test_quick_run_prints_every_method(request, capsys):
                    [("LightGBM none", "-"), ("LightGBM feature_fraction", "0.3")]
         assert got == expected, f"{name}: {got}"
         for r in rows:  # times and AUC are numbers
-            assert float(r["s/tree"]) > 0 and float(r["total s"]) > 0, r
+            # "total s" is printed to 0.1 s, so a quick LightGBM run on a quiet machine reads 0.0;
+            # s/tree (4 decimals) shows that every row was measured.
+            assert float(r["s/tree"]) > 0 and float(r["total s"]) >= 0, r
             assert 0.5 < float(r["test AUC"]) <= 1.0, r
     assert ("shared-setup check: the shared-setup EMA-FS model and oocgbdt.train's give "
             "identical") in out
