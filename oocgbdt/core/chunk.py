@@ -21,7 +21,7 @@ from oocgbdt.kernels.partition import split_rows
 from oocgbdt.kernels.predict import predict_binned
 
 __all__ = [
-    "ChunkData", "TreeRows", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root", "chunk_split",
+    "ChunkData", "TreeRows", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root", "chunk_split",
     "chunk_apply_tree", "sum_histograms", "root_histogram", "subtract_parts", "finish_root", "finish_split",
     "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
 ]
@@ -33,9 +33,12 @@ class ChunkData:
 
     Attributes
     ----------
-    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16
+    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16, or a reference
         The columns histograms are built from: one per feature (its bins), or, with Exclusive
         Feature Bundling, one per bundle (``X_bundled``; see :mod:`oocgbdt.kernels.bundling`).
+        With the disk cache it is a reference to the rows in the cache store (any object with
+        ``shape`` and ``read() -> ndarray``), read afresh by every task that needs the bins; task
+        bodies get the array through :func:`chunk_bins`.
     y : ndarray of shape (n_rows,), dtype float32 (LightGBM stores labels as float32)
     weight : ndarray of shape (n_rows,), dtype float32, or None
     raw_score : ndarray of shape (n_outputs, n_rows), dtype float64
@@ -78,6 +81,13 @@ class TreeRows:
     def rows_of(self, leaf: int) -> np.ndarray:
         b = self.leaf_begin[leaf]
         return self.order[b:b + self.leaf_count[leaf]]
+
+
+def chunk_bins(data: ChunkData) -> np.ndarray:
+    """The chunk's binned columns as an ndarray: ``data.X_binned`` itself when held in memory,
+    else read from the cache it references (one read per call: call once per task)."""
+    x = data.X_binned
+    return x if isinstance(x, np.ndarray) else x.read()
 
 
 def chunk_init(X_binned, y, weight, n_outputs: int) -> ChunkData:
@@ -128,19 +138,21 @@ def chunk_gradients(data: ChunkData, objective) -> ChunkData:
                    rows=None)
 
 
-def _histogram(data: ChunkData, class_idx: int, rows: np.ndarray, meta: FeatureMeta) -> np.ndarray:
+def _histogram(X: np.ndarray, data: ChunkData, class_idx: int, rows: np.ndarray,
+               meta: FeatureMeta) -> np.ndarray:
     hist = np.zeros((meta.n_hist_bins, 3), dtype=HIST_DTYPE)
-    build_histogram(data.X_binned, meta.hist_offsets, meta.hist_columns,
+    build_histogram(X, meta.hist_offsets, meta.hist_columns,
                     data.gradients[class_idx], data.hessians[class_idx], rows, hist)
     return hist
 
 
-def _feature_column(data: ChunkData, meta: FeatureMeta, f: int) -> np.ndarray:
-    """Feature ``f``'s bins on every row of the chunk (decoded from its bundle when bundled)."""
+def _feature_column(X: np.ndarray, meta: FeatureMeta, f: int) -> np.ndarray:
+    """Feature ``f``'s bins on every row of the chunk's bins ``X`` (decoded from its bundle when
+    bundled)."""
     if not meta.bundled:
-        return data.X_binned[:, f]
-    out = np.empty(data.n_rows, dtype=data.X_binned.dtype)
-    decode_feature_column(data.X_binned[:, meta.feature_column[f]], meta.feature_start[f],
+        return X[:, f]
+    out = np.empty(X.shape[0], dtype=X.dtype)
+    decode_feature_column(X[:, meta.feature_column[f]], meta.feature_start[f],
                           meta.n_bins[f], meta.default_bins[f], meta.feature_raw[f], out)
     return out
 
@@ -158,13 +170,14 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
     count = np.zeros(max_leaves, dtype=np.int64)
     count[0] = order.shape[0]
     rows = TreeRows(order, begin, count)
-    hist = _histogram(data, class_idx, rows.order, meta)
+    X = chunk_bins(data)
+    hist = _histogram(X, data, class_idx, rows.order, meta)
     if meta.bundled:
         f = meta.totals_feature
         if meta.feature_column[f] >= 0:
             nb = int(meta.n_bins[f])
             extra = np.zeros((nb, 3), dtype=HIST_DTYPE)
-            build_histogram(_feature_column(data, meta, f)[:, None], np.array([0, nb], dtype=np.int64),
+            build_histogram(_feature_column(X, meta, f)[:, None], np.array([0, nb], dtype=np.int64),
                             np.zeros(1, dtype=np.int64), data.gradients[class_idx],
                             data.hessians[class_idx], rows.order, extra)
         else:  # no searchable feature: the first built column's slice sums to the leaf as well
@@ -183,15 +196,16 @@ def chunk_split(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, leaf: 
     """
     rows = prev[0]
     f = split.feature
+    X = chunk_bins(data)
     order = rows.order.copy()
     begin, count = int(rows.leaf_begin[leaf]), int(rows.leaf_count[leaf])
     if meta.bundled:
-        n_left = split_rows_bundled(data.X_binned[:, meta.feature_column[f]], rows.order, begin, count,
+        n_left = split_rows_bundled(X[:, meta.feature_column[f]], rows.order, begin, count,
                                     split.threshold_bin, split.default_left, meta.missing_types[f],
                                     meta.default_bins[f], meta.n_bins[f] - 1, meta.feature_start[f],
                                     meta.n_bins[f], meta.feature_raw[f], order)
     else:
-        n_left = split_rows(data.X_binned[:, f], rows.order, begin, count, split.threshold_bin,
+        n_left = split_rows(X[:, f], rows.order, begin, count, split.threshold_bin,
                             split.default_left, meta.missing_types[f], meta.default_bins[f],
                             meta.n_bins[f] - 1, order)
     leaf_begin = rows.leaf_begin.copy()
@@ -201,7 +215,7 @@ def chunk_split(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, leaf: 
     leaf_count[right_leaf] = count - n_left
     new_rows = TreeRows(order, leaf_begin, leaf_count)
     built = leaf if build_left else right_leaf
-    return new_rows, _histogram(data, class_idx, new_rows.rows_of(built), meta)
+    return new_rows, _histogram(X, data, class_idx, new_rows.rows_of(built), meta)
 
 
 def sum_histograms(parts) -> np.ndarray:
@@ -268,13 +282,14 @@ def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int) -> Chun
     raw = data.raw_score.copy()
     out = raw[class_idx]
     t = tree_arrays
+    X = chunk_bins(data)
     if "split_column" in t:
-        predict_binned_bundled(data.X_binned, t["split_column"], t["split_start"], t["split_n_bins"],
+        predict_binned_bundled(X, t["split_column"], t["split_start"], t["split_n_bins"],
                                t["split_raw"], t["threshold_bin"], t["default_left"],
                                t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
                                t["right_child"], t["leaf_value"], out)
     else:
-        predict_binned(data.X_binned, t["split_feature"], t["threshold_bin"], t["default_left"],
+        predict_binned(X, t["split_feature"], t["threshold_bin"], t["default_left"],
                        t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
                        t["right_child"], t["leaf_value"], out)
     return replace(data, raw_score=raw)
