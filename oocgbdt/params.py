@@ -417,6 +417,24 @@ _TABLE = [
         _normalize_max_depth,
     ),
     Param(
+        "grow_policy", "leafwise", (), "str", _one_of(("leafwise", "depthwise")),
+        "How trees grow: 'leafwise' (best-first, LightGBM's; with max_leaves_per_pass > 1 the "
+        "best k open leaves are split in one pass over the data) or 'depthwise' (every open "
+        "leaf with a positive gain is split in the same pass: one pass per level).",
+    ),
+    Param(
+        "max_leaves_per_pass", 1, (), "int", _range(1, integer=True),
+        "Leaves split per pass over the data with grow_policy='leafwise': 1 is exact best-first "
+        "growth; k > 1 splits the k open leaves with the largest gains at once, so a tree of "
+        "num_leaves leaves takes about (num_leaves - 1) / k passes instead of num_leaves - 1.",
+    ),
+    Param(
+        "histogram_pool_size", -1.0, (), "float", _any,
+        "Upper bound, in MB, on the leaf histograms kept between passes of one tree (LightGBM's "
+        "histogram_pool_size); <= 0 means no bound. A leaf whose parent histogram was dropped "
+        "histograms both children instead of deriving one by subtraction.",
+    ),
+    Param(
         "min_data_in_leaf", 20,
         ("min_data_per_leaf", "min_data", "min_child_samples", "min_samples_leaf"),
         "int", _range(0, integer=True),
@@ -593,6 +611,33 @@ _TABLE = [
     Param(
         "chunk_size", 65536, (), "int", _range(1, integer=True),
         "Rows per chunk when the input is a NumPy array.",
+    ),
+    Param(
+        "cache", "auto", (), "str", _one_of(("auto", "memory", "disk")),
+        "Where the binned (bundled) training rows live between passes: 'memory' (on the "
+        "workers; Dask may spill), 'disk' (written once, compressed, to a Zarr store at "
+        "cache_path or a temporary directory, and streamed partition by partition in every "
+        "pass) or 'auto' (memory when they fit in cache_memory_fraction of the cluster's "
+        "memory, else disk; the choice is logged).",
+    ),
+    Param(
+        "cache_path", None, (), "str or None", _any,
+        "Directory of the disk cache (cache='disk', or 'auto' choosing disk). A path you name is "
+        "kept after training and reused by a later fit on the same data and bin settings "
+        "(checked by a fingerprint; a mismatch is an error, never silently used or "
+        "overwritten). None: a temporary directory, deleted after training.",
+    ),
+    Param(
+        "cache_memory_fraction", 0.5, (), "float", _range(0.0, 1.0, lo_open=True),
+        "Share of the cluster's total worker memory limit that the binned rows may take for "
+        "cache='auto' to keep them in memory.",
+    ),
+    Param(
+        "partition_rows", None, (), "int or None", _range(1, integer=True, allow_none=True),
+        "Rows per compute partition: consecutive storage chunks are grouped into partitions of "
+        "at least this many rows (a chunk is never split), one task per partition per pass. "
+        "None: chosen from the data alone (see oocgbdt.dask.partitions), so the same data and "
+        "chunking give the same partitions, and the same model, on any cluster.",
     ),
     Param(
         "split_every", 8, (), "int", _range(2, integer=True),

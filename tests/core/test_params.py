@@ -67,6 +67,10 @@ def test_defaults():
     assert r["verbose"] is False
     assert r["chunk_size"] == 65536
     assert r["split_every"] == 8
+    assert r["grow_policy"] == "leafwise" and r["max_leaves_per_pass"] == 1
+    assert r["histogram_pool_size"] == -1.0
+    assert r["cache"] == "auto" and r["cache_path"] is None and r["cache_memory_fraction"] == 0.5
+    assert r["partition_rows"] is None
     assert resolve_params({}) == r
 
 
@@ -99,7 +103,9 @@ def test_every_alias_resolves(alias):
         "screening_beta": 2.0, "screening_ratio": 0.7, "screening_warmup": 3,
         "data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.05,
         "bagging_fraction": 0.5, "bagging_freq": 2, "bagging_seed": 11,
-        "enable_bundle": False, "max_conflict_rate": 0.25,
+        "enable_bundle": False, "max_conflict_rate": 0.25, "grow_policy": "depthwise",
+        "max_leaves_per_pass": 4, "histogram_pool_size": 64.0, "cache": "disk",
+        "cache_path": "/tmp/oocgbdt-cache", "cache_memory_fraction": 0.25, "partition_rows": 1000,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
