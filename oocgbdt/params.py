@@ -429,7 +429,7 @@ _TABLE = [
         "num_leaves leaves takes about (num_leaves - 1) / k passes instead of num_leaves - 1.",
     ),
     Param(
-        "histogram_pool_size", -1.0, (), "float", _any,
+        "histogram_pool_size", -1.0, ("hist_pool_size",), "float", _any,
         "Upper bound, in MB, on the leaf histograms kept between passes of one tree (LightGBM's "
         "histogram_pool_size); <= 0 means no bound. A leaf whose parent histogram was dropped "
         "histograms both children instead of deriving one by subtraction.",
