@@ -62,6 +62,15 @@ _PARAMS_DOC = """
         gain-weighted probabilities of concentration ``screening_beta`` (``"stochastic"``).
     screening_ratio, screening_warmup, screening_alpha, screening_beta : float, int, float, float
         See ``feature_screening`` (defaults 0.3, 5, 0.3, 1.0).
+    grow_policy : {"leafwise", "depthwise"}, default "leafwise"
+        Best-first growth (LightGBM's), or one pass over the data per level.
+    max_leaves_per_pass : int, default 1
+        With ``grow_policy="leafwise"``, split the best k open leaves per pass over the data
+        (1: exact best-first growth; larger values mean fewer passes when streaming from disk).
+    cache : {"auto", "memory", "disk"}, default "auto"
+        Where the binned rows live between passes (see :func:`oocgbdt.train`).
+    cache_path : str or None, default None
+        Directory of the disk cache, kept and reusable when given; None: a temporary directory.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
 """
@@ -73,7 +82,9 @@ class _GBDTModel(BaseEstimator):
                  reg_lambda=0.0, max_bin=255, subsample_for_bin=200000, random_state=None,
                  colsample_bytree=1.0, feature_screening=None, screening_ratio=0.3,
                  screening_warmup=5, screening_alpha=0.3, screening_beta=1.0,
-                 early_stopping_rounds=None, metric=None, chunk_size=65536, verbose=False):
+                 early_stopping_rounds=None, metric=None, chunk_size=65536,
+                 grow_policy="leafwise", max_leaves_per_pass=1, cache="auto", cache_path=None,
+                 verbose=False):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -95,6 +106,10 @@ class _GBDTModel(BaseEstimator):
         self.early_stopping_rounds = early_stopping_rounds
         self.metric = metric
         self.chunk_size = chunk_size
+        self.grow_policy = grow_policy
+        self.max_leaves_per_pass = max_leaves_per_pass
+        self.cache = cache
+        self.cache_path = cache_path
         self.verbose = verbose
 
     def __sklearn_tags__(self):
