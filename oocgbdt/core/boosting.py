@@ -172,7 +172,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                              seconds_sampling=share_sampling,
                              seconds_waiting=grower.time_waiting)
                 if hasattr(backend, "seconds"):
-                    spent = {f: backend.seconds[f] - timed.get(f, 0.0) for f in backend.seconds}
+                    now = dict(backend.seconds)  # read once: a remote backend asks its workers
+                    spent = {f: now[f] - timed.get(f, 0.0) for f in now}
                     stats.update(
                         seconds_histogram=spent.get("chunk_root", 0.0) + spent.get("chunk_split", 0.0),
                         seconds_reduce=(spent.get("sum_histograms", 0.0) + spent.get("subtract_parts", 0.0)

@@ -31,6 +31,7 @@ from oocgbdt.core.boosting import boost
 from oocgbdt.core.chunk import chunk_conflict_stats, chunk_from_raw
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
+from oocgbdt.dask.actors import ActorBackend
 from oocgbdt.dask.backend import DaskBackend
 from oocgbdt.dask.binning import fit_bin_mapper
 from oocgbdt.dask.bundling import fit_bundler
@@ -54,6 +55,20 @@ def _chunk_tasks(X, y, weight, bin_mapper, bundler, n_outputs, key):
     return [dask.delayed(chunk_from_raw, pure=True)(xs, yb, wb, n_outputs, bm, bd,
                                                     dask_key_name=f"{key}-{i}")
             for i, (xs, yb, wb) in enumerate(zip(Xs, ys, ws))]
+
+
+def _adopt(client, backend, tasks):
+    """Compute each partition's delayed ChunkData on the worker of the shard that will hold it,
+    then hand the results to the shards (the Dask futures are released on return)."""
+    n = len(tasks)
+    futures = [None] * n
+    for o, worker in enumerate(backend.workers):
+        mine = [i for i in range(n) if backend.owner_of_partition(i, n) == o]
+        if mine:
+            for i, f in zip(mine, client.compute([tasks[i] for i in mine], workers=[worker],
+                                                 allow_other_workers=False)):
+                futures[i] = f
+    return backend.adopt(futures)
 
 
 def _threaded_compute(*arrays):
@@ -189,10 +204,18 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             eval_tasks = [(name, _chunk_tasks(Xe, ye, we, bin_mapper, bundler, n_out,
                                               f"{key}-eval-{name}"))
                           for name, Xe, ye, we in evals]
+            n_workers = 0 if local else len(c.scheduler_info()["workers"])
             if local:
                 chunks = list(dask.compute(*tasks, scheduler="threads"))
                 eval_sets = [(n, list(dask.compute(*t, scheduler="threads"))) for n, t in eval_tasks]
                 conflict_stats = [chunk_conflict_stats(ch) for ch in chunks]
+            elif n_workers > 1:
+                # Several workers: one actor per worker holds its block of partitions; each
+                # partition is computed on the worker whose actor adopts it.
+                backend = ActorBackend(c)
+                chunks = _adopt(c, backend, tasks)
+                eval_sets = [(n, _adopt(c, backend, t)) for n, t in eval_tasks]
+                conflict_stats = backend.gather(backend.map(chunk_conflict_stats, chunks))
             else:
                 chunks = c.compute(tasks)
                 eval_sets = [(n, c.compute(t)) for n, t in eval_tasks]
@@ -215,7 +238,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
                                 metrics=metrics, verbose=params["verbose"], key=key,
                                 bundler=bundler)
-            if not local and len(c.scheduler_info()["workers"]) == 1:
+            if n_workers == 1:
                 # Every chunk lives on the one worker: nothing crosses workers, so the loop runs
                 # there as one task and each pass costs no scheduler round trips.
                 result = c.submit(_boost_on_worker, chunks, eval_sets, boost_kwargs,

@@ -1,0 +1,230 @@
+"""Cost model of one tree, fitted to measurements at 1, 2 and 4 workers (``docs/scaling.md``).
+
+Usage::
+
+    python -m benchmarks.scaling [--quick] [--rows N] [--features F] [--trees T]
+                                 [--workers 1 2 4] [--json PATH]
+
+What it measures: a synthetic dense binary task (the generator of
+:mod:`benchmarks.synthetic_1m`) is written once to a Zarr store (16 row chunks); for every worker
+count W, a ``LocalCluster(n_workers=W, threads_per_worker=1, processes=True)`` trains T trees
+(num_leaves=31, learning_rate=0.1, max_bin=255) from that store, twice (N and N/2 rows, the first
+rows of the store), and per tree we record: wall seconds, passes, tasks, rows histogrammed (the
+root's rows plus the smaller child of every split that was histogrammed, from the tree's node
+counts), and the compute seconds of the histogram tasks, the reduction tasks (sum / subtract of
+histograms) and the split search tasks (from the task stream, or, on one worker where the loop
+runs as one task next to the data, from the in-process backend's timers).
+
+The model: per tree
+
+    T = P * o(W) + H_cells / (r_h * min(W, cores)) + P * p * B / (r_r * min(W, cores)) + P * s
+
+with P passes per tree, p partitions (tasks per pass), B bytes of one partial histogram,
+H_cells = rows histogrammed x columns, and four fitted constants: r_h (cells per second per
+thread), r_r (histogram bytes summed per second per thread), s (split search seconds per pass)
+and o(W) (the per-pass latency that is not compute: scheduler round trips and client work;
+fitted separately for one worker and for several, since one worker runs the loop locally).
+The printed table compares the model's time per tree with the measured one for every run.
+Then the model is evaluated, with the assumptions printed beside it, for 1e9 rows x 1,000
+features on 100 workers, and the terms are ranked: the largest is where it breaks first.
+
+On this 2-core machine, 4 single-threaded workers share 2 cores: ``min(W, cores)`` is the
+parallelism the model assumes, and the 4-worker run measures the cost of more processes (more
+transfers, more round trips) rather than more compute.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from benchmarks._common import machine_info, print_table
+from benchmarks.synthetic_1m import make_data, tree_time_split
+
+HIST_ENTRY_BYTES = 24  # one (gradient, hessian, count) float64 triple per bin
+
+
+def rows_histogrammed(tree, n_passes):
+    """Rows histogrammed for one tree: the root's rows plus, for each split that triggered a pass
+    (the first ``n_passes - 1`` splits, in split order), the smaller child's rows."""
+    counts_internal = np.asarray(tree.internal_count, dtype=float)
+    leaf_counts = np.asarray(tree.leaf_count, dtype=float)
+    if counts_internal.size == 0:
+        return float(leaf_counts.sum())
+
+    def count(child):
+        return leaf_counts[~child] if child < 0 else counts_internal[child]
+
+    total = counts_internal[0]
+    for node in range(min(n_passes - 1, counts_internal.size)):
+        total += min(count(tree.left_child[node]), count(tree.right_child[node]))
+    return float(total)
+
+
+def write_store(path, rows, features, seed=0):
+    import zarr
+    X, y, Xt, yt = make_data(rows, features, seed=seed)
+    chunk = math.ceil(rows / 16)
+    root = zarr.open_group(path, mode="w")
+    root.create_array("X", data=X, chunks=(chunk, features))
+    root.create_array("y", data=y, chunks=(chunk,))
+    return Xt, yt
+
+
+def run_one(path, n_rows, n_workers, n_trees, params):
+    import dask.array as da
+    from distributed import Client, LocalCluster, get_task_stream
+
+    import oocgbdt
+
+    X = da.from_zarr(path, component="X")[:n_rows]
+    y = da.from_zarr(path, component="y")[:n_rows]
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      memory_limit="4GB", dashboard_address=":0") as cluster, Client(cluster) as client:
+        p = dict(params, n_estimators=n_trees)
+        t0 = time.perf_counter()
+        with get_task_stream(client) as ts:
+            booster = oocgbdt.train(p, X, y, client=client)
+        wall = time.perf_counter() - t0
+        records = ts.data
+    split, source = tree_time_split(records, booster.tree_stats, n_workers)
+    trees = booster.trees
+    out = []
+    for tree, st, sp in zip(trees, booster.tree_stats, split):
+        out.append(dict(wall=sp["wall"], passes=st["n_passes"], hist=sp["hist"], find=sp["find"],
+                        reduce=sp["reduce"], rows_hist=rows_histogrammed(tree, st["n_passes"])))
+    # Tasks per pass: the per-partition tasks of a root pass.
+    n_parts = sum(1 for r in records if re.search(r"-t0-root-\d+$", str(r["key"])))
+    if n_parts == 0:  # one worker: the loop ran as one task; partitions = chunks of the input
+        n_parts = len(X.chunks[0])
+    return dict(n_rows=n_rows, n_workers=n_workers, wall_total=wall, trees=out, source=source,
+                n_partitions=int(n_parts))
+
+
+def fit_model(runs, features, n_bins, cores):
+    """Least-squares fit of (1/r_h, 1/r_r, s, o_1, o_many) to per-tree wall times (non-negative)."""
+    from scipy.optimize import nnls
+    B = n_bins * HIST_ENTRY_BYTES
+    rows, target = [], []
+    for run in runs:
+        par = min(run["n_workers"], cores)
+        for t in run["trees"][1:]:  # the first tree pays compilation and warm-up
+            P = t["passes"]
+            rows.append([t["rows_hist"] * features / par, P * run["n_partitions"] * B / par, P,
+                         P if run["n_workers"] == 1 else 0.0, P if run["n_workers"] > 1 else 0.0])
+            target.append(t["wall"])
+    A, b = np.asarray(rows), np.asarray(target)
+    coef, _ = nnls(A, b)
+    return dict(sec_per_cell=coef[0], sec_per_hist_byte=coef[1], search_per_pass=coef[2],
+                overhead_one_worker=coef[3], overhead_many_workers=coef[4],
+                hist_bytes=B), A, b
+
+
+def model_tree_seconds(m, *, rows_hist_cells, passes, partitions, workers, cores_per_worker):
+    par = workers * cores_per_worker
+    terms = {
+        "histogram building": rows_hist_cells * m["sec_per_cell"] / par,
+        "histogram reduction": passes * partitions * m["hist_bytes"] * m["sec_per_hist_byte"] / par,
+        "split search": passes * m["search_per_pass"],
+        "per-pass latency": passes * (m["overhead_one_worker"] if workers == 1
+                                      else m["overhead_many_workers"]),
+    }
+    return terms
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smoke run: 40,000 rows, 3 trees")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--features", type=int, default=100)
+    ap.add_argument("--trees", type=int, default=10)
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
+    ap.add_argument("--json", default=None, help="write the measurements and the fit here")
+    return ap.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.quick:
+        args.rows, args.features, args.trees, args.workers = 40_000, 20, 3, [1, 2]
+    cores = os.cpu_count() or 1
+    print(f"# scaling: {args.rows:,} rows x {args.features} features, {args.trees} trees, "
+          f"workers {args.workers}; {machine_info()}", flush=True)
+    params = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255,
+                  verbose=False, cache="memory")
+    tmp = tempfile.mkdtemp(prefix="oocgbdt-scaling-")
+    try:
+        path = os.path.join(tmp, "data.zarr")
+        write_store(path, args.rows, args.features)
+        runs = []
+        for w in args.workers:
+            for n in (args.rows // 2, args.rows):
+                run = run_one(path, n, w, args.trees, params)
+                runs.append(run)
+                per = np.mean([t["wall"] for t in run["trees"][1:]]) if len(run["trees"]) > 1 else float("nan")
+                passes = np.mean([t["passes"] for t in run["trees"]])
+                print(f"  W={w} rows={n:,}: {per * 1000:.1f} ms/tree after the first, {passes:.1f} "
+                      f"passes/tree, {run['n_partitions']} partitions, total {run['wall_total']:.1f} s "
+                      f"(load {os.getloadavg()[0]:.2f})", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    n_bins = args.features * 256
+    m, A, b = fit_model(runs, args.features, n_bins, cores)
+    pred = A @ np.array([m["sec_per_cell"], m["sec_per_hist_byte"], m["search_per_pass"],
+                         m["overhead_one_worker"], m["overhead_many_workers"]])
+    print("\n## Fitted constants")
+    print(f"- histogram building: {1 / m['sec_per_cell'] / 1e6:.1f} M cells (row x column) per "
+          f"second per thread" if m["sec_per_cell"] > 0 else "- histogram building: not resolved")
+    print(f"- histogram reduction: {1 / m['sec_per_hist_byte'] / 1e9:.2f} GB summed per second per "
+          f"thread" if m["sec_per_hist_byte"] > 0 else "- histogram reduction: below resolution (0)")
+    print(f"- split search: {m['search_per_pass'] * 1000:.2f} ms per pass")
+    print(f"- per-pass latency: {m['overhead_one_worker'] * 1000:.2f} ms with one worker (loop on "
+          f"the worker), {m['overhead_many_workers'] * 1000:.2f} ms with several (loop on the client)")
+
+    rows_out, i = [], 0
+    for run in runs:
+        k = len(run["trees"]) - 1
+        if k <= 0:
+            continue
+        meas, mod = b[i:i + k].mean(), pred[i:i + k].mean()
+        rows_out.append([run["n_workers"], f"{run['n_rows']:,}", f"{meas * 1000:.1f}",
+                         f"{mod * 1000:.1f}", f"{(mod - meas) / meas * 100:+.0f}%"])
+        i += k
+    print("\n## Model vs measurement (mean seconds per tree after the first)")
+    print_table(["workers", "rows", "measured ms/tree", "model ms/tree", "error"], rows_out)
+
+    # Extrapolation: 1e9 rows x 1,000 features, 100 workers.
+    N, F, W, c = 1e9, 1000, 100, 8
+    passes = 30
+    mean_frac = np.mean([t["rows_hist"] / r["n_rows"] for r in runs for t in r["trees"][1:]])
+    part_rows = 2 ** 18
+    parts = math.ceil(N / part_rows)
+    big = dict(m, hist_bytes=F * 256 * HIST_ENTRY_BYTES)
+    terms = model_tree_seconds(big, rows_hist_cells=mean_frac * N * F, passes=passes,
+                               partitions=parts, workers=W, cores_per_worker=c)
+    tasks_per_pass = parts + math.ceil(parts / 7) + 3
+    print(f"\n## Extrapolation: {N:.0e} rows x {F} features on {W} workers x {c} threads, "
+          f"{passes} passes/tree (leaf-wise, 31 leaves), {parts:,} partitions of {part_rows:,} rows "
+          f"({tasks_per_pass:,} tasks per pass), rows histogrammed per tree = {mean_frac:.2f} x N "
+          f"(measured here)")
+    for name, sec in sorted(terms.items(), key=lambda kv: -kv[1]):
+        print(f"- {name}: {sec:.1f} s per tree")
+    print(f"- total: {sum(terms.values()):.1f} s per tree")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(args=vars(args), runs=runs, fit=m, extrapolation=terms), fh, indent=1,
+                      default=float)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
