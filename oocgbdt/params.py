@@ -718,8 +718,19 @@ def _check_sampling(params):
         )
 
 
+def _check_grow_policy(params):
+    if params["grow_policy"] == "depthwise" and params["max_leaves_per_pass"] != 1:
+        raise ValueError(
+            f"max_leaves_per_pass={params['max_leaves_per_pass']} applies to "
+            f"grow_policy='leafwise' only: grow_policy='depthwise' already splits every open leaf "
+            f"with a positive gain in each pass (one pass per level). Leave max_leaves_per_pass "
+            f"at 1, or use grow_policy='leafwise' with max_leaves_per_pass="
+            f"{params['max_leaves_per_pass']}."
+        )
+
+
 _JOINT_CHECKS = [_check_num_class, _check_metric_objective, _check_screening,
-                 _check_sampling]
+                 _check_sampling, _check_grow_policy]
 
 
 # --------------------------------------------------------------------------------------------
