@@ -111,9 +111,9 @@ class HistogramSource:
         self.max_hist_kept = max(self.max_hist_kept, len(self._hist))
 
     @property
-    def n_hist_kept(self) -> int:
-        """Leaf histograms kept right now."""
-        return len(self._hist)
+    def kept_leaves(self) -> list:
+        """Leaves whose histograms are kept right now (sorted)."""
+        return sorted(self._hist)
 
     def root(self):
         """Histogram all rows into leaf 0; returns ``(LeafTotals, SplitInfo or None)``."""
