@@ -189,6 +189,10 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
     return rows, hist
 
 
+#: Which children of a split a pass histograms from rows (see :class:`SplitPlan`).
+BUILD_LEFT, BUILD_RIGHT, BUILD_BOTH = 0, 1, 2
+
+
 @dataclass(frozen=True)
 class SplitPlan:
     """The splits one pass applies, and which children it histograms directly.
@@ -208,6 +212,7 @@ class SplitPlan:
     build: tuple
 
     def built(self) -> list:
+        """``(split index, side)`` of each stacked histogram slot (side 0 left, 1 right)."""
         out = []
         for i, b in enumerate(self.build):
             if b == BUILD_BOTH:
@@ -215,9 +220,6 @@ class SplitPlan:
             else:
                 out.append((i, int(b == BUILD_RIGHT)))
         return out
-
-
-BUILD_LEFT, BUILD_RIGHT, BUILD_BOTH = 0, 1, 2
 
 
 def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan):
