@@ -209,7 +209,7 @@ def print_time_split(split, source):
     print(f"\noocgbdt time split: {len(split)} trees, {passes} passes ({passes / n:.1f} per tree), "
           f"{leaves / n:.1f} leaves per tree; source: {source}")
     print("histogram = route rows + build histograms (-route-/-root- tasks, chunk_root/"
-          "chunk_split), find = split search (-find*, finish_root/finish_split), reduce = "
+          "chunk_split_many), find = split search (-find*, finish_root/finish_split_many), reduce = "
           "histogram sums and subtraction (-sum/-built/-sibling/-hist-root), overhead = wall - "
           "(histogram + find + reduce): " + (
               "scheduler round trips, client-side grower work and idle threads; *apply tasks run "

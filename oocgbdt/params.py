@@ -426,13 +426,17 @@ _TABLE = [
         "max_leaves_per_pass", 1, (), "int", _range(1, integer=True),
         "Leaves split per pass over the data with grow_policy='leafwise': 1 is exact best-first "
         "growth; k > 1 splits the k open leaves with the largest gains at once, so a tree of "
-        "num_leaves leaves takes about (num_leaves - 1) / k passes instead of num_leaves - 1.",
+        "num_leaves leaves takes about (num_leaves - 1) / k passes instead of num_leaves - 1 "
+        "(fewer when k exceeds the open leaves: 9 passes for 31 leaves and k=4). Must be 1 with "
+        "grow_policy='depthwise'.",
     ),
     Param(
         "histogram_pool_size", -1.0, ("hist_pool_size",), "float", _any,
         "Upper bound, in MB, on the leaf histograms kept between passes of one tree (LightGBM's "
-        "histogram_pool_size); <= 0 means no bound. A leaf whose parent histogram was dropped "
-        "histograms both children instead of deriving one by subtraction.",
+        "histogram_pool_size); <= 0 means no bound. Over the bound, the open leaves with the "
+        "smallest best-split gain lose their histograms first (LightGBM drops the least recently "
+        "used); a leaf split after losing its histogram histograms both children instead of "
+        "deriving one by subtraction (same splits, leaf values equal up to rounding).",
     ),
     Param(
         "min_data_in_leaf", 20,
@@ -718,8 +722,19 @@ def _check_sampling(params):
         )
 
 
+def _check_grow_policy(params):
+    if params["grow_policy"] == "depthwise" and params["max_leaves_per_pass"] != 1:
+        raise ValueError(
+            f"max_leaves_per_pass={params['max_leaves_per_pass']} applies to "
+            f"grow_policy='leafwise' only: grow_policy='depthwise' already splits every open leaf "
+            f"with a positive gain in each pass (one pass per level). Leave max_leaves_per_pass "
+            f"at 1, or use grow_policy='leafwise' with max_leaves_per_pass="
+            f"{params['max_leaves_per_pass']}."
+        )
+
+
 _JOINT_CHECKS = [_check_num_class, _check_metric_objective, _check_screening,
-                 _check_sampling]
+                 _check_sampling, _check_grow_policy]
 
 
 # --------------------------------------------------------------------------------------------

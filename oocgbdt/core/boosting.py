@@ -24,7 +24,7 @@ from oocgbdt.core.screening import FeatureScreener
 from oocgbdt.core.sampling import RowSampler, chunk_n_rows, sampling_enabled
 from oocgbdt.core.split import FeatureMeta, SplitParams
 
-__all__ = ["BoostResult", "boost", "compute_init_score"]
+__all__ = ["BoostResult", "boost", "compute_init_score", "histogram_pool_capacity"]
 
 
 @dataclass
@@ -33,7 +33,11 @@ class BoostResult:
 
     ``best_iteration`` is 1-based (LightGBM's convention) and set only when early stopping
     was requested; ``tree_stats`` has one dict per tree: passes, leaves, rows the tree was
-    trained on (``n_rows``: every row, or the round's GOSS/bagging sample), ``seconds`` in total
+    trained on (``n_rows``: every row, or the round's GOSS/bagging sample), leaf histograms built
+    from rows (``n_hist_built``, the root's included) and derived by subtraction
+    (``n_hist_subtracted``), kept histograms dropped to respect ``histogram_pool_size``
+    (``n_hist_dropped``) and the most kept at once between passes (``max_hist_kept``),
+    ``seconds`` in total
     (growing the tree, applying it to every row, and the tree's share of its round's gradients
     and row sampling: a multiclass round's trees share it equally), the share spent sampling
     rows (``seconds_sampling``), the same total in CPU seconds of this process, all threads
@@ -62,6 +66,18 @@ def compute_init_score(backend, label_stat_handles, objective, params, split_eve
     stats = backend.gather(tree_reduce(backend, _sum_list, label_stat_handles, split_every,
                                        f"{key}-labelsum"))
     return np.asarray(objective.init_score_from_stats(stats), dtype=np.float64).reshape(k)
+
+
+def histogram_pool_capacity(pool_size_mb, n_hist_bins):
+    """Leaf histograms that fit in ``histogram_pool_size`` MB (2**20 bytes); None: no bound.
+
+    A leaf histogram is ``(n_hist_bins, 3)`` float64 (24 bytes per bin), whatever the round's
+    feature selection. Unlike LightGBM (at least 2 slots), a pool smaller than one histogram
+    keeps none: every split then histograms both children.
+    """
+    if pool_size_mb is None or pool_size_mb <= 0:
+        return None
+    return int(float(pool_size_mb) * 2**20 // (int(n_hist_bins) * 3 * 8))
 
 
 def _sum_list(parts):
@@ -118,6 +134,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                    for name, ec in eval_chunks.items()}
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
     screener = FeatureScreener.from_params(params, meta.feature_mask)
+    max_cached = histogram_pool_capacity(params["histogram_pool_size"], meta.n_hist_bins)
     sampler = None
     if sampling_enabled(params):
         rows = backend.gather(backend.map(chunk_n_rows, chunks, key=f"{key}-nrows"))
@@ -147,9 +164,11 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 timed = dict(getattr(backend, "seconds", {}))
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
                 source = HistogramSource(chunks, k, round_meta_h, sp_h, int(params["num_leaves"]),
-                                         backend=backend, split_every=split_every, key=tree_key)
+                                         backend=backend, split_every=split_every, key=tree_key,
+                                         max_cached=max_cached)
                 grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
-                                    params["max_depth"])
+                                    params["max_depth"], grow_policy=params["grow_policy"],
+                                    max_leaves_per_pass=params["max_leaves_per_pass"])
                 tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, lr, k)
                 source.close()
                 if source.feature_gains is not None:
@@ -166,6 +185,10 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                                                     [k] * len(ec), key=f"{tree_key}-apply-{name}")
                 round_trees.append(tree)
                 stats = dict(n_passes=source.n_passes, n_leaves=tree.n_leaves,
+                             n_hist_built=source.n_hist_built,
+                             n_hist_subtracted=source.n_hist_subtracted,
+                             n_hist_dropped=source.n_hist_dropped,
+                             max_hist_kept=source.max_hist_kept,
                              n_rows=int(round(float(tree.leaf_count.sum()))),
                              seconds=time.perf_counter() - t_start + share,
                              cpu_seconds=time.process_time() - c_start + share_cpu,
@@ -175,10 +198,14 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                     now = dict(backend.seconds)  # read once: a remote backend asks its workers
                     spent = {f: now[f] - timed.get(f, 0.0) for f in now}
                     stats.update(
-                        seconds_histogram=spent.get("chunk_root", 0.0) + spent.get("chunk_split", 0.0),
-                        seconds_reduce=(spent.get("sum_histograms", 0.0) + spent.get("subtract_parts", 0.0)
+                        seconds_histogram=(spent.get("chunk_root", 0.0)
+                                           + spent.get("chunk_split_many", 0.0)),
+                        seconds_reduce=(spent.get("sum_histograms", 0.0)
+                                        + spent.get("built_histogram", 0.0)
+                                        + spent.get("sibling_histogram", 0.0)
                                         + spent.get("root_histogram", 0.0)),
-                        seconds_split_search=spent.get("finish_root", 0.0) + spent.get("finish_split", 0.0))
+                        seconds_split_search=(spent.get("finish_root", 0.0)
+                                              + spent.get("finish_split_many", 0.0)))
                 result.tree_stats.append(stats)
             if all(t.n_leaves == 1 for t in round_trees) and rnd > 0:
                 # LightGBM stops when no leaf meets the split requirements (gbdt.cpp TrainOneIter).

@@ -21,8 +21,10 @@ from oocgbdt.kernels.partition import split_rows
 from oocgbdt.kernels.predict import predict_binned
 
 __all__ = [
-    "ChunkData", "TreeRows", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root", "chunk_split",
-    "chunk_apply_tree", "sum_histograms", "root_histogram", "subtract_parts", "finish_root", "finish_split",
+    "ChunkData", "TreeRows", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
+    "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "chunk_split_many", "chunk_apply_tree",
+    "sum_histograms", "root_histogram", "built_histogram", "sibling_histogram", "finish_root",
+    "finish_split_many",
     "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
 ]
 
@@ -187,35 +189,83 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
     return rows, hist
 
 
-def chunk_split(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, leaf: int,
-                right_leaf: int, split: SplitInfo, build_left: bool):
-    """Route the rows of ``leaf`` by ``split`` and histogram the child to build.
+#: Which children of a split a pass histograms from rows (see :class:`SplitPlan`).
+BUILD_LEFT, BUILD_RIGHT, BUILD_BOTH = 0, 1, 2
 
-    ``prev`` is the previous pass's ``(TreeRows, histogram)`` result of this chunk. The left child
-    keeps id ``leaf``, the right child gets ``right_leaf``. Returns ``(TreeRows, histogram)``.
+
+@dataclass(frozen=True)
+class SplitPlan:
+    """The splits one pass applies, and which children it histograms directly.
+
+    Split ``i`` turns leaf ``leaves[i]`` into a left child that keeps that id and a right child
+    ``right_leaves[i]``, by ``splits[i]``. ``build[i]`` says which children the pass histograms
+    from rows: :data:`BUILD_LEFT`, :data:`BUILD_RIGHT` (the other child is the parent's histogram
+    minus the built one) or :data:`BUILD_BOTH` (the parent's histogram is not kept).
+
+    The histograms of a pass are stacked in split order, left before right where both are built:
+    :meth:`built` lists ``(split index, side)`` per stacked slot (side 0 left, 1 right).
+    """
+
+    leaves: tuple
+    right_leaves: tuple
+    splits: tuple
+    build: tuple
+
+    def built(self) -> list:
+        """``(split index, side)`` of each stacked histogram slot (side 0 left, 1 right)."""
+        out = []
+        for i, b in enumerate(self.build):
+            if b == BUILD_BOTH:
+                out += [(i, 0), (i, 1)]
+            else:
+                out.append((i, int(b == BUILD_RIGHT)))
+        return out
+
+
+def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan):
+    """Route the rows of every split leaf of ``plan`` and histogram the children it builds, in one
+    task per chunk.
+
+    ``prev`` is the previous pass's ``(TreeRows, histograms)`` result of this chunk. Leaves own
+    disjoint segments of ``TreeRows.order``, so each split partitions its segment of one copy of
+    ``order``; the left child keeps the leaf's id, the right child gets its ``right_leaves`` id.
+
+    Returns
+    -------
+    rows : TreeRows
+    hist : ndarray of shape (len(plan.built()), n_hist_bins, 3), dtype float64
+        The built children's histograms, stacked in :meth:`SplitPlan.built` order (one ndarray,
+        so :func:`sum_histograms` adds passes' partials as it adds single histograms).
     """
     rows = prev[0]
-    f = split.feature
     X = chunk_bins(data)
     order = rows.order.copy()
-    begin, count = int(rows.leaf_begin[leaf]), int(rows.leaf_count[leaf])
-    if meta.bundled:
-        n_left = split_rows_bundled(X[:, meta.feature_column[f]], rows.order, begin, count,
-                                    split.threshold_bin, split.default_left, meta.missing_types[f],
-                                    meta.default_bins[f], meta.n_bins[f] - 1, meta.feature_start[f],
-                                    meta.n_bins[f], meta.feature_raw[f], order)
-    else:
-        n_left = split_rows(X[:, f], rows.order, begin, count, split.threshold_bin,
-                            split.default_left, meta.missing_types[f], meta.default_bins[f],
-                            meta.n_bins[f] - 1, order)
     leaf_begin = rows.leaf_begin.copy()
     leaf_count = rows.leaf_count.copy()
-    leaf_count[leaf] = n_left
-    leaf_begin[right_leaf] = begin + n_left
-    leaf_count[right_leaf] = count - n_left
+    for leaf, right_leaf, split in zip(plan.leaves, plan.right_leaves, plan.splits):
+        f = split.feature
+        begin, count = int(rows.leaf_begin[leaf]), int(rows.leaf_count[leaf])
+        if meta.bundled:
+            n_left = split_rows_bundled(X[:, meta.feature_column[f]], rows.order, begin, count,
+                                        split.threshold_bin, split.default_left,
+                                        meta.missing_types[f], meta.default_bins[f],
+                                        meta.n_bins[f] - 1, meta.feature_start[f], meta.n_bins[f],
+                                        meta.feature_raw[f], order)
+        else:
+            n_left = split_rows(X[:, f], rows.order, begin, count, split.threshold_bin,
+                                split.default_left, meta.missing_types[f], meta.default_bins[f],
+                                meta.n_bins[f] - 1, order)
+        leaf_count[leaf] = n_left
+        leaf_begin[right_leaf] = begin + n_left
+        leaf_count[right_leaf] = count - n_left
     new_rows = TreeRows(order, leaf_begin, leaf_count)
-    built = leaf if build_left else right_leaf
-    return new_rows, _histogram(X, data, class_idx, new_rows.rows_of(built), meta)
+    built = plan.built()
+    hist = np.zeros((len(built), meta.n_hist_bins, 3), dtype=HIST_DTYPE)
+    for j, (i, side) in enumerate(built):
+        leaf = plan.right_leaves[i] if side else plan.leaves[i]
+        build_histogram(X, meta.hist_offsets, meta.hist_columns, data.gradients[class_idx],
+                        data.hessians[class_idx], new_rows.rows_of(leaf), hist[j])
+    return new_rows, hist
 
 
 def sum_histograms(parts) -> np.ndarray:
@@ -246,28 +296,65 @@ def finish_root(parts, meta: FeatureMeta, params: SplitParams):
     return totals, split, gains
 
 
-def subtract_parts(parent: np.ndarray, parts) -> np.ndarray:
-    """The built child's sibling: parent minus the sum of the built child's partial histograms."""
-    return parent - sum_histograms(parts)
+def _parts_sum_at(parts, j: int) -> np.ndarray:
+    """Sum of slot ``j`` of stacked partial histograms (or ``(TreeRows, stacked)`` results)."""
+    hists = [p[1] if isinstance(p, tuple) else p for p in parts]
+    out = hists[0][j].copy()
+    for h in hists[1:]:
+        out += h[j]
+    return out
 
 
-def finish_split(parent_hist: np.ndarray, parts, build_left: bool,
-                 split: SplitInfo, meta: FeatureMeta, params: SplitParams):
-    """Final task of a split pass: ``(left split, right split, feature_gains)`` (small).
+def built_histogram(parts, j: int) -> np.ndarray:
+    """Kept copy of a directly built child: slot ``j`` of a pass's stacked partials, summed."""
+    return _parts_sum_at(parts, j)
 
-    ``feature_gains`` is each feature's best split gain over both children (``-inf``: none).
 
-    ``parts`` are the last level's partial histograms of the built (smaller) child, summed
-    here; the sibling is parent minus built. The copies of both histograms kept for later
-    passes are computed by :func:`sum_histograms` and :func:`subtract_parts` tasks beside this
-    one, off the path the client waits on.
+def sibling_histogram(parent: np.ndarray, parts, j: int) -> np.ndarray:
+    """Kept copy of a built child's sibling: its parent minus slot ``j`` of the summed partials."""
+    return parent - _parts_sum_at(parts, j)
+
+
+def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params: SplitParams):
+    """Final task of a split pass: both children's best splits for every split of ``plan``.
+
+    Parameters
+    ----------
+    parents : sequence of ndarray of shape (n_hist_bins, 3), or None, one per split
+        The split leaf's histogram where one child is built (the other is parent minus it);
+        None where both children are built.
+    parts : list
+        The last reduction level's stacked partial histograms (or chunk results), summed here.
+    plan : SplitPlan
+    meta, params : FeatureMeta, SplitParams
+
+    Returns
+    -------
+    records : list of ``(left SplitInfo or None, right SplitInfo or None)``, one per split
+    feature_gains : ndarray of shape (n_features,), dtype float64
+        Each feature's best split gain over every searched child (``-inf``: none).
+
+    The copies of the children's histograms kept for later passes are made by
+    :func:`built_histogram` and :func:`sibling_histogram` tasks beside this one, off the path the
+    client waits on.
     """
-    built_hist = sum_histograms(parts)
-    other = parent_hist - built_hist
-    left_hist, right_hist = (built_hist, other) if build_left else (other, built_hist)
-    left_split, left_gains = best_split(left_hist, split.left, meta, params)
-    right_split, right_gains = best_split(right_hist, split.right, meta, params)
-    return left_split, right_split, np.maximum(left_gains, right_gains)
+    built = sum_histograms(parts)
+    children = [[None, None] for _ in plan.leaves]
+    for j, (i, side) in enumerate(plan.built()):
+        children[i][side] = built[j]
+    gains = np.full(meta.n_bins.shape[0], -np.inf)
+    records = []
+    for i, split in enumerate(plan.splits):
+        pair = children[i]
+        if pair[0] is None:
+            pair[0] = parents[i] - pair[1]
+        elif pair[1] is None:
+            pair[1] = parents[i] - pair[0]
+        left, left_gains = best_split(pair[0], split.left, meta, params)
+        right, right_gains = best_split(pair[1], split.right, meta, params)
+        gains = np.maximum(gains, np.maximum(left_gains, right_gains))
+        records.append((left, right))
+    return records, gains
 
 
 # ---- finished trees and evaluation --------------------------------------------------------------------------

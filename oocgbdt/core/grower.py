@@ -1,13 +1,27 @@
-"""This module contains :class:`TreeGrower`: leaf-wise (best-first) growth of one tree.
+"""This module contains :class:`TreeGrower`: growth of one tree, one pass over the data per round
+of splits.
 
-Data flow position: on the client, once per tree. The grower decides which leaf to split next; a
+Data flow position: on the client, once per tree. The grower decides which leaves to split; a
 histogram source (:class:`~oocgbdt.core.histogram_source.HistogramSource`) does the passes over
 the rows and returns split records. The grower knows nothing about where rows live.
 
-Growth follows LightGBM's ``SerialTreeLearner::Train`` (``src/treelearner/serial_tree_learner.cpp``):
-split the leaf with the largest gain (ties: lower leaf index) until ``num_leaves`` leaves or no
-positive gain; the left child keeps the parent's id, the right child gets the next id; children at
-``max_depth`` are not split further.
+Policies (``grow_policy``):
+
+- ``"leafwise"`` with ``max_leaves_per_pass=1``: LightGBM's best-first growth
+  (``SerialTreeLearner::Train``, ``src/treelearner/serial_tree_learner.cpp``): split the open
+  leaf with the largest gain (ties: lower leaf index) until ``num_leaves`` leaves or no positive
+  gain.
+- ``"leafwise"`` with ``max_leaves_per_pass=k``: each pass splits the k open leaves with the
+  largest gains (same order and tie rule, within the ``num_leaves`` budget).
+- ``"depthwise"``: each pass splits every open leaf with a positive gain, so one pass per level;
+  when the budget cannot take them all, the largest gains go first (same tie rule).
+
+Within a pass, splits are applied in that order (decreasing gain, then leaf index): the left
+child keeps the parent's id, the right child gets the next id, and internal nodes are numbered in
+the same order. So when the k chosen leaves are also the next k that best-first growth would
+split, the trees are identical. Children at ``max_depth`` are not split further, and a split whose
+children will never be split (depth, or the tree full after the pass) needs no pass: rows reach
+their final leaves when the finished tree is applied.
 """
 from __future__ import annotations
 
@@ -17,7 +31,9 @@ import numpy as np
 
 from oocgbdt.core.tree import Tree, TreeBuilder
 
-__all__ = ["TreeGrower"]
+__all__ = ["TreeGrower", "GROW_POLICIES"]
+
+GROW_POLICIES = ("leafwise", "depthwise")
 
 
 class TreeGrower:
@@ -26,31 +42,58 @@ class TreeGrower:
     Parameters
     ----------
     source : HistogramSource
+        Anything with ``root()`` and ``split_many(requests)`` (see
+        :meth:`~oocgbdt.core.histogram_source.HistogramSource.split_many`).
     split_params : SplitParams (a local copy; the source has its own handle)
     missing_types : ndarray of shape (n_features,), dtype uint8
     num_leaves : int
     max_depth : int
         <= 0 means no limit.
+    grow_policy : {"leafwise", "depthwise"}, default "leafwise"
+    max_leaves_per_pass : int, default 1
+        Leaves split per pass with ``"leafwise"`` (1: exact best-first growth). Must be 1 with
+        ``"depthwise"``, which splits every open leaf with a positive gain.
 
     Attributes
     ----------
-    n_passes : int
-        Passes over the data made for this tree.
+    n_rounds : int
+        Rounds of splits made for this tree (a round without open children makes no pass).
     time_waiting : float
         Seconds spent waiting for split records (histogram building, reduction and split search
         on the workers, plus scheduling).
     """
 
-    def __init__(self, source, split_params, missing_types, num_leaves, max_depth):
+    def __init__(self, source, split_params, missing_types, num_leaves, max_depth, *,
+                 grow_policy="leafwise", max_leaves_per_pass=1):
+        if grow_policy not in GROW_POLICIES:
+            raise ValueError(f"grow_policy must be one of {GROW_POLICIES}, got {grow_policy!r}")
+        if int(max_leaves_per_pass) < 1:
+            raise ValueError(f"max_leaves_per_pass must be >= 1, got {max_leaves_per_pass}")
+        if grow_policy == "depthwise" and int(max_leaves_per_pass) != 1:
+            raise ValueError(f"max_leaves_per_pass={max_leaves_per_pass} applies to "
+                             f"grow_policy='leafwise' only; grow_policy='depthwise' splits every "
+                             f"open leaf with a positive gain in each pass")
         self.source = source
         self.split_params = split_params
         self.missing_types = np.asarray(missing_types)
         self.num_leaves = int(num_leaves)
         self.max_depth = int(max_depth)
+        self.grow_policy = grow_policy
+        self.max_leaves_per_pass = int(max_leaves_per_pass)
+        self.n_rounds = 0
         self.time_waiting = 0.0
 
     def _can_split_at(self, depth):
         return self.max_depth <= 0 or depth < self.max_depth
+
+    def _choose(self, best, budget):
+        """The leaves to split in this round: open leaves with a positive gain, largest gain
+        first, ties to the lower leaf index; at most ``budget`` (and ``max_leaves_per_pass``
+        when leaf-wise)."""
+        ranked = sorted((l for l, s in best.items() if s is not None and s.gain > 0),
+                        key=lambda l: (-best[l].gain, l))
+        k = budget if self.grow_policy == "depthwise" else min(budget, self.max_leaves_per_pass)
+        return ranked[:k]
 
     def grow(self, bin_upper_bounds, shrinkage, class_idx) -> tuple[Tree, TreeBuilder]:
         """Grow the tree; returns the :class:`Tree` and the builder (leaf values before shrinkage)."""
@@ -63,28 +106,30 @@ class TreeGrower:
         builder = TreeBuilder(totals, root_value)
         best = {0: root_split if self._can_split_at(0) else None}
         while builder.n_leaves < self.num_leaves:
-            leaf, split = None, None
-            for l in sorted(best):
-                s = best[l]
-                if s is not None and s.gain > 0 and (split is None or s.gain > split.gain):
-                    leaf, split = l, s
-            if split is None:
+            chosen = self._choose(best, self.num_leaves - builder.n_leaves)
+            if not chosen:
                 break
-            parent_value = builder.leaf_value[leaf]
-            left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians)
-            right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians)
-            f = split.feature
-            right_leaf = builder.split(leaf, split, int(self.missing_types[f]), parent_value,
-                                       left_value, right_value)
-            if self._can_split_at(builder.leaf_depth[leaf]) and builder.n_leaves < self.num_leaves:
-                t0 = time.perf_counter()
-                best[leaf], best[right_leaf] = self.source.split(leaf, right_leaf, split)
-                self.time_waiting += time.perf_counter() - t0
-            else:
-                # Neither child will be split: no pass is needed. Rows reach their final leaves
-                # when the finished tree is applied to the chunks.
-                self.source.forget(leaf)
-                best[leaf] = best[right_leaf] = None
+            applied = []
+            for leaf in chosen:
+                split = best.pop(leaf)
+                parent_value = builder.leaf_value[leaf]
+                left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians)
+                right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians)
+                right_leaf = builder.split(leaf, split, int(self.missing_types[split.feature]),
+                                           parent_value, left_value, right_value)
+                applied.append((leaf, right_leaf, split))
+            # Children are searched only if they may be split: below max_depth and room left
+            # in the tree after this round. Otherwise no rows need routing for them.
+            room = builder.n_leaves < self.num_leaves
+            requests = [(leaf, right_leaf, split,
+                         room and self._can_split_at(builder.leaf_depth[leaf]))
+                        for leaf, right_leaf, split in applied]
+            self.n_rounds += 1
+            t0 = time.perf_counter()
+            records = self.source.split_many(requests)
+            self.time_waiting += time.perf_counter() - t0
+            for (leaf, right_leaf, _, _), (left, right) in zip(requests, records):
+                best[leaf], best[right_leaf] = left, right
         if builder.n_leaves == 1:
             # No split: the tree adds nothing, as in LightGBM (gbdt.cpp TrainOneIter keeps a
             # one-leaf tree's output at 0; only its first iteration would hold the init score,

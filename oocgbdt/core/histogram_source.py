@@ -1,19 +1,34 @@
 """This module contains the histogram source: where the tree grower gets split candidates.
 
-Data flow position: between the grower (which only decides which leaf to split next) and the
-chunks (which hold rows). Each request is one pass over the rows it touches: per chunk, route the
-split leaf's rows and histogram the smaller child (one fused task); tree-reduce the partial
-histograms; in the final task, derive the sibling by subtraction and search both children's best
-splits. Histograms stay where the backend keeps them; only :class:`~oocgbdt.core.split.SplitInfo`
+Data flow position: between the grower (which only decides which leaves to split) and the chunks
+(which hold rows). Each request is one pass over the rows it touches: per chunk, route the rows
+of every leaf split in the pass and histogram the children to build (one fused task,
+:func:`~oocgbdt.core.chunk.chunk_split_many`); tree-reduce the stacked partial histograms; in the
+final task, derive each sibling by subtraction and search both children of every split.
+Histograms stay where the backend keeps them; only :class:`~oocgbdt.core.split.SplitInfo`
 records reach the caller.
+
+Kept histograms (the histogram pool). Between passes the source keeps the histogram of each open
+leaf, so that splitting it later histograms only its smaller child. ``max_cached`` bounds how
+many are kept (LightGBM's ``histogram_pool_size``, converted to histograms by the caller). Leaves
+whose best split has no positive gain are never split (the grower's rule), so their histograms
+are dropped as soon as their split records arrive. When the pool is still over the bound, the
+histograms of the open leaves with the SMALLEST best-split gain are dropped first (ties: the
+higher leaf index, which loses ties when the grower picks leaves): both growth policies split
+open leaves in decreasing gain order, so these are the last to be split, and under the
+``num_leaves`` budget the likeliest never to be. LightGBM's ``HistogramPool`` evicts the least
+recently used slot instead, which in leaf-wise growth is roughly the oldest leaf, not the least
+promising one. A leaf split after its histogram was dropped gets both children histogrammed in
+the pass (no subtraction).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from oocgbdt.core.backend import LocalBackend, reduce_levels
-from oocgbdt.core.chunk import (chunk_root, chunk_split, finish_root, finish_split, root_histogram,
-                                subtract_parts, sum_histograms)
+from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, built_histogram,
+                                chunk_root, chunk_split_many, finish_root, finish_split_many,
+                                root_histogram, sibling_histogram, sum_histograms)
 
 __all__ = ["HistogramSource"]
 
@@ -33,10 +48,27 @@ class HistogramSource:
         Fan-in of the histogram reduction.
     key : str
         Prefix of task keys (unique per tree).
+    max_cached : int or None, default None
+        At most this many leaf histograms are kept between passes (None: no bound; 0: none, so
+        every split histograms both children).
+
+    Attributes
+    ----------
+    n_passes : int
+        Passes over the data (the root pass included).
+    n_hist_built, n_hist_subtracted : int
+        Leaf histograms built from rows (root included) and derived as parent minus sibling.
+    n_hist_dropped : int
+        Kept histograms dropped to respect ``max_cached`` (leaves without a positive gain, whose
+        histograms are always freed, are not counted).
+    max_hist_kept : int
+        Most leaf histograms kept at once between passes.
+    feature_gains : ndarray of shape (n_features,), dtype float64, or None
+        Per feature, the best split gain seen in any leaf of this tree.
     """
 
     def __init__(self, chunks, class_idx, meta, params, max_leaves, *, backend=None,
-                 split_every=8, key="oocgbdt"):
+                 split_every=8, key="oocgbdt", max_cached=None):
         self.backend = backend if backend is not None else LocalBackend()
         self.chunks = list(chunks)
         self.class_idx = class_idx
@@ -45,13 +77,43 @@ class HistogramSource:
         self.max_leaves = max_leaves
         self.split_every = split_every
         self.key = key
-        self._rows = None           # per-chunk handles of (TreeRows, histogram)
+        self.max_cached = None if max_cached is None else max(0, int(max_cached))
+        self._rows = None           # per-chunk handles of (TreeRows, histograms)
         self._hist = {}             # leaf -> handle of its histogram
+        self._gain = {}             # leaf -> best split gain of a leaf in _hist (pool priority)
         self.n_passes = 0
-        self.feature_gains = None   # per feature: best split gain seen in any leaf of this tree
+        self.n_hist_built = 0
+        self.n_hist_subtracted = 0
+        self.n_hist_dropped = 0
+        self.max_hist_kept = 0
+        self.feature_gains = None
 
     def _record(self, gains):
         self.feature_gains = gains if self.feature_gains is None else np.maximum(self.feature_gains, gains)
+
+    def _keep(self, leaf, split):
+        """After a pass: keep ``leaf``'s histogram only if it may be split (positive gain)."""
+        if split is None or not split.gain > 0:
+            self._hist.pop(leaf, None)
+        else:
+            self._gain[leaf] = split.gain
+
+    def _bound_pool(self):
+        """Drop kept histograms, least promising first, down to ``max_cached``."""
+        for leaf in [l for l in self._gain if l not in self._hist]:
+            del self._gain[leaf]
+        if self.max_cached is not None and len(self._hist) > self.max_cached:
+            ranked = sorted(self._hist, key=lambda l: (self._gain[l], -l))
+            for leaf in ranked[:len(self._hist) - self.max_cached]:
+                del self._hist[leaf]
+                del self._gain[leaf]
+                self.n_hist_dropped += 1
+        self.max_hist_kept = max(self.max_hist_kept, len(self._hist))
+
+    @property
+    def kept_leaves(self) -> list:
+        """Leaves whose histograms are kept right now (sorted)."""
+        return sorted(self._hist)
 
     def root(self):
         """Histogram all rows into leaf 0; returns ``(LeafTotals, SplitInfo or None)``."""
@@ -63,40 +125,89 @@ class HistogramSource:
         res = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
         self._hist = {0: b.submit(root_histogram, parts, self.meta, key=f"{self.key}-hist-root")}
         self.n_passes += 1
+        self.n_hist_built += 1
         totals, split, gains = b.gather(res)
         self._record(gains)
+        self._keep(0, split)
+        self._bound_pool()
         return totals, split
 
-    def split(self, leaf, right_leaf, split):
-        """Apply ``split`` to ``leaf``; returns the children's best splits ``(left, right)``.
+    def split_many(self, requests):
+        """Apply several splits in one pass; returns each split's children's best splits.
 
-        The child with fewer rows is histogrammed (the right one on a tie); the other is its
-        parent minus it.
+        Parameters
+        ----------
+        requests : list of ``(leaf, right_leaf, SplitInfo, search)``
+            ``search`` False: the children will never be split (depth or leaf budget), so the
+            split needs no rows routed and no histograms; the leaf's histogram is freed.
+
+        Returns
+        -------
+        list of ``(left SplitInfo or None, right SplitInfo or None)``, one per request
+            ``(None, None)`` where ``search`` is False. No pass is made when no request
+            searches.
+
+        Per searched split, the child with fewer rows is histogrammed (the right one on a tie)
+        and its sibling is the parent's kept histogram minus it; both children are histogrammed
+        when the parent's histogram was not kept.
         """
+        out = [(None, None)] * len(requests)
+        todo = []
+        for idx, (leaf, right_leaf, split, search) in enumerate(requests):
+            parent = self._hist.pop(leaf, None)
+            if search:
+                todo.append((idx, leaf, right_leaf, split, parent))
+        if not todo:
+            self._bound_pool()
+            return out
         b = self.backend
         n = len(self.chunks)
-        build_left = split.left.count < split.right.count
+        build = []
+        for _, _, _, split, parent in todo:
+            if parent is None:
+                build.append(BUILD_BOTH)
+            else:
+                build.append(BUILD_LEFT if split.left.count < split.right.count else BUILD_RIGHT)
+        plan = SplitPlan(tuple(t[1] for t in todo), tuple(t[2] for t in todo),
+                         tuple(t[3] for t in todo), tuple(build))
         tag = f"{self.key}-p{self.n_passes}"
-        self._rows = b.map(chunk_split, self.chunks, self._rows, [self.class_idx] * n,
-                           [self.meta] * n, [leaf] * n, [right_leaf] * n, [split] * n,
-                           [build_left] * n, key=f"{tag}-route")
+        self._rows = b.map(chunk_split_many, self.chunks, self._rows, [self.class_idx] * n,
+                           [self.meta] * n, [plan] * n, key=f"{tag}-route")
         parts = reduce_levels(b, sum_histograms, self._rows, self.split_every, f"{tag}-sum")
-        parent = self._hist.pop(leaf)
-        res = b.submit(finish_split, parent, parts, build_left, split, self.meta, self.params,
+        parents = [t[4] for t in todo]
+        res = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
                        key=f"{tag}-find")
-        built = b.submit(sum_histograms, parts, key=f"{tag}-built")
-        sibling = b.submit(subtract_parts, parent, parts, key=f"{tag}-sibling")
-        self._hist[leaf], self._hist[right_leaf] = (built, sibling) if build_left else (sibling, built)
+        built = plan.built()
+        for j, (i, side) in enumerate(built):
+            _, leaf, right_leaf, _, parent = todo[i]
+            child, other = (right_leaf, leaf) if side else (leaf, right_leaf)
+            self._hist[child] = b.submit(built_histogram, parts, j, key=f"{tag}-built-{child}")
+            if build[i] != BUILD_BOTH:
+                self._hist[other] = b.submit(sibling_histogram, parent, parts, j,
+                                             key=f"{tag}-sibling-{other}")
         self.n_passes += 1
-        left, right, gains = b.gather(res)
+        self.n_hist_built += len(built)
+        self.n_hist_subtracted += 2 * len(todo) - len(built)
+        records, gains = b.gather(res)
         self._record(gains)
-        return left, right
+        for (idx, leaf, right_leaf, _, _), (left, right) in zip(todo, records):
+            out[idx] = (left, right)
+            self._keep(leaf, left)
+            self._keep(right_leaf, right)
+        self._bound_pool()
+        return out
+
+    def split(self, leaf, right_leaf, split):
+        """Apply one split (a one-request :meth:`split_many`); returns ``(left, right)``."""
+        return self.split_many([(leaf, right_leaf, split, True)])[0]
 
     def forget(self, leaf):
         """Free the histogram of a leaf that will not be split."""
         self._hist.pop(leaf, None)
+        self._gain.pop(leaf, None)
 
     def close(self):
         """Drop every handle of this tree (histograms and row partitions)."""
         self._rows = None
         self._hist.clear()
+        self._gain.clear()
