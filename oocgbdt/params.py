@@ -442,8 +442,9 @@ _TABLE = [
         "min_data_in_leaf", 20,
         ("min_data_per_leaf", "min_data", "min_child_samples", "min_samples_leaf"),
         "int", _range(0, integer=True),
-        "Minimum number of rows in a leaf, counted exactly (LightGBM estimates the count from "
-        "hessians for non-L2 losses, so its trees can differ where this bound binds).",
+        "Minimum number of rows in a leaf. As in LightGBM, split search checks it on row counts "
+        "estimated from hessians (per bin round(hessian * leaf rows / leaf hessian)): exact for "
+        "L2 without weights, approximate otherwise, so a leaf may hold fewer rows.",
     ),
     Param(
         "min_sum_hessian_in_leaf", 1e-3,

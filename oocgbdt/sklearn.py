@@ -34,7 +34,8 @@ _PARAMS_DOC = """
     max_depth : int, default -1
         Maximum depth; <= 0 means no limit.
     min_child_samples : int, default 20
-        Minimum rows per leaf (LightGBM ``min_data_in_leaf``).
+        Minimum rows per leaf (LightGBM ``min_data_in_leaf``; checked, as LightGBM does, on
+        counts estimated from hessians, so with weights or non-L2 losses a leaf may hold fewer).
     min_child_weight : float, default 1e-3
         Minimum sum of hessians per leaf (``min_sum_hessian_in_leaf``).
     min_split_gain : float, default 0.0

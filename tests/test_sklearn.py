@@ -8,7 +8,7 @@ import dask.array as da
 import numpy as np
 import pytest
 from sklearn.base import clone
-from sklearn.metrics import log_loss, roc_auc_score
+from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -243,60 +243,44 @@ def test_regressor_matches_lgbmregressor(shared_data):
 
 
 def test_classifier_matches_lgbmclassifier_binary(shared_data):
-    """lightgbm_binary (HIGGS rows, 7,000 x 28).
+    """lightgbm_binary (HIGGS rows, 7,000 x 28): the same trees as LightGBM, with
+    min_child_samples=1 and with the default 20.
 
-    With min_child_samples=1 the trees are identical to LightGBM's: predictions agree to float
-    rounding and split importances are equal. With the default min_child_samples=20 they are
-    identical for the first 23 trees; then one split differs, because oocgbdt applies
-    min_data_in_leaf to exact row counts while LightGBM, for non-L2 losses, estimates counts
-    from hessians (``num_data / sum_hessian * hessian``), which admits a slightly different
-    threshold near the 20-row boundary. Later trees follow from different scores, so there we
-    compare quality: test log loss within 1% and AUC within 0.005 (the two models differ in
-    one split per ~20 trees, not in quality), predictions correlated > 0.99, and importances
-    only by shape and total (the number of splits).
+    Predictions agree to float rounding and split importances are equal. With 20, this holds
+    because min_data_in_leaf is checked on LightGBM's hessian-estimated counts (see
+    :mod:`oocgbdt.kernels.splitting`); with exact row counts one split near the 20-row
+    boundary differed in tree 24.
     """
     X, y = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.train")
     Xt, yt = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.test")
 
-    exact = dict(PARITY, min_child_samples=1)
-    ours = GBDTClassifier(**exact).fit(X, y)
-    theirs = _lgbm("LGBMClassifier", **exact).fit(X, y)
-    np.testing.assert_allclose(ours.predict_proba(Xt), theirs.predict_proba(Xt), rtol=1e-6,
-                               atol=1e-9)
-    np.testing.assert_array_equal(ours.feature_importances_,
-                                  theirs.booster_.feature_importance("split"))
-
-    ours = GBDTClassifier(**PARITY).fit(X, y)
-    theirs = _lgbm("LGBMClassifier", **PARITY).fit(X, y)
+    for params in (dict(PARITY, min_child_samples=1), PARITY):
+        ours = GBDTClassifier(**params).fit(X, y)
+        theirs = _lgbm("LGBMClassifier", **params).fit(X, y)
+        np.testing.assert_allclose(ours.predict_proba(Xt), theirs.predict_proba(Xt), rtol=1e-6,
+                                   atol=1e-9)
+        np.testing.assert_array_equal(ours.feature_importances_,
+                                      theirs.booster_.feature_importance("split"))
     p, q = ours.predict_proba(Xt), theirs.predict_proba(Xt)
-    assert abs(log_loss(yt, p) - log_loss(yt, q)) / log_loss(yt, q) < 0.01
-    assert abs(roc_auc_score(yt, p[:, 1]) - roc_auc_score(yt, q[:, 1])) < 0.005
-    assert np.corrcoef(p[:, 1], q[:, 1])[0, 1] > 0.99
-    fi = ours.feature_importances_
-    assert fi.shape == (X.shape[1],) == theirs.feature_importances_.shape
-    assert fi.sum() == _n_splits(ours.booster_)
-    assert theirs.feature_importances_.sum() == fi.sum()  # every tree has num_leaves leaves
+    assert abs(roc_auc_score(yt, p[:, 1]) - roc_auc_score(yt, q[:, 1])) < 1e-9
+    assert ours.feature_importances_.sum() == _n_splits(ours.booster_)
 
 
 def test_classifier_matches_lgbmclassifier_multiclass(shared_data):
     """lightgbm_multiclass (7,000 x 28, 5 classes; probably synthetic, with a weak signal).
 
-    The first 6 rounds (30 trees) are identical to LightGBM's. Then a split near the
-    min_data_in_leaf boundary differs (exact counts vs LightGBM's hessian-estimated counts, see
-    the binary test), and with a weak signal the later trees differ a lot (prediction
-    correlation ~0.94 after 50 rounds) while quality does not: test log loss within 2%.
+    All 50 rounds (250 trees) are LightGBM's: predictions agree to float rounding and split
+    importances are equal. With exact row counts for min_data_in_leaf (before LightGBM's
+    hessian-estimated counts were used) a split near the boundary differed in round 7, and with
+    a weak signal the later trees differed a lot (prediction correlation ~0.94 after 50 rounds).
     """
     X, y = load_lightgbm_tsv(shared_data / "lightgbm_multiclass" / "multiclass.train")
     Xt, yt = load_lightgbm_tsv(shared_data / "lightgbm_multiclass" / "multiclass.test")
     ours = GBDTClassifier(**PARITY).fit(X, y)
     theirs = _lgbm("LGBMClassifier", **PARITY).fit(X, y)
     np.testing.assert_array_equal(ours.classes_, theirs.classes_)
-    n_same = 6
-    np.testing.assert_allclose(ours.booster_.predict(Xt, num_iteration=n_same),
-                               theirs.predict_proba(Xt, num_iteration=n_same),
-                               rtol=1e-6, atol=1e-9)
-    p, q = ours.predict_proba(Xt), theirs.predict_proba(Xt)
-    assert abs(log_loss(yt, p) - log_loss(yt, q)) / log_loss(yt, q) < 0.02
-    fi = ours.feature_importances_
-    assert fi.shape == (X.shape[1],)
-    assert fi.sum() == _n_splits(ours.booster_)
+    np.testing.assert_allclose(ours.predict_proba(Xt), theirs.predict_proba(Xt), rtol=1e-6,
+                               atol=1e-9)
+    np.testing.assert_array_equal(ours.feature_importances_,
+                                  theirs.booster_.feature_importance("split"))
+    assert ours.feature_importances_.sum() == _n_splits(ours.booster_)

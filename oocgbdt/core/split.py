@@ -32,6 +32,10 @@ class FeatureMeta:
         The bin of 0.0.
     feature_mask : ndarray of shape (n_features,), dtype bool
         Features that may be split on (not trivial).
+    most_freq_bins : ndarray of shape (n_features,), dtype int32, or None
+        The most frequent bin (LightGBM's ``GetMostFreqBin``): split search estimates counts of
+        a NaN-type feature whose most frequent bin is 0 as LightGBM does (see
+        :mod:`oocgbdt.kernels.splitting`). None: unknown, taken as never 0.
 
     With Exclusive Feature Bundling (``from_bin_mapper(bin_mapper, bundler)``), histograms are
     built per bundle column and these are set too (see :mod:`oocgbdt.kernels.bundling`):
@@ -57,6 +61,7 @@ class FeatureMeta:
     feature_start: np.ndarray | None = None
     feature_raw: np.ndarray | None = None
     expand_index: np.ndarray | None = None
+    most_freq_bins: np.ndarray | None = None
 
     @classmethod
     def from_bin_mapper(cls, bin_mapper, bundler=None) -> "FeatureMeta":
@@ -74,8 +79,15 @@ class FeatureMeta:
             missing_types=np.asarray(bin_mapper.missing_types_, dtype=np.uint8),
             default_bins=np.asarray(bin_mapper.default_bins_, dtype=np.int32),
             feature_mask=~np.asarray(bin_mapper.is_trivial_, dtype=bool),
+            most_freq_bins=np.asarray(bin_mapper.most_freq_bins_, dtype=np.int32),
             **extra,
         )
+
+    def search_most_freq_bins(self) -> np.ndarray:
+        """:attr:`most_freq_bins`, or ``-1`` per feature when unknown (never bin 0)."""
+        if self.most_freq_bins is None:
+            return np.full(self.n_bins.shape[0], -1, dtype=np.int32)
+        return self.most_freq_bins
 
     @property
     def n_total_bins(self) -> int:
@@ -228,8 +240,9 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
         hist = meta.expand(hist[:meta.n_hist_bins], totals)
     per_feature = np.empty((meta.n_bins.shape[0], 6))
     find_best_thresholds(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
-                         meta.default_bins, meta.feature_mask, totals.sum_gradients,
-                         totals.sum_hessians, totals.count, params.lambda_l1, params.lambda_l2,
+                         meta.default_bins, meta.search_most_freq_bins(), meta.feature_mask,
+                         totals.sum_gradients, totals.sum_hessians, totals.count,
+                         params.lambda_l1, params.lambda_l2,
                          params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
                          params.min_gain_to_split, per_feature)
     gains = per_feature[:, 0].copy()

@@ -46,5 +46,6 @@ def test_split_search_of_a_zero_hessian_leaf_finds_nothing(kernel):
     hist[:, 2] = 30.0
     out = np.empty((1, 6))
     kernel(hist, np.array([0, 4]), np.array([4], np.int32), np.zeros(1, np.uint8),
-           np.zeros(1, np.int32), np.ones(1, bool), 0.0, 0.0, 120.0, 0.0, 0.0, 20.0, 0.0, 0.0, out)
+           np.zeros(1, np.int32), np.zeros(1, np.int32), np.ones(1, bool), 0.0, 0.0, 120.0, 0.0,
+           0.0, 20.0, 0.0, 0.0, out)
     assert out[0, 0] == -np.inf

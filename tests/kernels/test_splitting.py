@@ -31,10 +31,12 @@ def test_kernel_matches_brute_force(seed, l1, l2, min_data, min_gain):
     rng = np.random.default_rng(seed)
     mts = rng.integers(0, 3, size=6)
     hist, offsets, nb, mts, dbins, G, H, N = _random_case(rng, 6, mts)
+    mfbs = np.where(rng.random(6) < 0.5, 0, dbins).astype(np.int32)
     mask = rng.random(6) < 0.85
     out = np.empty((6, 6))
     ref = np.empty((6, 6))
-    args = (hist, offsets, nb, mts, dbins, mask, G, H, float(N), l1, l2, float(min_data), 1e-3, min_gain)
+    args = (hist, offsets, nb, mts, dbins, mfbs, mask, G, H, float(N), l1, l2, float(min_data), 1e-3,
+            min_gain)
     find_best_thresholds(*args, out)
     find_best_thresholds_naive(*args, ref)
     np.testing.assert_array_equal(np.isfinite(out[:, 0]), np.isfinite(ref[:, 0]))
@@ -50,7 +52,8 @@ def test_gain_formula_on_hand_made_histogram():
     hist = np.array([[-2.0, 1, 1], [-2.0, 1, 1], [4.0, 1, 1]])
     out = np.empty((1, 6))
     find_best_thresholds(hist, np.array([0, 3], np.int64), np.array([3], np.int32),
-                         np.array([0], np.uint8), np.array([0], np.int32), np.array([True]),
+                         np.array([0], np.uint8), np.array([0], np.int32), np.array([0], np.int32),
+                         np.array([True]),
                          0.0, 3.0, 3.0, 0.0, 0.0, 1.0, 0.0, 0.0, out)
     # best: bins {0,1} left (G=-4,H=2) vs {2} right (G=4,H=1): gain = 16/2 + 16/1 - 0/3 = 24
     assert out[0, 0] == pytest.approx(24.0, rel=1e-12)
@@ -62,6 +65,7 @@ def test_nan_feature_with_two_bins_sends_nan_right():
     hist = np.array([[-3.0, 3, 3], [3.0, 3, 3]])
     out = np.empty((1, 6))
     find_best_thresholds(hist, np.array([0, 2], np.int64), np.array([2], np.int32),
-                         np.array([2], np.uint8), np.array([0], np.int32), np.array([True]),
+                         np.array([2], np.uint8), np.array([0], np.int32), np.array([0], np.int32),
+                         np.array([True]),
                          0.0, 6.0, 6.0, 0.0, 0.0, 1.0, 0.0, 0.0, out)
     assert np.isfinite(out[0, 0]) and out[0, 1] == 0 and out[0, 2] == 0.0
