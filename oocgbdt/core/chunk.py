@@ -292,6 +292,8 @@ def finish_root(parts, meta: FeatureMeta, params: SplitParams):
     """
     hist = sum_histograms(parts)
     totals = leaf_totals(hist, meta)
+    if totals.count < 2 * params.min_data_in_leaf:  # LightGBM's BeforeFindBestSplit, see below
+        return totals, None, np.full(meta.n_bins.shape[0], -np.inf)
     split, gains = best_split(hist, totals, meta, params)
     return totals, split, gains
 
@@ -344,7 +346,14 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         children[i][side] = built[j]
     gains = np.full(meta.n_bins.shape[0], -np.inf)
     records = []
+    small = 2 * params.min_data_in_leaf
     for i, split in enumerate(plan.splits):
+        if split.left.count < small and split.right.count < small:
+            # LightGBM (SerialTreeLearner::BeforeFindBestSplit) searches neither sibling when
+            # both hold fewer than 2 x min_data_in_leaf rows (true counts): with min_data_in_leaf
+            # checked on hessian-estimated counts, a search could otherwise still split them.
+            records.append((None, None))
+            continue
         pair = children[i]
         if pair[0] is None:
             pair[0] = parents[i] - pair[1]

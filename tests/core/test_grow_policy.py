@@ -88,7 +88,8 @@ def _naive_search(Xb, g, h, rows, meta, sp):
         hist[:, 2] += np.bincount(b, None, meta.n_total_bins)
     out = np.empty((Xb.shape[1], 6))
     find_best_thresholds_naive(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
-                               meta.default_bins, meta.feature_mask, gg.sum(), hh.sum(),
+                               meta.default_bins, meta.search_most_freq_bins(), meta.feature_mask,
+                               gg.sum(), hh.sum(),
                                float(len(rows)), sp.lambda_l1, sp.lambda_l2, sp.min_data_in_leaf,
                                sp.min_sum_hessian_in_leaf, sp.min_gain_to_split, out)
     f = int(np.argmax(out[:, 0]))
@@ -128,9 +129,12 @@ def _naive_grow(bm, Xb, g, h, *, num_leaves, max_depth=-1, policy="leafwise", k=
             depth[leaf] += 1
             depth.append(depth[leaf])
             nodes.append((f, t, dl))
-        for child in children:
-            best[child] = (_naive_search(Xb, g, h, leaf_rows[child], meta, sp)
-                           if can(depth[child]) else None)
+        small = 2 * sp.min_data_in_leaf  # LightGBM: siblings both below 2 x min_data: no search
+        for left, right in zip(children[::2], children[1::2]):
+            both_small = len(leaf_rows[left]) < small and len(leaf_rows[right]) < small
+            for child in (left, right):
+                best[child] = (_naive_search(Xb, g, h, leaf_rows[child], meta, sp)
+                               if can(depth[child]) and not both_small else None)
     return nodes, leaf_rows, rounds
 
 
