@@ -359,8 +359,9 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
             pair[0] = parents[i] - pair[1]
         elif pair[1] is None:
             pair[1] = parents[i] - pair[0]
-        left, left_gains = best_split(pair[0], split.left, meta, params)
-        right, right_gains = best_split(pair[1], split.right, meta, params)
+        child_meta = split.child_meta(meta)  # features without a valid split here are skipped below
+        left, left_gains = best_split(pair[0], split.left, child_meta, params)
+        right, right_gains = best_split(pair[1], split.right, child_meta, params)
         gains = np.maximum(gains, np.maximum(left_gains, right_gains))
         records.append((left, right))
     return records, gains

@@ -5,7 +5,7 @@ on the worker that holds the histogram; only the small :class:`SplitInfo` travel
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
@@ -196,6 +196,16 @@ class SplitInfo:
     default_left: bool
     left: LeafTotals
     right: LeafTotals
+    #: (n_features,) bool: the features with a valid split in this leaf. Its children search
+    #: only these (LightGBM's ``FeatureHistogram::is_splittable``, inherited from the parent in
+    #: ``SerialTreeLearner::FindBestSplits``). None: no restriction.
+    splittable: np.ndarray | None = field(default=None, compare=False, repr=False)
+
+    def child_meta(self, meta):
+        """``meta`` restricted to the features its children may split on."""
+        if self.splittable is None:
+            return meta
+        return replace(meta, feature_mask=meta.feature_mask & self.splittable)
 
 
 def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
@@ -254,4 +264,5 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     right = LeafTotals(totals.sum_gradients - left.sum_gradients,
                        totals.sum_hessians - left.sum_hessians, totals.count - left.count)
     return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=int(rec[1]),
-                     default_left=bool(rec[2]), left=left, right=right), gains
+                     default_left=bool(rec[2]), left=left, right=right,
+                     splittable=np.isfinite(gains)), gains

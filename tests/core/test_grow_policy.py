@@ -77,8 +77,10 @@ def _goes_left(col, threshold_bin, default_left, missing_type, default_bin, nan_
     return np.where(missing, default_left, col <= threshold_bin)
 
 
-def _naive_search(Xb, g, h, rows, meta, sp):
-    """Best split of the leaf ``rows`` from a directly built histogram; (gain, f, t, dl) or None."""
+def _naive_search(Xb, g, h, rows, meta, sp, allowed=None):
+    """Best split of the leaf ``rows`` from a directly built histogram over the features in
+    ``allowed`` (those with a valid split in the parent; None: all); (gain, f, t, dl, features
+    with a valid split here) or None."""
     hist = np.zeros((meta.n_total_bins, 3))
     gg, hh = g[rows].astype(np.float64), h[rows].astype(np.float64)
     for f in range(Xb.shape[1]):
@@ -88,14 +90,15 @@ def _naive_search(Xb, g, h, rows, meta, sp):
         hist[:, 2] += np.bincount(b, None, meta.n_total_bins)
     out = np.empty((Xb.shape[1], 6))
     find_best_thresholds_naive(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
-                               meta.default_bins, meta.search_most_freq_bins(), meta.feature_mask,
+                               meta.default_bins, meta.search_most_freq_bins(),
+                               meta.feature_mask if allowed is None else meta.feature_mask & allowed,
                                gg.sum(), hh.sum(),
                                float(len(rows)), sp.lambda_l1, sp.lambda_l2, sp.min_data_in_leaf,
                                sp.min_sum_hessian_in_leaf, sp.min_gain_to_split, out)
     f = int(np.argmax(out[:, 0]))
     if not np.isfinite(out[f, 0]) or not out[f, 0] > 0:
         return None
-    return float(out[f, 0]), f, int(out[f, 1]), bool(out[f, 2])
+    return float(out[f, 0]), f, int(out[f, 1]), bool(out[f, 2]), np.isfinite(out[:, 0])
 
 
 def _naive_grow(bm, Xb, g, h, *, num_leaves, max_depth=-1, policy="leafwise", k=1):
@@ -110,6 +113,7 @@ def _naive_grow(bm, Xb, g, h, *, num_leaves, max_depth=-1, policy="leafwise", k=
     can = lambda d: max_depth <= 0 or d < max_depth
     best = {0: _naive_search(Xb, g, h, leaf_rows[0], meta, sp)}
     nodes, rounds = [], []
+    allowed = {}  # split leaf -> features its children may split on (LightGBM's is_splittable)
     while len(leaf_rows) < num_leaves:
         ranked = sorted((l for l, s in best.items() if s is not None), key=lambda l: (-best[l][0], l))
         budget = num_leaves - len(leaf_rows)
@@ -119,7 +123,8 @@ def _naive_grow(bm, Xb, g, h, *, num_leaves, max_depth=-1, policy="leafwise", k=
         rounds.append(chosen)
         children = []
         for leaf in chosen:
-            gain, f, t, dl = best.pop(leaf)
+            gain, f, t, dl, valid = best.pop(leaf)
+            allowed[leaf] = valid
             rows = leaf_rows[leaf]
             left = _goes_left(Xb[rows, f].astype(np.int64), t, dl, meta.missing_types[f],
                               meta.default_bins[f], meta.n_bins[f] - 1)
@@ -133,7 +138,7 @@ def _naive_grow(bm, Xb, g, h, *, num_leaves, max_depth=-1, policy="leafwise", k=
         for left, right in zip(children[::2], children[1::2]):
             both_small = len(leaf_rows[left]) < small and len(leaf_rows[right]) < small
             for child in (left, right):
-                best[child] = (_naive_search(Xb, g, h, leaf_rows[child], meta, sp)
+                best[child] = (_naive_search(Xb, g, h, leaf_rows[child], meta, sp, allowed[left])
                                if can(depth[child]) and not both_small else None)
     return nodes, leaf_rows, rounds
 
