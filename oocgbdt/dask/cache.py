@@ -58,7 +58,7 @@ from oocgbdt.dask.partitions import load_partition
 __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
            "PER_ROW_STATE_BYTES", "CachedBins", "inspect_cache_path", "hash_rows",
            "fingerprint_parts", "fingerprint", "check_fingerprint", "create_cache", "finish_cache",
-           "write_partition", "cached_partition", "partition_path", "directory_bytes",
+           "write_partition", "abort_writes", "cached_partition", "partition_path", "directory_bytes",
            "cluster_memory_bytes", "remove_cache"]
 
 logger = logging.getLogger("oocgbdt")
@@ -75,6 +75,8 @@ CODEC = BloscCodec(cname="lz4", clevel=1, shuffle="shuffle")
 BIN_SETTINGS = ("max_bin", "min_data_in_bin", "bin_construct_sample_cnt", "seed", "use_missing",
                 "zero_as_missing", "feature_pre_filter", "min_data_in_leaf", "enable_bundle",
                 "max_conflict_rate")
+#: File that tells the write tasks of a failed write pass to stop (see :func:`abort_writes`).
+ABORT_MARKER = "ABORTED"
 #: Rows hashed at each end of every set.
 EDGE_ROWS = 8
 #: Bytes per row and output kept in memory whatever the cache (ChunkData): float64 raw score (8),
@@ -283,13 +285,27 @@ def write_partition(array_path: str, blocks, y_blocks, w_blocks, n_outputs: int,
 
     Refuses to overwrite: the array must not exist yet.
     """
+    _check_not_aborted(array_path)
     data = load_partition(blocks, y_blocks, w_blocks, n_outputs, bin_mapper, bundler)
     cols = data.X_binned
+    _check_not_aborted(array_path)
     arr = zarr.create_array(store=array_path, shape=cols.shape, chunks=cols.shape or (1,),
                             dtype=cols.dtype, compressors=[CODEC], zarr_format=3,
                             overwrite=False)
     arr[...] = cols
     return replace(data, X_binned=CachedBins(array_path, tuple(cols.shape), cols.dtype))
+
+
+def _check_not_aborted(array_path: str) -> None:
+    root = os.path.dirname(os.path.dirname(array_path))
+    if os.path.exists(os.path.join(root, ABORT_MARKER)) or not os.path.isdir(os.path.dirname(array_path)):
+        raise RuntimeError(f"the write of disk cache {root!r} was aborted (another partition "
+                           f"failed); partition {array_path!r} is not written.")
+
+
+def abort_writes(root) -> None:
+    """Mark the cache at ``root`` as abandoned: write tasks not yet writing give up at once."""
+    Path(root, ABORT_MARKER).touch()
 
 
 def cached_partition(ref: CachedBins, y_blocks, w_blocks, n_outputs: int, conflicts=(0, 0)):

@@ -23,6 +23,7 @@ import os
 import tempfile
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import dask
@@ -38,7 +39,7 @@ from oocgbdt.dask.backend import DaskBackend
 from oocgbdt.dask.binning import fit_bin_mapper
 from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.booster import Booster
-from oocgbdt.dask.cache import (EDGE_ROWS, CachedBins, cached_partition, check_fingerprint,
+from oocgbdt.dask.cache import (EDGE_ROWS, CachedBins, abort_writes, cached_partition, check_fingerprint,
                                 cluster_memory_bytes, create_cache, directory_bytes, finish_cache,
                                 fingerprint_parts, hash_rows, inspect_cache_path, partition_path,
                                 remove_cache, write_partition)
@@ -104,6 +105,42 @@ def _edge_sha256(X, compute) -> str:
     hash_rows(h, first)
     hash_rows(h, last)
     return h.hexdigest()
+
+
+def _load_partitions(task_sets, client, cache_root):
+    """Run the loading (or cache writing) tasks of every set.
+
+    Returns ``({set: ChunkData handles}, {set: per-partition (conflict rows, lost values)})``
+    (conflicts of the training set only, unless writing a cache, which records every set).
+    Without a client the tasks run on a thread pool of this process. If a cache write fails,
+    the other write tasks are stopped and waited for before the error propagates, so nothing
+    writes into the cache directory once it is removed.
+    """
+    if client is None:
+        pool = ThreadPoolExecutor(os.cpu_count() or 1)
+        try:
+            loaded = {s: list(dask.compute(*t, scheduler="threads", pool=pool))
+                      for s, t in task_sets.items()}
+        except BaseException:
+            if cache_root is not None:
+                abort_writes(cache_root)
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return loaded, {s: [chunk_conflict_stats(ch) for ch in v] for s, v in loaded.items()}
+    loaded = {s: client.compute(t) for s, t in task_sets.items()}
+    names = list(loaded) if cache_root is not None else ["train"]
+    try:
+        stats = {s: client.gather(client.map(chunk_conflict_stats, loaded[s], pure=False))
+                 for s in names}
+    except BaseException:
+        if cache_root is not None:
+            from distributed import wait
+            abort_writes(cache_root)
+            with client.as_current():  # running writes end, pending ones give up
+                wait([f for v in loaded.values() for f in v])
+        raise
+    return loaded, stats
 
 
 def _gb(n) -> str:
@@ -320,18 +357,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                     for s, Xs, ys, ws in sets}
                 eval_keys = [(name, f"eval_{i}") for i, (name, *_) in enumerate(evals)]
                 t_write = time.perf_counter()
-                if local:
-                    loaded = {s: list(dask.compute(*t, scheduler="threads"))
-                              for s, t in task_sets.items()}
-                    stats = {s: [chunk_conflict_stats(ch) for ch in v] for s, v in loaded.items()}
-                else:
-                    loaded = {s: c.compute(t) for s, t in task_sets.items()}
-                    if root is None:
-                        stats = {"train": c.gather(c.map(chunk_conflict_stats, loaded["train"],
-                                                          pure=False))}
-                    else:  # every set, for the cache's record
-                        stats = {s: c.gather(c.map(chunk_conflict_stats, v, pure=False))
-                                 for s, v in loaded.items()}
+                loaded, stats = _load_partitions(task_sets, c, root)
                 del task_sets  # the graphs that read raw X; only ChunkData handles stay
                 if root is not None:
                     seconds_write = time.perf_counter() - t_write
