@@ -1,9 +1,11 @@
 """This module contains :func:`train`: the functional entry point of oocgbdt.
 
-Data flow: normalize inputs (metadata only) -> validate labels and weights (one small reduction)
--> fit bins on a row sample (one small compute) -> bin chunks lazily and load them as per-chunk
-state next to the data -> run :func:`oocgbdt.core.boosting.boost` on a backend -> a
-:class:`~oocgbdt.dask.booster.Booster`.
+Data flow: normalize inputs (metadata only) -> check ``cache_path`` -> validate labels and
+weights (one small reduction) -> fit bins (and bundles) on a row sample (small computes) ->
+group row chunks into compute partitions (:mod:`oocgbdt.dask.partitions`) -> per partition, one
+task reads, bins and loads it as state next to the data, its bins kept in memory or written to
+the disk cache (:mod:`oocgbdt.dask.cache`) -> run :func:`oocgbdt.core.boosting.boost` on a
+backend -> a :class:`~oocgbdt.dask.booster.Booster`.
 
 Where it runs: on the ``client`` given, else the default client, else, for Dask or Zarr input, an
 embedded LocalCluster closed afterwards. In-memory NumPy input with no client runs the same task
@@ -231,12 +233,20 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         else a dict: ``conflict_rows`` and ``lost_values`` counted over all training rows,
         ``n_bundles``, ``layout`` (``"uint8"``/``"uint16"``), ``bytes_binned`` (X binned per
         feature) and ``bytes_bundled`` (X_bundled, what training holds), and ``summary``, the
-        logged line).
+        logged line), and ``cache_report``, a dict: ``mode`` (``"memory"``/``"disk"``),
+        ``reason`` (why, also logged), ``path`` (the disk cache, else None), ``kept`` (the store
+        outlives training: a named ``cache_path``), ``reused`` (an existing store was used
+        without binning), ``bytes_binned`` (binned training and eval rows, bytes),
+        ``bytes_on_disk`` (the store's files, bytes, or None), ``seconds_write`` (the binning
+        and writing pass, or None), ``n_partitions`` and ``partition_rows`` per set
+        (``"train"``, ``"eval_0"``, ...).
 
     Raises
     ------
     ValueError, TypeError
-        Invalid parameters or inputs, before any training work starts.
+        Invalid parameters or inputs, before any training work starts; a ``cache_path`` that
+        exists and is not a complete oocgbdt cache (before any work), or holds the cache of
+        other data or bin settings (after the bins are fitted; the store is left untouched).
     """
     params = resolve_params(params)
     if verbose is not None:

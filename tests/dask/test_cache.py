@@ -326,3 +326,14 @@ def test_after_the_write_pass_workers_hold_only_small_partition_state(tmp_path):
             assert isinstance(data.X_binned, CachedBins)
             arrays = [data.y, data.raw_score]
             assert sum(a.nbytes for a in arrays) == 10_000 * (4 + 8)
+
+
+def test_estimator_passes_the_cache_through(tmp_path):
+    X, y = _synthetic(n=2000)
+    path = str(tmp_path / "c")
+    first = oocgbdt.GBDTClassifier(n_estimators=3, cache="disk", cache_path=path).fit(X, y)
+    again = oocgbdt.GBDTClassifier(n_estimators=3, cache="disk", cache_path=path).fit(X, y)
+    assert first.booster_.cache_report["kept"] and again.booster_.cache_report["reused"]
+    np.testing.assert_array_equal(first.predict_proba(X), again.predict_proba(X))
+    with pytest.raises(ValueError, match="differs in"):  # another fold's rows
+        oocgbdt.GBDTClassifier(n_estimators=3, cache="disk", cache_path=path).fit(X[:1500], y[:1500])
