@@ -215,7 +215,8 @@ def fingerprint_parts(params, bin_mapper, bundler, sets, sample_sha256: str) -> 
     return {
         "shapes": {k: [int(x) for x in v["shape"]] for k, v in sets.items()},
         "partitions": {k: _sha([int(b) for b in v["bounds"]]) for k, v in sets.items()},
-        "bin_settings": {k: params[k] for k in BIN_SETTINGS},
+        "bin_settings": {k: (params[k].item() if isinstance(params[k], np.generic) else params[k])
+                         for k in BIN_SETTINGS},
         "bins": _sha(bin_mapper.to_dict()),
         "bundles": None if bundler is None else _sha(bundler.to_dict()),
         "bin_sample": sample_sha256,

@@ -22,6 +22,7 @@ from oocgbdt.core.chunk import chunk_bins
 from oocgbdt.dask.cache import CachedBins, cluster_memory_bytes, write_partition
 from oocgbdt.dask.partitions import load_partition
 from oocgbdt.dask.store import open_dataset, write_dataset
+from oocgbdt.params import resolve_params
 from tests.dask.test_training import _synthetic
 
 PARAMS = dict(objective="binary", num_leaves=15, n_estimators=6, chunk_size=500,
@@ -72,7 +73,7 @@ def mkdtemp_log(monkeypatch):
 
 def test_cached_bins_read_back_the_partition_bit_for_bit(tmp_path):
     X, y = _synthetic(n=2000)
-    params = oocgbdt.params.resolve_params({})
+    params = resolve_params({})
     from oocgbdt.dask.binning import fit_bin_mapper
     bm = fit_bin_mapper(da.from_array(X, chunks=(500, 6)), params, lambda a: a.compute())
     blocks, ys = [X[:500], X[500:1200]], [y[:500], y[500:1200]]
@@ -309,7 +310,7 @@ def test_after_the_write_pass_workers_hold_only_small_partition_state(tmp_path):
     X = rng.normal(size=(40_000, 50)).astype(np.float32)  # 8 MB raw, 2 MB binned
     y = rng.normal(size=40_000)
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=5000).path)
-    params = oocgbdt.params.resolve_params({})
+    params = resolve_params({})
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cl, Client(cl) as c:
         bm = fit_bin_mapper(ds.X, params, lambda a: c.compute(a, sync=True))
