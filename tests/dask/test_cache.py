@@ -17,6 +17,7 @@ import pytest
 from sklearn.datasets import load_svmlight_file
 
 import oocgbdt
+import oocgbdt.core.chunk
 import oocgbdt.dask.training as training
 from oocgbdt.core.chunk import chunk_bins
 from oocgbdt.dask.cache import CachedBins, cluster_memory_bytes, write_partition
@@ -90,6 +91,40 @@ def test_cached_bins_read_back_the_partition_bit_for_bit(tmp_path):
         write_partition(str(tmp_path / "p0"), blocks, ys, None, 1, bm)
 
 
+@pytest.mark.parametrize("kind", ["compressible", "random", "zeros"])
+def test_partitions_are_compressed_only_when_it_halves_them(tmp_path, kind):
+    """Compressible bins are stored with Blosc; others raw and memory-mapped on read; an all-zero
+    partition (Zarr writes no chunk equal to the fill value) is read through Zarr."""
+    from oocgbdt.dask import cache
+    rng = np.random.default_rng(0)
+    cols = {"compressible": (rng.random((20_000, 4)) < 0.01).astype(np.uint16) * 7,
+            "random": rng.integers(0, 256, (20_000, 4)).astype(np.uint8),
+            "zeros": np.zeros((20_000, 4), np.uint8)}[kind]
+    monkey = pytest.MonkeyPatch()  # a partition whose "binning" returns cols unchanged
+    monkey.setattr(cache, "load_partition", lambda b, yb, wb, k, bm, bd: oocgbdt.core.chunk.chunk_init(
+        b[0], yb[0], None, k))
+    try:
+        out = write_partition(str(tmp_path / "p0"), [cols], [np.zeros(20_000)], None, 1, None)
+    finally:
+        monkey.undo()
+    ref = out.X_binned
+    got = ref.read()
+    np.testing.assert_array_equal(got, cols)
+    assert got.dtype == cols.dtype and got.flags.c_contiguous
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp_path / "p0")
+               for f in fs if f != "zarr.json")
+    if kind == "compressible":
+        assert cache.compression_ratio(cols) <= cache.COMPRESS_BELOW
+        assert ref.raw_file is None and size < 0.2 * cols.nbytes
+    elif kind == "random":
+        assert cache.compression_ratio(cols) > cache.COMPRESS_BELOW
+        assert ref.raw_file is not None and size == cols.nbytes
+        assert isinstance(got.base, memoryview) or not got.flags.owndata  # mapped, not copied
+        assert not got.flags.writeable
+    else:
+        assert ref.raw_file is None and size == 0
+
+
 @pytest.mark.parametrize("extra", [dict(), dict(data_sample_strategy="goss", learning_rate=0.5)],
                          ids=["plain", "goss"])
 def test_disk_equals_memory_in_process_and_temp_dir_is_removed(extra, mkdtemp_log):
@@ -145,7 +180,7 @@ def test_disk_equals_memory_with_bundling_on_a9a(shared_data):
     assert disk.bundle_report == mem.bundle_report
     rep = disk.cache_report
     assert rep["bytes_binned"] == (X.shape[0] + 3000) * len(disk.bundles_)
-    assert rep["bytes_on_disk"] < 0.75 * rep["bytes_binned"], rep  # measured: 0.64
+    assert rep["bytes_on_disk"] >= 0.3 * rep["bytes_binned"], rep
 
 
 def test_named_cache_is_kept_and_reused_without_binning_again(tmp_path, monkeypatch, client):
