@@ -78,8 +78,8 @@ CODEC = BloscCodec(cname="lz4", clevel=1, shuffle="shuffle")
 #: A partition is stored compressed only when ``CODEC`` shrinks it to at most this share of its
 #: bytes; otherwise it is stored raw and memory-mapped by every read (no decompression, no
 #: copy). Measured on 1M x 100 dense bins (4 partitions, 30 trees of 31 leaves, 2 busy cores):
-#: Blosc-stored incompressible bins cost 2.8 CPU s per tree against 1.0 in memory, all of it
-#: decompressing and copying 25 MB per partition per pass.
+#: Blosc-stored incompressible bins cost 2.8 CPU s per tree against 1.0 in memory (reading 25 MB
+#: per partition per pass); raw and memory-mapped, 1.05.
 COMPRESS_BELOW = 0.5
 #: Parameters that change the bins or bundles, recorded in the fingerprint.
 BIN_SETTINGS = ("max_bin", "min_data_in_bin", "bin_construct_sample_cnt", "seed", "use_missing",
