@@ -288,7 +288,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         if params["cache"] == "memory":
             raise ValueError(f"cache_path={cache_path!r} was given with cache='memory'; the path "
                              f"is only used by cache='disk' (or 'auto'). Drop one of them.")
-        cache_path = os.path.abspath(os.fspath(cache_path))
+        cache_path = os.path.abspath(cache_path)  # a str (resolve_params)
         params["cache_path"] = cache_path
         stored = inspect_cache_path(cache_path)  # raises now, before any work, if not ours
 

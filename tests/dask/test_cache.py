@@ -188,7 +188,8 @@ def test_named_cache_is_kept_and_reused_without_binning_again(tmp_path, monkeypa
     Xv, yv = _synthetic(n=1200, seed=1)
     path = str(tmp_path / "cache")
     p = dict(PARAMS, cache="disk", cache_path=path)
-    first = oocgbdt.train(p, X, y, eval_set=[(Xv, yv)], verbose=False)
+    first = oocgbdt.train(dict(p, cache_path=tmp_path / "cache"), X, y, eval_set=[(Xv, yv)],
+                          verbose=False)  # a pathlib.Path, then the same path as a str
     assert first.cache_report["kept"] and not first.cache_report["reused"]
     before = _snapshot(path)
 
@@ -256,6 +257,9 @@ def test_a_path_that_is_not_an_oocgbdt_cache_raises_before_any_work(tmp_path, mo
     assert {p: _snapshot(p) for p in snap} == snap and a_file.read_bytes() == b"data"
     with pytest.raises(ValueError, match="cache='memory'"):
         oocgbdt.train(dict(PARAMS, cache="memory", cache_path=str(tmp_path / "new")), X, y)
+    with pytest.raises(TypeError, match="cache_path must be a str, a path-like or None"):
+        oocgbdt.train(dict(PARAMS, cache="disk", cache_path=3), X, y)
+    assert not (tmp_path / "new").exists()
 
 
 @pytest.mark.parametrize("on_cluster", [False, True], ids=["in-process", "cluster"])
@@ -356,8 +360,14 @@ def test_after_the_write_pass_workers_hold_only_small_partition_state(tmp_path):
         futures = c.compute(tasks)
         wait(futures)
         del tasks
-        held = {k: v for w in cl.workers.values() for k, v in w.data.items()}
-        assert sorted(held) == sorted(f.key for f in futures)
+        keys = {f.key for f in futures}
+        deadline = time.monotonic() + 10  # inputs are released asynchronously after the writes
+        while True:
+            held = {k: v for w in cl.workers.values() for k, v in w.data.items()}
+            if set(held) == keys or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert set(held) == keys, [k for k in held if k not in keys][:5]
         for data in held.values():
             assert isinstance(data.X_binned, CachedBins)
             arrays = [data.y, data.raw_score]
