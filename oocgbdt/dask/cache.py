@@ -28,7 +28,8 @@ training rows the bin mapper sampled (``bin_construct_sample_cnt`` rows drawn ov
 row range) and a content hash of the first and last ``EDGE_ROWS`` rows of every set. A store is
 reused only when every part matches; otherwise the error says which parts differ.
 
-What it detects: another data set of any shape; a change of chunking or ``partition_rows``
+What it detects: a data set of another shape (rows or features of the training set or of an
+eval set, or another number of eval sets); a change of chunking or ``partition_rows``
 that moves partition boundaries; any bin setting; any change in the sampled rows (on up to
 ``bin_construct_sample_cnt`` rows, all rows of a smaller data set) or in the first and last rows.
 What it cannot detect: on data larger than the bin sample, a change confined to rows that were
@@ -37,12 +38,14 @@ the middle of an eval set, which is not sampled), and a change that leaves the f
 sampled rows identical. Labels and weights are not in the cache (they are read afresh on every
 fit), so changing them is always safe. A dense and a sparse copy of the same data fingerprint
 differently (their samples are hashed in their own layout).
+
+Workers read the store by path: on a cluster of several machines, ``cache_path`` must be on a
+filesystem that every worker sees (the default temporary directory is on the client's machine).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import mmap
 import os
 import shutil
@@ -64,8 +67,6 @@ __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CODEC", "BIN_SETTINGS", "EDGE_ROWS"
            "fingerprint_parts", "fingerprint", "check_fingerprint", "create_cache", "finish_cache",
            "write_partition", "compression_ratio", "COMPRESS_BELOW", "abort_writes", "cached_partition", "partition_path", "directory_bytes",
            "cluster_memory_bytes", "remove_cache"]
-
-logger = logging.getLogger("oocgbdt")
 
 CACHE_FORMAT = "oocgbdt-cache"
 CACHE_VERSION = 1
