@@ -38,7 +38,7 @@ from oocgbdt.core.chunk import chunk_conflict_stats
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.dask.backend import DaskBackend
-from oocgbdt.dask.binning import fit_bin_mapper
+from oocgbdt.dask.binning import fit_bin_mapper, sample_row_indices
 from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.booster import Booster
 from oocgbdt.dask.cache import (EDGE_ROWS, CachedBins, abort_writes, cached_partition, check_fingerprint,
@@ -344,6 +344,10 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 seconds_write, reused = None, False
                 if mode == "disk":
                     h = hashlib.sha256()
+                    if not samples:  # fit_bin_mapper was wrapped (a benchmark): read it again
+                        idx = sample_row_indices(Xd.shape[0], int(params["bin_construct_sample_cnt"]),
+                                                 int(params["seed"]))
+                        samples.append(compute(Xd if idx is None else Xd[idx])[0])
                     hash_rows(h, samples[0])
                     parts = fingerprint_parts(
                         params, bin_mapper, bundler,

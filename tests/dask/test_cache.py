@@ -383,3 +383,17 @@ def test_estimator_passes_the_cache_through(tmp_path):
     np.testing.assert_array_equal(first.predict_proba(X), again.predict_proba(X))
     with pytest.raises(ValueError, match="differs in"):  # another fold's rows
         oocgbdt.GBDTClassifier(n_estimators=3, cache="disk", cache_path=path).fit(X[:1500], y[:1500])
+
+
+def test_fingerprint_does_not_need_the_bin_sample_hook(tmp_path, monkeypatch):
+    """A wrapped fit_bin_mapper that ignores ``on_sample`` (benchmarks share one bin mapper)
+    gives the same fingerprint: the sample is read again."""
+    X, y = _synthetic(n=2000)
+    path = str(tmp_path / "c")
+    first = oocgbdt.train(dict(PARAMS, cache="disk", cache_path=path), X, y, verbose=False)
+    real = training.fit_bin_mapper
+    monkeypatch.setattr(training, "fit_bin_mapper",
+                        lambda X, params, compute, on_sample=None: real(X, params, compute))
+    again = oocgbdt.train(dict(PARAMS, cache="disk", cache_path=path), X, y, verbose=False)
+    assert again.cache_report["reused"]
+    _same(first, again, X)
