@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 import math
 import numbers
+import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
@@ -190,6 +191,14 @@ def _to_str(name, value):
     return str(value)
 
 
+def _to_path_or_none(name, value):
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)):
+        raise _type_error(name, "a str, a path-like or None", value)
+    return str(os.fspath(value))
+
+
 def _to_str_or_none(name, value):
     if value is None:
         return None
@@ -238,6 +247,7 @@ _CONVERTERS = {
     "str": _to_str,
     "int or None": _to_int_or_none,
     "str or None": _to_str_or_none,
+    "path or None": _to_path_or_none,
     "bool or int": _to_bool_or_int,
     "str, list of str or None": _to_str_list_or_none,
 }
@@ -626,7 +636,7 @@ _TABLE = [
         "memory, else disk; the choice is logged).",
     ),
     Param(
-        "cache_path", None, (), "str or None", _any,
+        "cache_path", None, (), "path or None", _any,
         "Directory of the disk cache (cache='disk', or 'auto' choosing disk). A path you name is "
         "kept after training and reused by a later fit on the same data and bin settings "
         "(checked by a fingerprint; a mismatch is an error, never silently used or "

@@ -72,6 +72,8 @@ _PARAMS_DOC = """
         Where the binned rows live between passes (see :func:`oocgbdt.train`).
     cache_path : str or None, default None
         Directory of the disk cache, kept and reusable when given; None: a temporary directory.
+        A named cache belongs to one data set: another fit on other rows (a cross-validation
+        fold, a search) raises a ValueError, so leave it None there.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
 """

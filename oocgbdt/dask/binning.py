@@ -24,7 +24,7 @@ def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | No
     return np.sort(rng.choice(n_rows, size=n_sample, replace=False))
 
 
-def fit_bin_mapper(X: da.Array, params: dict, compute) -> BinMapper:
+def fit_bin_mapper(X: da.Array, params: dict, compute, on_sample=None) -> BinMapper:
     """Fit LightGBM-style bins on ``bin_construct_sample_cnt`` sampled rows of ``X``.
 
     Parameters
@@ -34,10 +34,15 @@ def fit_bin_mapper(X: da.Array, params: dict, compute) -> BinMapper:
     params : dict of resolved parameters
     compute : callable
         Computes a Dask array to NumPy (a client's, or the threaded scheduler's).
+    on_sample : callable, optional
+        Called with the sampled rows (ndarray or scipy.sparse, float32) before fitting; the
+        disk cache hashes them into its fingerprint.
     """
     n_rows = X.shape[0]
     idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]), int(params["seed"]))
     sample = compute(X if idx is None else X[idx])
+    if on_sample is not None:
+        on_sample(sample)
     mapper = BinMapper(max_bin=int(params["max_bin"]), min_data_in_bin=int(params["min_data_in_bin"]),
                        use_missing=bool(params["use_missing"]),
                        zero_as_missing=bool(params["zero_as_missing"]),

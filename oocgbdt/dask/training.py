@@ -1,9 +1,11 @@
 """This module contains :func:`train`: the functional entry point of oocgbdt.
 
-Data flow: normalize inputs (metadata only) -> validate labels and weights (one small reduction)
--> fit bins on a row sample (one small compute) -> bin chunks lazily and load them as per-chunk
-state next to the data -> run :func:`oocgbdt.core.boosting.boost` on a backend -> a
-:class:`~oocgbdt.dask.booster.Booster`.
+Data flow: normalize inputs (metadata only) -> check ``cache_path`` -> validate labels and
+weights (one small reduction) -> fit bins (and bundles) on a row sample (small computes) ->
+group row chunks into compute partitions (:mod:`oocgbdt.dask.partitions`) -> per partition, one
+task reads, bins and loads it as state next to the data, its bins kept in memory or written to
+the disk cache (:mod:`oocgbdt.dask.cache`) -> run :func:`oocgbdt.core.boosting.boost` on a
+backend -> a :class:`~oocgbdt.dask.booster.Booster`.
 
 Where it runs: on the ``client`` given, else the default client, else, for Dask or Zarr input, an
 embedded LocalCluster closed afterwards. In-memory NumPy input with no client runs the same task
@@ -17,9 +19,13 @@ same.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import tempfile
+import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 import dask
@@ -28,16 +34,21 @@ import numpy as np
 
 from oocgbdt.core.backend import LocalBackend
 from oocgbdt.core.boosting import boost
-from oocgbdt.core.chunk import chunk_conflict_stats, chunk_from_raw
+from oocgbdt.core.chunk import chunk_conflict_stats
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.dask.actors import ActorBackend
 from oocgbdt.dask.backend import DaskBackend
-from oocgbdt.dask.binning import fit_bin_mapper
+from oocgbdt.dask.binning import fit_bin_mapper, sample_row_indices
 from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.booster import Booster
+from oocgbdt.dask.cache import (EDGE_ROWS, CachedBins, abort_writes, cached_partition, check_fingerprint,
+                                cluster_memory_bytes, create_cache, directory_bytes, finish_cache,
+                                fingerprint_parts, hash_rows, inspect_cache_path, partition_path,
+                                remove_cache, write_partition)
 from oocgbdt.dask.cluster import client_for_training, find_client
-from oocgbdt.dask.io import align_rows, as_row_chunked, check_values, is_lazy
+from oocgbdt.dask.io import align_rows, as_row_chunked, check_values, is_lazy, is_sparse
+from oocgbdt.dask.partitions import default_partition_rows, group_chunks, load_partition, partition_bounds
 from oocgbdt.params import resolve_params
 
 __all__ = ["train"]
@@ -45,30 +56,147 @@ __all__ = ["train"]
 logger = logging.getLogger("oocgbdt")
 
 
-def _chunk_tasks(X, y, weight, bin_mapper, bundler, n_outputs, key):
-    """Delayed ChunkData per row chunk: read -> bin -> bundle -> state (fused per chunk)."""
-    Xs = X.to_delayed().ravel()
-    ys = y.to_delayed().ravel() if y is not None else [None] * len(Xs)
-    ws = weight.to_delayed().ravel() if weight is not None else [None] * len(Xs)
+def _blocks(arr):
+    """One delayed object per row chunk of ``arr`` (None stays None)."""
+    return None if arr is None else list(arr.to_delayed().ravel())
+
+
+def _partition_tasks(X, y, weight, groups, bin_mapper, bundler, n_outputs, key, cache_root=None,
+                     set_name=None, refs=None, conflicts=None):
+    """Delayed ChunkData per compute partition (a group of consecutive row chunks).
+
+    Memory: read -> bin -> bundle -> state, fused per partition (``load_partition``). Disk: the
+    same, then the bins are written to the cache and replaced by a reference
+    (``write_partition``). Reuse (``refs`` given): labels and weights only, over the cached bins
+    (``cached_partition``).
+    """
+    Xs, ys, ws = _blocks(X), _blocks(y), _blocks(weight)
     bm = dask.delayed(bin_mapper, pure=True)
     bd = dask.delayed(bundler, pure=True) if bundler is not None else None
-    return [dask.delayed(chunk_from_raw, pure=True)(xs, yb, wb, n_outputs, bm, bd,
-                                                    dask_key_name=f"{key}-{i}")
-            for i, (xs, yb, wb) in enumerate(zip(Xs, ys, ws))]
+    tasks = []
+    for i, (a, b) in enumerate(groups):
+        wb = None if ws is None else ws[a:b]
+        name = f"{key}-{i}"
+        if refs is not None:
+            task = dask.delayed(cached_partition, pure=True)(refs[i], ys[a:b], wb, n_outputs,
+                                                             conflicts[i], dask_key_name=name)
+        elif cache_root is not None:
+            task = dask.delayed(write_partition, pure=False)(
+                partition_path(cache_root, set_name, i), Xs[a:b], ys[a:b], wb, n_outputs, bm, bd,
+                dask_key_name=name)
+        else:
+            task = dask.delayed(load_partition, pure=True)(Xs[a:b], ys[a:b], wb, n_outputs, bm,
+                                                           bd, dask_key_name=name)
+        tasks.append(task)
+    return tasks
 
 
-def _adopt(client, backend, tasks):
-    """Compute each partition's delayed ChunkData on the worker of the shard that will hold it,
-    then hand the results to the shards (the Dask futures are released on return)."""
+def _chunk_tasks(X, y, weight, bin_mapper, bundler, n_outputs, key, groups=None):
+    """Delayed ChunkData with the bins in memory, one per partition (``groups``: chunk index
+    ranges; None: one per chunk). ``key`` stays the last positional argument: benchmarks wrap
+    this function to share the binned training chunks between runs."""
+    if groups is None:
+        groups = [(i, i + 1) for i in range(len(X.chunks[0]))]
+    return _partition_tasks(X, y, weight, groups, bin_mapper, bundler, n_outputs, key)
+
+
+def _partition_groups(X, params, row_bytes):
+    """Chunk index ranges of the compute partitions of ``X`` (:mod:`oocgbdt.dask.partitions`)."""
+    target = params["partition_rows"]
+    if target is None:
+        raw_row_bytes = None if is_sparse(X) else X.shape[1] * np.dtype(X.dtype).itemsize
+        target = default_partition_rows(X.shape[0], row_bytes, raw_row_bytes)
+    return group_chunks(X.chunks[0], int(target))
+
+
+def _edge_sha256(X, compute) -> str:
+    """Hash of the first and last ``EDGE_ROWS`` rows of ``X`` (one small compute)."""
+    k = min(EDGE_ROWS, X.shape[0])
+    first, last = compute(X[:k], X[X.shape[0] - k:])
+    h = hashlib.sha256()
+    hash_rows(h, first)
+    hash_rows(h, last)
+    return h.hexdigest()
+
+
+def _load_partitions(task_sets, client, cache_root, actors=None):
+    """Run the loading (or cache writing) tasks of every set.
+
+    Returns ``({set: ChunkData handles}, {set: per-partition (conflict rows, lost values)})``
+    (conflicts of the training set only, unless writing a cache, which records every set).
+    Without a client the tasks run on a thread pool of this process. With ``actors`` (an
+    :class:`~oocgbdt.dask.actors.ActorBackend`), each partition is computed on the worker of the
+    shard that holds it, then handed to the shards (the handles returned are their Refs). If a
+    cache write fails,
+    the other write tasks are stopped and waited for before the error propagates, so nothing
+    writes into the cache directory once it is removed.
+    """
+    if client is None:
+        pool = ThreadPoolExecutor(os.cpu_count() or 1)
+        try:
+            loaded = {s: list(dask.compute(*t, scheduler="threads", pool=pool))
+                      for s, t in task_sets.items()}
+        except BaseException:
+            if cache_root is not None:
+                abort_writes(cache_root)
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return loaded, {s: [chunk_conflict_stats(ch) for ch in v] for s, v in loaded.items()}
+    if actors is None:
+        loaded = {s: client.compute(t) for s, t in task_sets.items()}
+    else:
+        loaded = {s: _compute_placed(client, actors, t) for s, t in task_sets.items()}
+    names = list(loaded) if cache_root is not None else ["train"]
+    try:
+        stats = {s: client.gather(client.map(chunk_conflict_stats, loaded[s], pure=False))
+                 for s in names}
+    except BaseException:
+        if cache_root is not None:
+            from distributed import wait
+            abort_writes(cache_root)
+            with client.as_current():  # running writes end, pending ones give up
+                wait([f for v in loaded.values() for f in v])
+        raise
+    if actors is not None:
+        loaded = {s: actors.adopt(v) for s, v in loaded.items()}
+    return loaded, stats
+
+
+def _gb(n) -> str:
+    return f"{n / 1e9:.3f} GB ({int(n)} bytes)"
+
+
+def _choose_cache(params, stored, local, client, bytes_binned):
+    """``(mode, reason)``: where the binned rows live (see :mod:`oocgbdt.dask.cache`)."""
+    mode = params["cache"]
+    if mode != "auto":
+        return mode, f"cache={mode!r} was asked for"
+    if stored is not None:
+        return "disk", f"reusing the cache at cache_path {params['cache_path']!r}"
+    if local:
+        return "memory", "NumPy input trained in this process: the rows are in memory already"
+    total = cluster_memory_bytes(client)
+    budget = float(params["cache_memory_fraction"]) * total
+    if bytes_binned <= budget:
+        return "memory", (f"binned rows {_gb(bytes_binned)} <= cache_memory_fraction "
+                          f"{params['cache_memory_fraction']} x worker memory {_gb(total)}")
+    return "disk", (f"binned rows {_gb(bytes_binned)} > cache_memory_fraction "
+                    f"{params['cache_memory_fraction']} x worker memory {_gb(total)}")
+
+
+def _compute_placed(client, actors, tasks):
+    """Futures of ``tasks`` (one per partition), each computed on the worker of the shard that
+    will hold it (:meth:`~oocgbdt.dask.actors.ActorBackend.owner_of_partition`)."""
     n = len(tasks)
     futures = [None] * n
-    for o, worker in enumerate(backend.workers):
-        mine = [i for i in range(n) if backend.owner_of_partition(i, n) == o]
+    for o, worker in enumerate(actors.workers):
+        mine = [i for i in range(n) if actors.owner_of_partition(i, n) == o]
         if mine:
             for i, f in zip(mine, client.compute([tasks[i] for i in mine], workers=[worker],
                                                  allow_other_workers=False)):
                 futures[i] = f
-    return backend.adopt(futures)
+    return futures
 
 
 def _threaded_compute(*arrays):
@@ -137,12 +265,20 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         else a dict: ``conflict_rows`` and ``lost_values`` counted over all training rows,
         ``n_bundles``, ``layout`` (``"uint8"``/``"uint16"``), ``bytes_binned`` (X binned per
         feature) and ``bytes_bundled`` (X_bundled, what training holds), and ``summary``, the
-        logged line).
+        logged line), and ``cache_report``, a dict: ``mode`` (``"memory"``/``"disk"``),
+        ``reason`` (why, also logged), ``path`` (the disk cache, else None), ``kept`` (the store
+        outlives training: a named ``cache_path``), ``reused`` (an existing store was used
+        without binning), ``bytes_binned`` (binned training and eval rows, bytes),
+        ``bytes_on_disk`` (the store's files, bytes, or None), ``seconds_write`` (the binning
+        and writing pass, or None), ``n_partitions`` and ``partition_rows`` per set
+        (``"train"``, ``"eval_0"``, ...).
 
     Raises
     ------
     ValueError, TypeError
-        Invalid parameters or inputs, before any training work starts.
+        Invalid parameters or inputs, before any training work starts; a ``cache_path`` that
+        exists and is not a complete oocgbdt cache (before any work), or holds the cache of
+        other data or bin settings (after the bins are fitted; the store is left untouched).
     """
     params = resolve_params(params)
     if verbose is not None:
@@ -178,6 +314,16 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             we = align_rows(Xe, eval_sample_weight[i], f"eval_sample_weight[{i}]", chunk_size)
         evals.append((eval_names[i], Xe, ye, we))
 
+    cache_path = params["cache_path"]
+    stored = None
+    if cache_path is not None:
+        if params["cache"] == "memory":
+            raise ValueError(f"cache_path={cache_path!r} was given with cache='memory'; the path "
+                             f"is only used by cache='disk' (or 'auto'). Drop one of them.")
+        cache_path = os.path.abspath(cache_path)  # a str (resolve_params)
+        params["cache_path"] = cache_path
+        stored = inspect_cache_path(cache_path)  # raises now, before any work, if not ours
+
     lazy = any(is_lazy(v) for v in [X, y, sample_weight] + [p for e in eval_set for p in e])
     client = find_client(client)
     local = client is None and not lazy
@@ -186,67 +332,139 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     # client's cluster when there is one (the data may only be reachable from there).
     _check_labels_and_weights(yd, wd, evals, objective,
                               _threaded_compute if client is None else _client_compute(client))
-    with (nullcontext(None) if local else client_for_training(client)) as c:
-        if local:
-            backend = LocalBackend(n_threads=os.cpu_count() or 1)
-            compute = _threaded_compute
-        else:
-            backend = DaskBackend(c)
-            compute = _client_compute(c)
-        try:
-            bin_mapper = fit_bin_mapper(Xd, params, lambda a: compute(a)[0])
-            bundler = None
-            if params["enable_bundle"]:
-                bundler = fit_bundler(Xd, bin_mapper, params, lambda a: compute(a)[0],
-                                      key=f"{key}-efb")
-            n_out = objective.num_tree_per_iteration
-            tasks = _chunk_tasks(Xd, yd, wd, bin_mapper, bundler, n_out, f"{key}-chunk")
-            eval_tasks = [(name, _chunk_tasks(Xe, ye, we, bin_mapper, bundler, n_out,
-                                              f"{key}-eval-{name}"))
-                          for name, Xe, ye, we in evals]
-            n_workers = 0 if local else len(c.scheduler_info()["workers"])
+    cache_root, remove_root, dir_existed = None, False, False
+    try:
+        with (nullcontext(None) if local else client_for_training(client)) as c:
             if local:
-                chunks = list(dask.compute(*tasks, scheduler="threads"))
-                eval_sets = [(n, list(dask.compute(*t, scheduler="threads"))) for n, t in eval_tasks]
-                conflict_stats = [chunk_conflict_stats(ch) for ch in chunks]
-            elif n_workers > 1:
-                # Several workers: one actor per worker holds its block of partitions; each
-                # partition is computed on the worker whose actor adopts it.
+                backend = LocalBackend(n_threads=os.cpu_count() or 1)
+                compute = _threaded_compute
+            else:
+                backend = DaskBackend(c)
+                compute = _client_compute(c)
+            n_workers = 0 if local else len(c.scheduler_info()["workers"])
+            if n_workers > 1:
+                # Several workers: one actor per worker holds its block of partitions, and the
+                # loop calls the actors directly (see oocgbdt.dask.actors).
                 backend = ActorBackend(c)
-                chunks = _adopt(c, backend, tasks)
-                eval_sets = [(n, _adopt(c, backend, t)) for n, t in eval_tasks]
-                conflict_stats = backend.gather(backend.map(chunk_conflict_stats, chunks))
-            else:
-                chunks = c.compute(tasks)
-                eval_sets = [(n, c.compute(t)) for n, t in eval_tasks]
-                conflict_stats = c.gather(c.map(chunk_conflict_stats, chunks, pure=False))
-            bundle_report = None
-            if bundler is not None:
-                conflict_rows = int(sum(s[0] for s in conflict_stats))
-                lost_values = int(sum(s[1] for s in conflict_stats))
-                n_rows = int(Xd.shape[0])
-                bundle_report = dict(
-                    conflict_rows=conflict_rows, lost_values=lost_values,
-                    n_bundles=bundler.n_columns, layout=bundler.layout_,
-                    bytes_binned=n_rows * n_features * np.dtype(bin_mapper.binned_dtype_).itemsize,
-                    bytes_bundled=n_rows * bundler.n_columns * bundler.dtype_.itemsize,
-                    summary=bundler.summary(conflict_rows))
-                logger.info(bundle_report["summary"])
-                if params["verbose"]:
-                    print(bundle_report["summary"]
-                          + (f" ({lost_values} values lost)" if lost_values else ""))
-            boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
-                                metrics=metrics, verbose=params["verbose"], key=key,
-                                bundler=bundler)
-            if n_workers == 1:
-                # Every chunk lives on the one worker: nothing crosses workers, so the loop runs
-                # there as one task and each pass costs no scheduler round trips.
-                result = c.submit(_boost_on_worker, chunks, eval_sets, boost_kwargs,
-                                  key=f"{key}-boost", pure=False).result()
-            else:
-                result = boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
-        finally:
-            backend.close()
+            try:
+                samples = []
+                bin_mapper = fit_bin_mapper(Xd, params, lambda a: compute(a)[0],
+                                            on_sample=samples.append)
+                bundler = None
+                if params["enable_bundle"]:
+                    bundler = fit_bundler(Xd, bin_mapper, params, lambda a: compute(a)[0],
+                                          key=f"{key}-efb")
+                n_out = objective.num_tree_per_iteration
+                if bundler is not None:
+                    n_cols, bins_dtype = bundler.n_columns, np.dtype(bundler.dtype_)
+                else:
+                    n_cols, bins_dtype = n_features, np.dtype(bin_mapper.binned_dtype_)
+                row_bytes = n_cols * bins_dtype.itemsize
+                sets = [("train", Xd, yd, wd)] + [(f"eval_{i}", Xe, ye, we)
+                                                  for i, (_, Xe, ye, we) in enumerate(evals)]
+                groups = {s: _partition_groups(Xs, params, row_bytes) for s, Xs, _, _ in sets}
+                bounds = {s: partition_bounds(Xs.chunks[0], groups[s]) for s, Xs, _, _ in sets}
+                bytes_binned = sum(int(Xs.shape[0]) for _, Xs, _, _ in sets) * row_bytes
+                mode, reason = _choose_cache(params, stored, local, c, bytes_binned)
+                logger.info(f"cache: {mode} ({reason}); binned rows {_gb(bytes_binned)} in "
+                            + ", ".join(f"{len(groups[s])} partition(s) of {s}" for s, *_ in sets))
+                refs = conflicts = None
+                seconds_write, reused = None, False
+                if mode == "disk":
+                    h = hashlib.sha256()
+                    if not samples:  # fit_bin_mapper was wrapped (a benchmark): read it again
+                        idx = sample_row_indices(Xd.shape[0], int(params["bin_construct_sample_cnt"]),
+                                                 int(params["seed"]))
+                        samples.append(compute(Xd if idx is None else Xd[idx])[0])
+                    hash_rows(h, samples[0])
+                    parts = fingerprint_parts(
+                        params, bin_mapper, bundler,
+                        {s: dict(shape=Xs.shape, bounds=bounds[s],
+                                 edge_sha256=_edge_sha256(Xs, compute))
+                         for s, Xs, _, _ in sets}, h.hexdigest())
+                    if cache_path is None:
+                        cache_root, remove_root = tempfile.mkdtemp(prefix="oocgbdt-cache-"), True
+                    else:
+                        cache_root = cache_path
+                    if stored is not None:
+                        check_fingerprint(cache_root, stored, parts)  # raises on any difference
+                        reused = True
+                        refs = {s: [CachedBins(partition_path(cache_root, s, i),
+                                               (int(bounds[s][i + 1] - bounds[s][i]), n_cols),
+                                               bins_dtype) for i in range(len(groups[s]))]
+                                for s, *_ in sets}
+                        conflicts = {s: stored["conflicts"][s] for s, *_ in sets}
+                    else:
+                        dir_existed = os.path.isdir(cache_root)
+                        remove_root = True  # until the cache is complete
+                        create_cache(cache_root, parts, [s for s, *_ in sets], bytes_binned)
+                samples.clear()
+                root = cache_root if (mode == "disk" and not reused) else None
+                if root is None and refs is None:  # memory
+                    task_sets = {s: _chunk_tasks(
+                        Xs, ys, ws, bin_mapper, bundler, n_out,
+                        f"{key}-chunk" if s == "train" else f"{key}-{s}", groups=groups[s])
+                        for s, Xs, ys, ws in sets}
+                else:
+                    task_sets = {s: _partition_tasks(
+                        Xs, ys, ws, groups[s], bin_mapper, bundler, n_out, f"{key}-{s}",
+                        cache_root=root, set_name=s,
+                        refs=None if refs is None else refs[s],
+                        conflicts=None if conflicts is None else conflicts[s])
+                        for s, Xs, ys, ws in sets}
+                eval_keys = [(name, f"eval_{i}") for i, (name, *_) in enumerate(evals)]
+                t_write = time.perf_counter()
+                loaded, stats = _load_partitions(task_sets, c, root,
+                                                 backend if n_workers > 1 else None)
+                del task_sets  # the graphs that read raw X; only ChunkData handles stay
+                if root is not None:
+                    seconds_write = time.perf_counter() - t_write
+                    finish_cache(root, stats, seconds_write)
+                    remove_root = cache_path is None
+                chunks = loaded["train"]
+                eval_sets = [(name, loaded[s]) for name, s in eval_keys]
+                conflict_stats = stats["train"]
+                del loaded
+                cache_report = dict(
+                    mode=mode, reason=reason, path=cache_root, kept=mode == "disk" and not remove_root,
+                    reused=reused, bytes_binned=bytes_binned,
+                    bytes_on_disk=directory_bytes(cache_root) if mode == "disk" else None,
+                    seconds_write=seconds_write,
+                    n_partitions={s: len(groups[s]) for s, *_ in sets},
+                    partition_rows={s: np.diff(bounds[s]).tolist() for s, *_ in sets})
+                bundle_report = None
+                if bundler is not None:
+                    conflict_rows = int(sum(s[0] for s in conflict_stats))
+                    lost_values = int(sum(s[1] for s in conflict_stats))
+                    n_rows = int(Xd.shape[0])
+                    bundle_report = dict(
+                        conflict_rows=conflict_rows, lost_values=lost_values,
+                        n_bundles=bundler.n_columns, layout=bundler.layout_,
+                        bytes_binned=n_rows * n_features * np.dtype(bin_mapper.binned_dtype_).itemsize,
+                        bytes_bundled=n_rows * bundler.n_columns * bundler.dtype_.itemsize,
+                        summary=bundler.summary(conflict_rows))
+                    logger.info(bundle_report["summary"])
+                    if params["verbose"]:
+                        print(bundle_report["summary"]
+                              + (f" ({lost_values} values lost)" if lost_values else ""))
+                boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
+                                    metrics=metrics, verbose=params["verbose"], key=key,
+                                    bundler=bundler)
+                if n_workers == 1:
+                    # Every chunk lives on the one worker: nothing crosses workers, so the loop
+                    # runs there as one task and each pass costs no scheduler round trips.
+                    result = c.submit(_boost_on_worker, chunks, eval_sets, boost_kwargs,
+                                      key=f"{key}-boost", pure=False).result()
+                else:
+                    result = boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
+                del chunks, eval_sets
+            finally:
+                backend.close()
+    finally:
+        # A temporary cache, or a named one whose writing did not complete, is removed (a named
+        # directory that existed, empty, before this fit is kept, emptied).
+        if cache_root is not None and remove_root:
+            remove_cache(cache_root, keep_dir=cache_path is not None and dir_existed)
     booster = Booster(result.trees, result.init_score, params, n_features,
                       feature_names=feature_names, feature_infos=bin_mapper.feature_infos_,
                       best_iteration=result.best_iteration, evals_result=result.evals_result,
@@ -255,5 +473,6 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                       bundles=None if bundler is None else [b.tolist() for b in bundler.bundles_])
     booster.tree_stats = result.tree_stats
     booster.bundle_report = bundle_report
+    booster.cache_report = cache_report
     return booster
 

@@ -16,7 +16,8 @@ def test_sampled_model_is_bit_identical_for_1_and_2_workers_and_numpy(tmp_path, 
     from distributed import Client, LocalCluster
     X, y = _synthetic()
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=500).path)
-    params = dict(objective="binary", num_leaves=15, n_estimators=6, chunk_size=500, **sampling)
+    params = dict(objective="binary", num_leaves=15, n_estimators=6, chunk_size=500,
+                  partition_rows=1000, **sampling)  # 3 partitions of 2 chunks
     models = []
     for n_workers in (1, 2):
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,

@@ -65,7 +65,8 @@ def test_bit_identical_for_1_and_2_workers_and_numpy_vs_zarr(tmp_path):
     from distributed import Client, LocalCluster
     X, y = _synthetic()
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=500).path)
-    params = dict(objective="binary", num_leaves=15, n_estimators=8, chunk_size=500)
+    params = dict(objective="binary", num_leaves=15, n_estimators=8, chunk_size=500,
+                  partition_rows=1000)  # 3 partitions of 2 chunks, spread over the workers
     models = []
     for n_workers in (1, 2):
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
