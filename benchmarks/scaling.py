@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import os
 import shutil
 import sys
@@ -101,10 +100,7 @@ def run_one(path, n_rows, n_workers, n_trees, params):
     for tree, st, sp in zip(trees, booster.tree_stats, split):
         out.append(dict(wall=sp["wall"], passes=st["n_passes"], hist=sp["hist"], find=sp["find"],
                         reduce=sp["reduce"], rows_hist=rows_histogrammed(tree, st["n_passes"])))
-    # Tasks per pass: the per-partition tasks of a root pass.
-    n_parts = sum(1 for r in records if re.search(r"-t0-root-\d+$", str(r["key"])))
-    if n_parts == 0:  # one worker: the loop ran as one task; partitions = chunks of the input
-        n_parts = len(X.chunks[0])
+    n_parts = booster.cache_report["n_partitions"]["train"]  # one task per partition per pass
     return dict(n_rows=n_rows, n_workers=n_workers, wall_total=wall, trees=out, source=source,
                 n_partitions=int(n_parts))
 
