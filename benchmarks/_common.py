@@ -309,27 +309,41 @@ class ProcessTreeMemory:
         mem.peak(t0, t1), mem.pid_peaks(t0, t1), mem.series(t0, t1)
     """
 
-    def __init__(self, pid: Optional[int] = None, interval: float = 0.1):
+    def __init__(self, pid: Optional[int] = None, interval: float = 0.1, rescan: float = 1.0):
         self.pid = os.getpid() if pid is None else int(pid)
         self.interval = float(interval)
+        self.rescan = float(rescan)
         self.samples: list = []  # (time.time(), tree rss bytes, {pid: rss bytes})
         self._stop = threading.Event()
         self._thread = None
+        self._procs: list = []
+        self._scanned = -np.inf
 
-    def sample(self):
+    def _scan(self):
+        """Find the descendants (walks /proc: ~10-30 ms, so done every ``rescan`` seconds or
+        when a known process has gone; RSS reads of known processes are cheap)."""
         import psutil
         try:
             root = psutil.Process(self.pid)
-            procs = [root] + root.children(recursive=True)
+            self._procs = [root] + root.children(recursive=True)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
-            return
-        per = {}
-        for p in procs:
+            self._procs = []
+        self._scanned = time.monotonic()
+
+    def sample(self):
+        import psutil
+        if time.monotonic() - self._scanned >= self.rescan:
+            self._scan()
+        per, gone = {}, False
+        for p in self._procs:
             try:
                 per[p.pid] = p.memory_info().rss
             except (psutil.NoSuchProcess, psutil.AccessDenied):
-                continue
-        self.samples.append((time.time(), sum(per.values()), per))
+                gone = True
+        if gone:
+            self._scanned = -np.inf
+        if per:
+            self.samples.append((time.time(), sum(per.values()), per))
 
     def _run(self):
         while not self._stop.is_set():
@@ -346,6 +360,7 @@ class ProcessTreeMemory:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+        self._scanned = -np.inf
         self.sample()
 
     def __enter__(self):

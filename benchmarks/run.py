@@ -27,7 +27,9 @@ Outputs go to ``--out`` (default ``benchmarks/results/<suite>-<YYYYmmdd-HHMMSS>/
   ``error`` and ``memory_series`` (sampled process-tree RSS over the run);
 - ``results.md``: the markdown tables, ratio lines and PASS/FAIL targets (also printed);
 - ``time_per_tree_vs_rows.png``, ``memory_<scenario>.png``: plots (matplotlib, Agg);
-- ``logs/``: each run's subprocess output.
+- ``logs/``: each run's subprocess output, and ``cluster.log`` (what the scheduler and the
+  workers printed; memory, restart, warning and error lines of a run are copied into its
+  ``cluster_events``).
 
 Scenarios:
 
@@ -117,14 +119,14 @@ SUITES = {
                         tools=list(TOOLS)),
         larger_than_memory=dict(rows=20_000_000, features=50, chunk_rows=200_000,
                                 test_rows=200_000, n_trees=10, worker_memory="600MiB"),
-        timeout=1200, peer_timeout=300, isolate=True, warmup=True, reset=True, interval=0.1),
+        timeout=1200, peer_timeout=300, isolate=True, warmup=True, reset=True, interval=0.2),
     "full": dict(
         inmemory=dict(rows=1_000_000, features=100, n_trees=100),
         throughput=dict(rows=[1_000_000, 2_000_000, 4_000_000], features=100, n_trees=50,
                         tools=list(TOOLS)),
         larger_than_memory=dict(rows=45_000_000, features=50, chunk_rows=250_000,
                                 test_rows=200_000, n_trees=20, worker_memory="1.5GiB"),
-        timeout=2400, peer_timeout=600, isolate=True, warmup=True, reset=True, interval=0.1),
+        timeout=2400, peer_timeout=600, isolate=True, warmup=True, reset=True, interval=0.2),
 }
 
 TARGETS = dict(vs_lightgbm=1.5, vs_dask_peers=0.7, auc=0.002, disk_vs_memory=0.5,
@@ -479,9 +481,8 @@ def job_main(spec_path):
 class Cluster:
     """A LocalCluster of 2 worker processes x 1 thread (nannies) owned by this process."""
 
-    def __init__(self, name, memory_limit="auto", n_workers=2, log_path=None):
+    def __init__(self, name, memory_limit="auto", n_workers=2):
         self.name, self.memory_limit, self.n_workers = name, memory_limit, n_workers
-        self.log_path = log_path
         self._start()
 
     def _start(self):
@@ -489,46 +490,26 @@ class Cluster:
 
         from distributed import Client, LocalCluster
 
-        # Nannies and workers inherit this process's stdout/stderr when they are spawned:
-        # point both at the cluster's log file meanwhile (LightGBM and XGBoost print there).
-        saved = []
-        if self.log_path is not None:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            saved = [(k, os.dup(k)) for k in (1, 2)]
-            for k, _ in saved:
-                os.dup2(fd, k)
-            os.close(fd)
-        try:
-            self.cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1,
-                                        processes=True, memory_limit=self.memory_limit,
-                                        dashboard_address=None, silence_logs=logging.ERROR)
-        finally:
-            for k, dup in saved:
-                os.dup2(dup, k)
-                os.close(dup)
+        self.cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1,
+                                    processes=True, memory_limit=self.memory_limit,
+                                    dashboard_address=None, silence_logs=logging.ERROR)
         self.client = Client(self.cluster)
         self.client.wait_for_workers(self.n_workers, timeout=120)
         self.address = self.cluster.scheduler_address
 
     def worker_pids(self):
-        try:
-            return {a: int(p) for a, p in self.client.run(os.getpid, wait=True).items()}
-        except Exception:  # noqa: BLE001
-            return {}
+        return _bounded(lambda: {a: int(p) for a, p in self.client.run(os.getpid).items()}, {})
 
     def memory_limits(self):
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        info = _bounded(lambda: self.client.scheduler_info(n_workers=-1)["workers"], {})
         return {a: int(w.get("memory_limit") or 0) for a, w in info.items()}
 
     def log_lines(self):
         """Every worker and nanny log line so far, as ``{source: [message, ...]}``."""
         out = {}
         for nanny in (False, True):
-            try:
-                logs = self.client.get_worker_logs(nanny=nanny)
-            except Exception:  # noqa: BLE001
+            logs = _bounded(lambda: self.client.get_worker_logs(nanny=nanny), None)
+            if logs is None:
                 continue
             for addr, lines in logs.items():
                 out[("nanny " if nanny else "worker ") + addr] = [m for _, m in lines]
@@ -548,9 +529,22 @@ class Cluster:
     def close(self):
         for obj in (getattr(self, "client", None), getattr(self, "cluster", None)):
             try:
-                obj.close(timeout=30) if obj is self.client else obj.close()
+                obj.close(timeout=60)
             except Exception:  # noqa: BLE001
                 pass
+
+
+def _bounded(fn, default, seconds=60):
+    """``fn()`` in a helper thread; ``default`` when it raises or takes longer than
+    ``seconds`` (a hung or dead worker must not hang the suite)."""
+    import concurrent.futures
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        return pool.submit(fn).result(timeout=seconds)
+    except Exception:  # noqa: BLE001
+        return default
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _new_log_lines(before, after):
@@ -584,8 +578,7 @@ class Suite:
         if self.cfg.get("one_cluster"):  # smoke: every scenario on one cluster (start-up costs)
             name, memory_limit = "main", self.cfg["one_cluster"]
         if name not in self.clusters:
-            self.clusters[name] = Cluster(name, memory_limit,
-                                          log_path=str(self.logs / f"cluster-{name}.log"))
+            self.clusters[name] = Cluster(name, memory_limit)
         return self.clusters[name]
 
     def close_cluster(self, name, final=False):
@@ -705,6 +698,36 @@ class Suite:
             log.close()
         return records
 
+    def _cluster_log_size(self):
+        try:
+            return (self.logs / "cluster.log").stat().st_size
+        except OSError:
+            return 0
+
+    def _cluster_log_events(self, offset):
+        """Warning, error and memory/restart lines the workers and the scheduler wrote to
+        logs/cluster.log since ``offset`` (traceback bodies left out, repeats counted)."""
+        try:
+            with open(self.logs / "cluster.log", "rb") as f:
+                f.seek(offset)
+                text = f.read(50_000_000).decode(errors="replace")
+        except OSError:
+            return []
+        out, counts = [], {}
+        for line in text.splitlines():
+            if not line.strip() or line[:1].isspace():
+                continue
+            low = line.lower()
+            if not (" - error - " in low or " - warning - " in low or " - critical - " in low
+                    or any(w in low for w in LOG_KEYWORDS)):
+                continue
+            key = line[line.find(" - ") + 3:] if " - " in line else line  # without timestamp
+            counts[key] = counts.get(key, 0) + 1
+            if counts[key] == 1:
+                out.append(key)
+        return [f"cluster.log: {k[:300]}" + (f" (x{counts[k]})" if counts[k] > 1 else "")
+                for k in out]
+
     @staticmethod
     def _kill(proc):
         try:
@@ -727,6 +750,7 @@ class Suite:
             state["pids"] = c.worker_pids()
             state["logs"] = c.log_lines()
             state["limits"] = c.memory_limits()
+            state["log_offset"] = self._cluster_log_size()
         print(f"[{run['scenario']}] {run['label']}: {run['rows']:,} rows x {run['features']}, "
               f"{run['n_trees']} trees ...", end=" ", flush=True)
         with open(control, "a") as f:
@@ -771,7 +795,8 @@ class Suite:
                 if pid not in before.values():
                     rec["worker_peak_bytes"][f"{a} (new pid {pid})"] = peaks.get(pid, 0)
             rec["worker_memory_limit_bytes"] = state.get("limits", {})
-            rec["cluster_events"] = _new_log_lines(state.get("logs", {}), c.log_lines())[-40:]
+            rec["cluster_events"] = (_new_log_lines(state.get("logs", {}), c.log_lines())
+                                     + self._cluster_log_events(state.get("log_offset", 0)))[-40:]
             if self.cfg["reset"] or failure is not None or rec["worker_restarts"]:
                 rec["cluster_reset"] = c.reset()
         rec["status"] = "ok" if failure is None else "failed"
@@ -840,7 +865,8 @@ def scenario_larger_than_memory(s):
     limits = lim.memory_limits()
     total_limit = sum(limits.values())
     raw = c["rows"] * c["features"] * 4
-    s.ltm_info = dict(raw_bytes=raw, total_limit_bytes=total_limit, worker_limits=limits,
+    s.ltm_info = dict(rows=c["rows"], features=c["features"], chunk_rows=c["chunk_rows"],
+                      n_trees=c["n_trees"], raw_bytes=raw, total_limit_bytes=total_limit, worker_limits=limits,
                       ratio=raw / total_limit if total_limit else None, growth=a.ltm_growth)
     print(f"larger_than_memory: raw float32 {raw / GiB:.2f} GiB = "
           f"{s.ltm_info['ratio']:.2f}x the limited cluster's total memory_limit "
@@ -1166,6 +1192,19 @@ def main(argv=None) -> int:
     print(f"output: {out}", flush=True)
     suite = Suite(args, out)
     suite.ltm_info = None
+    # The workers (spawned, and respawned on restarts, from this process: LocalCluster's
+    # nannies live here) and the scheduler write to file descriptors 1 and 2: point those at
+    # logs/cluster.log and keep this script's own printing on the terminal.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    py_streams = sys.stdout, sys.stderr
+    sys.stdout = os.fdopen(os.dup(1), "w", buffering=1)
+    sys.stderr = os.fdopen(os.dup(2), "w", buffering=1)
+    fd = os.open(out / "logs" / "cluster.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
     try:
         for name in args.scenarios:
             t0 = time.perf_counter()
@@ -1187,6 +1226,14 @@ def main(argv=None) -> int:
             suite.close_cluster(name, final=True)
         suite.mem.stop()
         shutil.rmtree(out / "scratch", ignore_errors=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for k, dup in zip((1, 2), saved):
+            os.dup2(dup, k)
+            os.close(dup)
+        sys.stdout.close()
+        sys.stderr.close()
+        sys.stdout, sys.stderr = py_streams
 
     records = suite.records
     lines, verdicts = [f"# oocgbdt benchmark suite: {args.suite}", "",
