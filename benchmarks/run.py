@@ -8,11 +8,20 @@ Usage::
         [--tools NAME ...] [--ltm-rows N] [--ltm-features N] [--ltm-worker-memory 1.5GiB]
         [--ltm-growth depthwise|leafwise8] [--timeout S] [--peer-timeout S] [--data-dir DIR]
 
-``smoke`` runs in well under a minute on tiny data (a CI test, ``tests/test_benchmark_run.py``,
-runs it and checks the files); ``quick`` takes about 15-30 minutes here (2 cores); ``full`` runs
-the acceptance sizes and needs a quiet machine for an hour or more. Check ``uptime`` first: the
-load average is printed at the start and the end, and timings are only as good as the quiet the
-run got.
+Sizes (``SUITES``):
+
+- ``smoke``: a few thousand rows, 2 trees of 4 leaves, every scenario on one cluster of 1 GiB
+  workers, runs in sequence in one subprocess per scenario; about 35-45 s on a quiet 2-core
+  machine (80 s at load 8). ``tests/test_benchmark_run.py`` runs it and checks the files.
+- ``quick``: inmemory 250k x 100, 50 trees; throughput 250k/500k/1M x 100, 20 trees;
+  larger_than_memory 13M x 50 (2.6 GB raw, 3.1x of 2 workers x 400 MiB), 10 trees. About
+  30-60 minutes here, depending on how the out-of-core runs fail or finish.
+- ``full``: the acceptance sizes: inmemory 1M x 100, 100 trees; throughput 1M/2M/4M x 100,
+  50 trees; larger_than_memory 45M x 50 (9 GB raw, 3x of 2 workers x 1.5 GiB), 20 trees. Hours;
+  needs a quiet machine.
+
+Check ``uptime`` first: the load average is printed at the start and the end (and a warning when
+it exceeds the cores), and timings are only as good as the quiet the run got.
 
 Outputs go to ``--out`` (default ``benchmarks/results/<suite>-<YYYYmmdd-HHMMSS>/``, gitignored):
 
@@ -117,15 +126,17 @@ SUITES = {
         inmemory=dict(rows=250_000, features=100, n_trees=50),
         throughput=dict(rows=[250_000, 500_000, 1_000_000], features=100, n_trees=20,
                         tools=list(TOOLS)),
-        larger_than_memory=dict(rows=20_000_000, features=50, chunk_rows=200_000,
-                                test_rows=200_000, n_trees=10, worker_memory="600MiB"),
-        timeout=1200, peer_timeout=300, isolate=True, warmup=True, reset=True, interval=0.2),
+        larger_than_memory=dict(rows=13_000_000, features=50, chunk_rows=200_000,
+                                test_rows=200_000, n_trees=10, worker_memory="400MiB",
+                                timeout=900),
+        timeout=1200, peer_timeout=240, isolate=True, warmup=True, reset=True, interval=0.2),
     "full": dict(
         inmemory=dict(rows=1_000_000, features=100, n_trees=100),
         throughput=dict(rows=[1_000_000, 2_000_000, 4_000_000], features=100, n_trees=50,
                         tools=list(TOOLS)),
         larger_than_memory=dict(rows=45_000_000, features=50, chunk_rows=250_000,
-                                test_rows=200_000, n_trees=20, worker_memory="1.5GiB"),
+                                test_rows=200_000, n_trees=20, worker_memory="1.5GiB",
+                                timeout=1800),
         timeout=2400, peer_timeout=600, isolate=True, warmup=True, reset=True, interval=0.2),
 }
 
@@ -872,22 +883,24 @@ def scenario_larger_than_memory(s):
           f"{s.ltm_info['ratio']:.2f}x the limited cluster's total memory_limit "
           f"({total_limit / GiB:.2f} GiB over {len(limits)} workers)", flush=True)
     pt = a.peer_timeout or s.cfg["peer_timeout"]
+    to = c.get("timeout")
     n = c["n_trees"]
     runs = [s.make_run("larger_than_memory", "oocgbdt", data, c["rows"], n, cluster="limited",
-                       label="oocgbdt cache=disk (limited)", params=dict(cache="disk", **growth)),
+                       label="oocgbdt cache=disk (limited)", params=dict(cache="disk", **growth),
+                       timeout=to),
             s.make_run("larger_than_memory", "lightgbm.dask", data, c["rows"], n,
                        cluster="limited", label="lightgbm.dask (limited)", timeout=pt),
             s.make_run("larger_than_memory", "xgboost.dask", data, c["rows"], n,
                        cluster="limited", label="xgboost.dask (limited)", timeout=pt,
                        xgb_depthwise=depthwise),
             s.make_run("larger_than_memory", "xgboost.extmem", data, c["rows"], n,
-                       label="xgboost.extmem", xgb_depthwise=depthwise)]
+                       label="xgboost.extmem", xgb_depthwise=depthwise, timeout=to)]
     out = s.execute(runs)
     s.close_cluster("limited")
     s.cluster("unlimited", 0)
     out += s.execute([s.make_run("larger_than_memory", "oocgbdt", data, c["rows"], n,
                                  cluster="unlimited", label="oocgbdt cache=memory (unlimited)",
-                                 params=dict(cache="memory", **growth))])
+                                 params=dict(cache="memory", **growth), timeout=to)])
     s.close_cluster("unlimited")
     return out
 
