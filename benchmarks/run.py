@@ -619,17 +619,22 @@ class Suite:
 
     # ---- runs -----------------------------------------------------------------------------
     def make_run(self, scenario, tool, data, rows, n_trees, cluster=None, label=None,
-                 params=None, timeout=None, **kw):
+                 params=None, timeout=None, peer=False, **kw):
+        """One run's spec. Timeout: ``--peer-timeout`` (else the suite's) for ``peer`` runs
+        (the Dask peers on the limited cluster), else ``--timeout``, else ``timeout``, else
+        the suite's."""
+        if peer:
+            timeout = self.args.peer_timeout or self.cfg["peer_timeout"]
+        else:
+            timeout = self.args.timeout or timeout or self.cfg["timeout"]
         run = dict(id=f"r{len(self.records) + len(getattr(self, '_pending', [])):03d}",
                    scenario=scenario, tool=tool, label=label or tool, data=data, rows=int(rows),
                    features=data["features"], n_trees=int(n_trees), params=params or {},
                    cluster=(("main" if self.cfg.get("one_cluster") else cluster)
                             if tool in DASK_TOOLS else None),
-                   timeout=float(timeout or self.cfg["timeout"]), warmup=self.cfg["warmup"],
+                   timeout=float(timeout), warmup=self.cfg["warmup"],
                    scratch=str(self.out / "scratch"),
                    common=dict(COMMON, **self.cfg.get("common", {})), **kw)
-        if self.args.timeout:
-            run["timeout"] = float(self.args.timeout)
         self._pending = getattr(self, "_pending", []) + [run]
         return run
 
@@ -882,16 +887,15 @@ def scenario_larger_than_memory(s):
     print(f"larger_than_memory: raw float32 {raw / GiB:.2f} GiB = "
           f"{s.ltm_info['ratio']:.2f}x the limited cluster's total memory_limit "
           f"({total_limit / GiB:.2f} GiB over {len(limits)} workers)", flush=True)
-    pt = a.peer_timeout or s.cfg["peer_timeout"]
     to = c.get("timeout")
     n = c["n_trees"]
     runs = [s.make_run("larger_than_memory", "oocgbdt", data, c["rows"], n, cluster="limited",
                        label="oocgbdt cache=disk (limited)", params=dict(cache="disk", **growth),
                        timeout=to),
             s.make_run("larger_than_memory", "lightgbm.dask", data, c["rows"], n,
-                       cluster="limited", label="lightgbm.dask (limited)", timeout=pt),
+                       cluster="limited", label="lightgbm.dask (limited)", peer=True),
             s.make_run("larger_than_memory", "xgboost.dask", data, c["rows"], n,
-                       cluster="limited", label="xgboost.dask (limited)", timeout=pt,
+                       cluster="limited", label="xgboost.dask (limited)", peer=True,
                        xgb_depthwise=depthwise),
             s.make_run("larger_than_memory", "xgboost.extmem", data, c["rows"], n,
                        label="xgboost.extmem", xgb_depthwise=depthwise, timeout=to)]
