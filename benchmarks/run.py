@@ -503,7 +503,7 @@ class Cluster:
 
         self.cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1,
                                     processes=True, memory_limit=self.memory_limit,
-                                    dashboard_address=None, silence_logs=logging.ERROR)
+                                    dashboard_address=":0", silence_logs=logging.WARNING)
         self.client = Client(self.cluster)
         self.client.wait_for_workers(self.n_workers, timeout=120)
         self.address = self.cluster.scheduler_address
