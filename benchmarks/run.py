@@ -559,18 +559,15 @@ def _bounded(fn, default, seconds=60):
 
 
 def _new_log_lines(before, after):
+    """Memory/restart lines of ``after`` not in ``before`` (worker and nanny logs are bounded
+    deques, newest first; each line starts with its timestamp), oldest first."""
     lines = []
     for src, msgs in after.items():
-        old = before.get(src, [])
-        # logs are bounded deques: new lines are those past the old tail
-        k = len(old)
-        if old and msgs[:k] != old:
-            tail = old[-1]
-            k = len(msgs) - msgs[::-1].index(tail) if tail in msgs else 0
-        for m in msgs[k:]:
-            if any(w in m.lower() for w in LOG_KEYWORDS):
-                lines.append(f"{src}: {m[:300]}")
-    return lines
+        old = set(before.get(src, []))
+        for m in msgs:
+            if m not in old and any(w in m.lower() for w in LOG_KEYWORDS):
+                lines.append((m[:23], f"{src}: {m[:300]}"))
+    return [text for _, text in sorted(lines)]
 
 
 class Suite:
@@ -812,8 +809,8 @@ class Suite:
                     rec["worker_peak_bytes"][f"{a} (new pid {pid})"] = peaks.get(pid, 0)
             rec["worker_memory_limit_bytes"] = state.get("limits", {})
             nanny_lines = _new_log_lines(state.get("logs", {}), c.log_lines())
-            rec["cluster_events"] = (nanny_lines
-                                     + self._cluster_log_events(state.get("log_offset", 0)))[-40:]
+            rec["cluster_events"] = (nanny_lines[-30:]
+                                     + self._cluster_log_events(state.get("log_offset", 0))[-20:])
             # a worker restarted twice has one successor pid: count the nannies' exit lines too
             exits = sum(1 for e in nanny_lines if e.startswith("nanny ") and "Worker process" in e
                         and ("was killed" in e or "exited with status" in e))
