@@ -76,3 +76,21 @@ def test_failed_runs_are_recorded(tmp_path):
     runs = json.loads((out / "results.json").read_text())["runs"]
     assert [r["tool"] for r in runs] == ["oocgbdt", "lightgbm"]
     assert all(r["status"] == "failed" and "timeout" in r["error"] for r in runs), runs
+
+
+def test_process_tree_memory_sees_children():
+    """The sampler sums the RSS of this process and its children and keeps each pid's peak."""
+    import time
+
+    from benchmarks._common import ProcessTreeMemory
+    code = "import numpy, time; a = numpy.ones(64 * 2**20 // 8); time.sleep(1.5)"
+    with ProcessTreeMemory(interval=0.05, rescan=0.1) as mem:
+        t0 = time.time()
+        child = subprocess.Popen([sys.executable, "-c", code])
+        child.wait(timeout=60)
+        t1 = time.time()
+    peaks = mem.pid_peaks(t0, t1)
+    assert peaks.get(child.pid, 0) >= 64 * 2**20
+    assert mem.peak(t0, t1) >= mem.at(t0) + 64 * 2**20 * 0.9
+    series = mem.series(t0, t1)
+    assert series and all(0 <= t <= t1 - t0 + 1 for t, _ in series)
