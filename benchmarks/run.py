@@ -529,7 +529,7 @@ class Cluster:
     def reset(self):
         """Restart the workers (fresh memory); recreate the cluster if that fails."""
         try:
-            self.client.restart(timeout=120, wait_for_workers=True)
+            self.client.restart(timeout=90, wait_for_workers=True)
             self.client.wait_for_workers(self.n_workers, timeout=120)
             return "restarted workers"
         except Exception as e:  # noqa: BLE001
@@ -639,9 +639,6 @@ class Suite:
         """Run ``runs`` (in subprocesses, with timeouts), append their records, return them."""
         self._pending = []
         runs = [r for r in runs if r["tool"] in self.args.tools]
-        for r in runs:
-            if r["cluster"]:
-                r["scheduler"] = self.clusters[r["cluster"]].address
         batches = [[r] for r in runs] if self.cfg["isolate"] else ([runs] if runs else [])
         done = []
         for batch in batches:
@@ -656,6 +653,9 @@ class Suite:
         """One subprocess over ``runs`` in order; returns the records of the runs it finished
         (ok or failed), at least one: the run it was on when it died counts as failed."""
         self.jobs += 1
+        for r in runs:  # the current address: a failed restart recreates the cluster
+            if r["cluster"]:
+                r["scheduler"] = self.clusters[r["cluster"]].address
         jdir = self.out / "scratch" / f"job{self.jobs:03d}"
         jdir.mkdir(parents=True, exist_ok=True)
         progress, control = jdir / "progress.jsonl", jdir / "control"
@@ -695,10 +695,18 @@ class Suite:
                     else:
                         time.sleep(0.1)
                         continue
+                if failure is None and i == len(runs) - 1:
+                    try:  # let the job's client disconnect before the workers are restarted
+                        proc.wait(timeout=30)
+                    except subprocess.TimeoutExpired:
+                        pass
                 rec = self._finish(run, state, failure)
                 records.append(rec)
                 i += 1
                 if failure is not None:
+                    break
+                if rec.get("cluster_reset", "").startswith("recreated"):
+                    self._kill(proc)  # the next runs need the new scheduler address
                     break
                 if i < len(runs):
                     state = self._begin(runs[i], control)
