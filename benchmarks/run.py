@@ -286,7 +286,8 @@ def tool_oocgbdt(run, fit, client):
 def tool_lightgbm(run, fit, client):
     import lightgbm as lgb
     X, y = _numpy_train(run)
-    params = dict(objective="binary", num_threads=2, enable_bundle=False, verbose=-1, **run["common"])
+    params = dict(objective="binary", num_threads=2, enable_bundle=False, verbose=-1,
+                  **run["common"])
     if run["warmup"]:
         lgb.train(params, lgb.Dataset(X[:WARMUP_ROWS], y[:WARMUP_ROWS]), WARMUP_ROUNDS)
     with fit:
@@ -315,7 +316,8 @@ def tool_sklearn(run, fit, client):
     from sklearn.ensemble import HistGradientBoostingClassifier
     X, y = _numpy_train(run)
     make = lambda n: HistGradientBoostingClassifier(
-        max_leaf_nodes=run["common"]["num_leaves"], learning_rate=run["common"]["learning_rate"], max_iter=n,
+        max_leaf_nodes=run["common"]["num_leaves"],
+        learning_rate=run["common"]["learning_rate"], max_iter=n,
         early_stopping=False, max_bins=run["common"]["max_bin"], random_state=0)
     if run["warmup"]:
         make(WARMUP_ROUNDS).fit(X[:WARMUP_ROWS], y[:WARMUP_ROWS])
@@ -892,7 +894,8 @@ def scenario_larger_than_memory(s):
     total_limit = sum(limits.values())
     raw = c["rows"] * c["features"] * 4
     s.ltm_info = dict(rows=c["rows"], features=c["features"], chunk_rows=c["chunk_rows"],
-                      n_trees=c["n_trees"], raw_bytes=raw, total_limit_bytes=total_limit, worker_limits=limits,
+                      n_trees=c["n_trees"], raw_bytes=raw, total_limit_bytes=total_limit,
+                      worker_limits=limits,
                       ratio=raw / total_limit if total_limit else None, growth=a.ltm_growth)
     print(f"larger_than_memory: raw float32 {raw / GiB:.2f} GiB = "
           f"{s.ltm_info['ratio']:.2f}x the limited cluster's total memory_limit "
@@ -938,7 +941,8 @@ def _verdict(ok):
 
 def _get(records, scenario, label, rows=None):
     for r in records:
-        if r["scenario"] == scenario and r["label"] == label and (rows is None or r["rows"] == rows):
+        if (r["scenario"] == scenario and r["label"] == label
+                and (rows is None or r["rows"] == rows)):
             return r
     return None
 
@@ -974,7 +978,8 @@ def report_inmemory(records, lines, verdicts):
             continue
         ratio = ooc["wall_seconds"] / p["wall_seconds"]
         line = (f"- oocgbdt / {peer} wall time: {ratio:.2f}x ({ooc['wall_seconds']:.2f} s vs "
-                f"{p['wall_seconds']:.2f} s); AUC difference {ooc['test_auc'] - p['test_auc']:+.5f}")
+                f"{p['wall_seconds']:.2f} s); AUC difference "
+                f"{ooc['test_auc'] - p['test_auc']:+.5f}")
         if target is not None:
             ok = ratio <= target
             line += f"; target <= {target}x: {_verdict(ok)}"
