@@ -25,6 +25,7 @@ __all__ = [
     "DATASETS",
     "BenchData",
     "PeakMemory",
+    "ProcessTreeMemory",
     "Timer",
     "data_dir",
     "free_memory",
@@ -288,6 +289,132 @@ class PeakMemory:
     @property
     def peak_mb(self) -> float:
         return self.peak / 2**20
+
+
+class ProcessTreeMemory:
+    """Sample, in a background thread, the RSS of a process and each of its descendants, with
+    wall-clock (``time.time()``) timestamps.
+
+    Made for runs whose work happens in other processes (a LocalCluster's nannies and workers,
+    a benchmark subprocess): they are all descendants of the process that started them, so one
+    sampler in that process sees the whole process tree. Windows are cut afterwards by timestamps
+    that the other processes report (``time.time()`` is the same clock in every process). Each
+    sample keeps every process's RSS by pid, so a process's own peak can be asked for after the
+    fact (:meth:`pid_peaks`). A process that exits while being sampled counts 0.
+
+    Example::
+
+        with ProcessTreeMemory(interval=0.1) as mem:
+            t0 = time.time(); run(); t1 = time.time()
+        mem.peak(t0, t1), mem.pid_peaks(t0, t1), mem.series(t0, t1)
+    """
+
+    def __init__(self, pid: Optional[int] = None, interval: float = 0.1, rescan: float = 1.0):
+        self.pid = os.getpid() if pid is None else int(pid)
+        self.interval = float(interval)
+        self.rescan = float(rescan)
+        self.samples: list = []  # (time.time(), tree rss bytes, {pid: rss bytes})
+        self._stop = threading.Event()
+        self._thread = None
+        self._procs: list = []
+        self._scanned = -np.inf
+
+    def _scan(self):
+        """Find the descendants (walks /proc: ~10-30 ms, so done every ``rescan`` seconds or
+        when a known process has gone; RSS reads of known processes are cheap)."""
+        import psutil
+        try:
+            root = psutil.Process(self.pid)
+            self._procs = [root] + root.children(recursive=True)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            self._procs = []
+        self._scanned = time.monotonic()
+
+    def sample(self):
+        import psutil
+        if time.monotonic() - self._scanned >= self.rescan:
+            self._scan()
+        per, gone = {}, False
+        for p in self._procs:
+            try:
+                per[p.pid] = p.memory_info().rss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                gone = True
+        if gone:
+            self._scanned = -np.inf
+        if per:
+            self.samples.append((time.time(), sum(per.values()), per))
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval)
+
+    def start(self):
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True, name="tree-memory")
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._scanned = -np.inf
+        self.sample()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _window(self, t0=None, t1=None):
+        """Samples in ``[t0, t1]`` plus the last one before and the first one after it, so that
+        a window shorter than the sampling interval still has samples."""
+        samples = list(self.samples)
+        t0 = -np.inf if t0 is None else t0
+        t1 = np.inf if t1 is None else t1
+        idx = [i for i, s in enumerate(samples) if t0 <= s[0] <= t1]
+        lo = idx[0] - 1 if idx else next((i - 1 for i, s in enumerate(samples) if s[0] > t1),
+                                         len(samples) - 1)
+        hi = idx[-1] + 1 if idx else lo + 1
+        return samples[max(lo, 0):min(hi, len(samples) - 1) + 1] if samples else []
+
+    def peak(self, t0=None, t1=None) -> int:
+        """Largest tree RSS (bytes) sampled in ``[t0, t1]`` (see :meth:`_window`)."""
+        return max((s[1] for s in self._window(t0, t1)), default=0)
+
+    def at(self, t) -> int:
+        """Tree RSS (bytes) of the last sample at or before ``t`` (else the first sample)."""
+        before = [s for s in list(self.samples) if s[0] <= t]
+        if before:
+            return before[-1][1]
+        return self.samples[0][1] if self.samples else 0
+
+    def pid_peaks(self, t0=None, t1=None) -> dict:
+        """Peak RSS (bytes) per pid in ``[t0, t1]``."""
+        out: dict = {}
+        for _, _, per in self._window(t0, t1):
+            for k, v in per.items():
+                out[k] = max(out.get(k, 0), v)
+        return out
+
+    def series(self, t0=None, t1=None, max_points: int = 2000) -> list:
+        """``[(seconds since t0, tree RSS bytes), ...]`` over ``[t0, t1]``, at most
+        ``max_points`` points (evenly thinned, the peak sample always kept)."""
+        win = [s for s in list(self.samples)
+               if (t0 is None or s[0] >= t0) and (t1 is None or s[0] <= t1)]
+        if not win:
+            return []
+        base = win[0][0] if t0 is None else t0
+        if len(win) > max_points:
+            step = len(win) / max_points
+            keep = {int(i * step) for i in range(max_points)}
+            keep.add(int(np.argmax([s[1] for s in win])))
+            win = [win[i] for i in sorted(keep)]
+        return [(round(s[0] - base, 3), int(s[1])) for s in win]
 
 
 # --------------------------------------------------------------------------------------------
