@@ -124,11 +124,13 @@ def fit_model(runs, features, n_bins, cores):
                 hist_bytes=B), A, b
 
 
-def model_tree_seconds(m, *, rows_hist_cells, passes, partitions, workers, cores_per_worker):
+def model_tree_seconds(m, *, rows_hist_cells, passes, partitions, workers, cores_per_worker,
+                       built_per_pass=1):
     par = workers * cores_per_worker
     terms = {
         "histogram building": rows_hist_cells * m["sec_per_cell"] / par,
-        "histogram reduction": passes * partitions * m["hist_bytes"] * m["sec_per_hist_byte"] / par,
+        "histogram reduction": (passes * partitions * built_per_pass * m["hist_bytes"]
+                                * m["sec_per_hist_byte"] / par),
         "split search": passes * m["search_per_pass"],
         "per-pass latency": passes * (m["overhead_one_worker"] if workers == 1
                                       else m["overhead_many_workers"]),
@@ -199,22 +201,49 @@ def main(argv=None) -> int:
     print_table(["workers", "rows", "measured ms/tree", "model ms/tree", "error"], rows_out)
 
     # Extrapolation: 1e9 rows x 1,000 features, 100 workers.
+    from oocgbdt.dask.partitions import default_partition_rows
     N, F, W, c = 1e9, 1000, 100, 8
-    passes = 30
     mean_frac = np.mean([t["rows_hist"] / r["n_rows"] for r in runs for t in r["trees"][1:]])
-    part_rows = 2 ** 18
+    part_rows = default_partition_rows(int(N), F, 4 * F)
     parts = math.ceil(N / part_rows)
-    big = dict(m, hist_bytes=F * 256 * HIST_ENTRY_BYTES)
-    terms = model_tree_seconds(big, rows_hist_cells=mean_frac * N * F, passes=passes,
+    B = F * 256 * HIST_ENTRY_BYTES
+    big = dict(m, hist_bytes=B)
+    disk_bw, net_bw = 1.0e9, 1.25e9  # bytes/s per worker: a local NVMe read, 10 Gb/s Ethernet
+    print(f"\n## Extrapolation: {N:.0e} rows x {F} features on {W} workers x {c} threads")
+    print(f"assumptions: rows histogrammed per tree = {mean_frac:.2f} x N (measured here, "
+          f"leaf-wise 31 leaves); default partitions of {part_rows:,} rows ({parts:,} partitions, "
+          f"{parts / W:.0f} per worker); histogram {B / 2**20:.1f} MiB; disk {disk_bw / 1e9:.1f} GB/s "
+          f"and network {net_bw / 1e9:.2f} GB/s per worker; fitted constants above")
+    rows_out = []
+    cross_levels = max(1, math.ceil(math.log(W, 8)))
+    for label, passes, k in (("leaf-wise", 30, 1), ("max_leaves_per_pass=8", 5, 6),
+                             ("depthwise", 6, 5)):
+        # k: mean children histogrammed per pass (30 splits over the passes).
+        terms = model_tree_seconds(big, rows_hist_cells=mean_frac * N * F, passes=passes,
+                                   partitions=parts, workers=W, cores_per_worker=c,
+                                   built_per_pass=k)
+        # Per pass: partial histograms made (one per partition and built child); bytes moved
+        # between workers by the fan-in: partitions are placed in contiguous blocks, so the
+        # first levels are worker-local and each worker sends about one stacked partial per
+        # level that crosses workers (log8 W of them); bytes read from a disk cache (every
+        # partition, whole); round trips (a map and a gather per pass, plus gradients, apply).
+        hist_made = parts * k * B
+        moved = W * cross_levels * k * B
+        disk_read = N * F
+        terms["disk"] = passes * disk_read / W / disk_bw
+        terms["fan-in transfers"] = passes * moved / W / net_bw
+        total_mem = sum(v for n_, v in terms.items() if n_ != "disk")
+        rows_out.append([label, passes, f"{hist_made / 2**30:.1f} GiB", f"{moved / 2**30:.1f} GiB",
+                         f"{disk_read / 1e12:.1f} TB", 2 * passes + 3,
+                         f"{terms['histogram building']:.1f}", f"{terms['histogram reduction']:.1f}",
+                         f"{terms['per-pass latency']:.2f}", f"{terms['fan-in transfers']:.2f}",
+                         f"{terms['disk']:.1f}",
+                         f"{total_mem:.1f}"])
+    print_table(["growth", "passes", "histograms made/pass", "moved between workers/pass",
+                 "read/pass (disk cache)", "round trips/tree", "hist build s", "reduce s",
+                 "latency s", "transfer s", "disk s", "tree s (memory cache)"], rows_out)
+    terms = model_tree_seconds(big, rows_hist_cells=mean_frac * N * F, passes=30,
                                partitions=parts, workers=W, cores_per_worker=c)
-    tasks_per_pass = parts + math.ceil(parts / 7) + 3
-    print(f"\n## Extrapolation: {N:.0e} rows x {F} features on {W} workers x {c} threads, "
-          f"{passes} passes/tree (leaf-wise, 31 leaves), {parts:,} partitions of {part_rows:,} rows "
-          f"({tasks_per_pass:,} tasks per pass), rows histogrammed per tree = {mean_frac:.2f} x N "
-          f"(measured here)")
-    for name, sec in sorted(terms.items(), key=lambda kv: -kv[1]):
-        print(f"- {name}: {sec:.1f} s per tree")
-    print(f"- total: {sum(terms.values()):.1f} s per tree")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(dict(args=vars(args), runs=runs, fit=m, extrapolation=terms), fh, indent=1,
