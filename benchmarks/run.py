@@ -36,6 +36,8 @@ Outputs go to ``--out`` (default ``benchmarks/results/<suite>-<YYYYmmdd-HHMMSS>/
   ``error`` and ``memory_series`` (sampled process-tree RSS over the run);
 - ``results.md``: the markdown tables, ratio lines and PASS/FAIL targets (also printed);
 - ``time_per_tree_vs_rows.png``, ``memory_<scenario>.png``: plots (matplotlib, Agg);
+- ``results.partial.json``: the runs so far, rewritten after each run (kept if the suite
+  itself is killed);
 - ``logs/``: each run's subprocess output, and ``cluster.log`` (what the scheduler and the
   workers printed; memory, restart, warning and error lines of a run are copied into its
   ``cluster_events``).
@@ -835,6 +837,10 @@ class Suite:
         else:
             print(f"FAILED: {failure[:300]}", flush=True)
         self.records.append(rec)
+        # if this process is killed, the runs so far survive (results.json comes at the end)
+        tmp = self.out / "results.partial.json.tmp"
+        tmp.write_text(json.dumps(dict(runs=self.records), default=str))
+        os.replace(tmp, self.out / "results.partial.json")
         return rec
 
 
