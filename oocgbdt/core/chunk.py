@@ -21,7 +21,7 @@ from oocgbdt.kernels.partition import split_rows
 from oocgbdt.kernels.predict import predict_binned
 
 __all__ = [
-    "ChunkData", "TreeRows", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
+    "ChunkData", "TreeRows", "tree_rows_only", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
     "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "chunk_split_many", "chunk_apply_tree",
     "sum_histograms", "root_histogram", "built_histogram", "sibling_histogram", "finish_root",
     "finish_split_many",
@@ -237,7 +237,7 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
         The built children's histograms, stacked in :meth:`SplitPlan.built` order (one ndarray,
         so :func:`sum_histograms` adds passes' partials as it adds single histograms).
     """
-    rows = prev[0]
+    rows = prev[0] if isinstance(prev, tuple) else prev
     X = chunk_bins(data)
     order = rows.order.copy()
     leaf_begin = rows.leaf_begin.copy()
@@ -266,6 +266,12 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
         build_histogram(X, meta.hist_offsets, meta.hist_columns, data.gradients[class_idx],
                         data.hessians[class_idx], new_rows.rows_of(leaf), hist[j])
     return new_rows, hist
+
+
+def tree_rows_only(prev) -> TreeRows:
+    """A chunk's pass result without its partial histograms (which the reduction has consumed):
+    what is kept until the next pass, so partial histograms do not outlive their pass."""
+    return prev[0] if isinstance(prev, tuple) else prev
 
 
 def sum_histograms(parts) -> np.ndarray:

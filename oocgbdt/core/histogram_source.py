@@ -28,7 +28,8 @@ import numpy as np
 from oocgbdt.core.backend import LocalBackend, reduce_levels
 from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, built_histogram,
                                 chunk_root, chunk_split_many, finish_root, finish_split_many,
-                                root_histogram, sibling_histogram, sum_histograms)
+                                root_histogram, sibling_histogram, sum_histograms,
+                                tree_rows_only)
 
 __all__ = ["HistogramSource"]
 
@@ -127,10 +128,17 @@ class HistogramSource:
         self.n_passes += 1
         self.n_hist_built += 1
         totals, split, gains = b.gather(res)
+        self._drop_partials()
         self._record(gains)
         self._keep(0, split)
         self._bound_pool()
         return totals, split
+
+    def _drop_partials(self):
+        """Keep only each chunk's row grouping between passes: its partial histograms (one per
+        chunk and built child, p x k x n_hist_bins x 24 bytes in all) were consumed by this
+        pass's reduction, whose steps have run once its split records are gathered."""
+        self._rows = self.backend.map(tree_rows_only, self._rows, key=f"{self.key}-p{self.n_passes}-keep")
 
     def split_many(self, requests):
         """Apply several splits in one pass; returns each split's children's best splits.
@@ -189,6 +197,7 @@ class HistogramSource:
         self.n_hist_built += len(built)
         self.n_hist_subtracted += 2 * len(todo) - len(built)
         records, gains = b.gather(res)
+        self._drop_partials()
         self._record(gains)
         for (idx, leaf, right_leaf, _, _), (left, right) in zip(todo, records):
             out[idx] = (left, right)
