@@ -199,6 +199,18 @@ def _compute_placed(client, actors, tasks):
     return futures
 
 
+def _release_heap():
+    """Run on every worker: collect garbage and return freed heap pages to the OS (glibc's
+    ``malloc_trim``; a no-op elsewhere)."""
+    import ctypes
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def _threaded_compute(*arrays):
     return dask.compute(*arrays, scheduler="threads")
 
@@ -417,6 +429,10 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 loaded, stats = _load_partitions(task_sets, c, root,
                                                  backend if n_workers > 1 else None)
                 del task_sets  # the graphs that read raw X; only ChunkData handles stay
+                if c is not None:
+                    # Reading raw partitions leaves freed heap that glibc keeps; hand it back so
+                    # the workers' memory (what their limit watches) is what training holds.
+                    c.run(_release_heap)
                 if root is not None:
                     seconds_write = time.perf_counter() - t_write
                     finish_cache(root, stats, seconds_write)
