@@ -237,7 +237,7 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
         The built children's histograms, stacked in :meth:`SplitPlan.built` order (one ndarray,
         so :func:`sum_histograms` adds passes' partials as it adds single histograms).
     """
-    rows = prev[0] if isinstance(prev, tuple) else prev
+    rows = tree_rows_only(prev)
     X = chunk_bins(data)
     order = rows.order.copy()
     leaf_begin = rows.leaf_begin.copy()

@@ -67,12 +67,14 @@ def _walk(obj, fn):
     return obj
 
 
-def _refs(obj, out):
-    if isinstance(obj, Ref):
+def _refs(obj, out, kinds=(Ref,)):
+    """Append to ``out`` every handle of the given ``kinds`` inside ``obj`` (lists and tuples
+    walked); the caller's side looks for :class:`Ref`, a shard for :class:`_Key` too."""
+    if isinstance(obj, kinds):
         out.append(obj)
     elif isinstance(obj, (list, tuple)):
         for o in obj:
-            _refs(o, out)
+            _refs(o, out, kinds)
     return out
 
 
@@ -103,7 +105,7 @@ class Shard:
 
     def _resolve(self, obj):
         missing = {}
-        for k in _refs_keys(obj, []):
+        for k in _refs(obj, [], (Ref, _Key)):
             if k.id not in self.store and k.owner not in (self.index, ALL):
                 missing.setdefault(k.owner, []).append(k.id)
         futures = [(ids, self.peers[o].get(ids)) for o, ids in missing.items()]
@@ -165,15 +167,6 @@ class Shard:
     def close(self):
         self.store.clear()
         self.backend.close()
-
-
-def _refs_keys(obj, out):
-    if isinstance(obj, (Ref, _Key)):
-        out.append(obj)
-    elif isinstance(obj, (list, tuple)):
-        for o in obj:
-            _refs_keys(o, out)
-    return out
 
 
 class ActorBackend:
