@@ -11,9 +11,9 @@ count W, a ``LocalCluster(n_workers=W, threads_per_worker=1, processes=True)`` t
 (num_leaves=31, learning_rate=0.1, max_bin=255) from that store, twice (N and N/2 rows, the first
 rows of the store), and per tree we record: wall seconds, passes, tasks, rows histogrammed (the
 root's rows plus the smaller child of every split that was histogrammed, from the tree's node
-counts), and the compute seconds of the histogram tasks, the reduction tasks (sum / subtract of
-histograms) and the split search tasks (from the task stream, or, on one worker where the loop
-runs as one task next to the data, from the in-process backend's timers).
+counts), and the compute seconds of histogram building, the reduction (sums and subtractions of
+histograms) and the split search (from the backend's timers: the loop's own in-process backend
+on one worker, the actor shards' on several; ``booster.tree_stats``).
 
 The model: per tree
 

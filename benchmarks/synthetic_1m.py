@@ -165,7 +165,8 @@ def tree_time_split(task_records, tree_stats, n_threads):
                        find=float(st["seconds_split_search"]), reduce=float(st["seconds_reduce"]),
                        apply=None)
             out.append(row)
-        source = "booster.tree_stats phase timings (loop ran as one task on the worker)"
+        source = ("booster.tree_stats phase timings (the backend's timers: in-process, the loop "
+                  "as one task on the worker, or the per-worker actor shards)")
     else:
         per = defaultdict(lambda: defaultdict(float))
         for rec in task_records:

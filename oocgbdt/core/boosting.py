@@ -161,7 +161,10 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
             round_trees = []
             for k in range(n_out):
                 t_start, c_start = time.perf_counter(), time.process_time()
-                timed = dict(getattr(backend, "seconds", {}))
+                # Read a timing backend's totals once before and once after the tree (a remote
+                # backend asks its workers for them).
+                timed = getattr(backend, "seconds", None)
+                timed = None if timed is None else dict(timed)
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
                 source = HistogramSource(chunks, k, round_meta_h, sp_h, int(params["num_leaves"]),
                                          backend=backend, split_every=split_every, key=tree_key,
@@ -194,8 +197,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                              cpu_seconds=time.process_time() - c_start + share_cpu,
                              seconds_sampling=share_sampling,
                              seconds_waiting=grower.time_waiting)
-                if hasattr(backend, "seconds"):
-                    now = dict(backend.seconds)  # read once: a remote backend asks its workers
+                if timed is not None:
+                    now = dict(backend.seconds)
                     spent = {f: now[f] - timed.get(f, 0.0) for f in now}
                     stats.update(
                         seconds_histogram=(spent.get("chunk_root", 0.0)
