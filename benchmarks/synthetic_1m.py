@@ -146,10 +146,11 @@ def tree_time_split(task_records, tree_stats, n_threads):
     Two sources, whichever the run provides:
 
     - ``tree_stats`` phase timings (``seconds_histogram``/``seconds_split_search``/
-      ``seconds_reduce``), written when the boosting loop runs over a LocalBackend, which is
-      what ``oocgbdt.train`` does on a one-worker cluster (the loop is one task on the worker).
-      There the histogram time is already the parallel wall time of the per-chunk tasks.
-    - otherwise (several workers: the client-side loop over the DaskBackend) the task stream
+      ``seconds_reduce``), written when the boosting loop runs over a backend with timers: a
+      LocalBackend (in-process, or the loop as one task on a one-worker cluster) or the actor
+      backend of several workers (the slowest shard's totals). The histogram time is then
+      already the parallel wall time of the per-partition tasks.
+    - otherwise (a backend without timers, such as a DaskBackend) the task stream
       (``distributed.get_task_stream(...).data``): compute task-seconds per tree key
       ``-t{index}-``; the histogram time on the critical path is taken as task-seconds divided
       by the number of worker threads.

@@ -12,10 +12,10 @@ embedded LocalCluster closed afterwards. In-memory NumPy input with no client ru
 bodies in-process on threads (:class:`~oocgbdt.core.backend.LocalBackend`): the data already
 fits in memory, and a cluster would only add start-up time. On a cluster with one worker (the
 embedded LocalCluster), the loop itself runs as one task on that worker, next to every chunk,
-over the same LocalBackend; with several workers it runs on the client over a
-:class:`~oocgbdt.dask.backend.DaskBackend` (one scheduler round trip per dependent task). All
-give the same model for the same chunking: the task bodies and their reduction order are the
-same.
+over the same LocalBackend; with several workers it runs on the client over an
+:class:`~oocgbdt.dask.actors.ActorBackend` (one actor per worker holding its block of
+partitions, called directly, not through the scheduler). All give the same model for the same
+partitions: the task bodies and their reduction order are the same.
 """
 from __future__ import annotations
 
