@@ -3,24 +3,30 @@
 Why: with a task per partition and per reduction step, every pass over the data costs several
 scheduler round trips (tens of milliseconds on a LocalCluster of processes), and a 31-leaf tree
 makes 30 passes. Here each worker holds one :class:`Shard` actor that keeps its partitions'
-state and the histograms computed from them; the boosting loop calls the actors directly
-(``distributed`` actor calls go from the caller to the worker, never through the scheduler), one
-call per worker per step, and a shard runs its share of a step on its own threads with the
-in-process :class:`~oocgbdt.core.backend.LocalBackend`.
+state and the histograms computed from them; the boosting loop calls the actors (``distributed``
+actor calls, never a scheduler task), and a shard runs its share of a step on its own threads
+with the in-process :class:`~oocgbdt.core.backend.LocalBackend`.
+
+Every operation is deferred until a value is needed: then each shard gets all its queued
+operations in one call (all shards at once) and the caller waits only for the values it asked
+for, so a boosting pass costs one round trip to every shard, in parallel (the partition tasks,
+the reduction, the split search and the keep-histogram steps of the pass), not one per step.
 
 Handles are :class:`Ref` objects: (owner shard, id), or owner ``ALL`` for values scattered to
 every shard. A step runs on the shard that owns most of its inputs; inputs owned by another shard
-are fetched from it directly, worker to worker (only histograms and split records move: partial
-histograms at the last reduction level). The functions, their arguments and their grouping are
-exactly the ones the LocalBackend runs, so the model is bit-identical to in-process training and
-to one worker, for the same partitions. When a Ref is garbage collected on the caller, its value
-is dropped from the shards with the next call.
+are fetched from it directly, worker to worker, waiting until they are made (only histograms and
+split records move: partial histograms at the last reduction level). The functions, their
+arguments and their grouping are exactly the ones the LocalBackend runs, so the model is
+bit-identical to in-process training and to one worker, for the same partitions. When a Ref is
+garbage collected on the caller, its value is dropped from the shards with the next call.
 
 Partitions are assigned to shards in contiguous blocks (partition ``i`` of ``n`` to shard
 ``i * n_shards // n``), so the first levels of every fan-in reduction are local to a shard.
 """
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import itertools
 import threading
 import weakref
@@ -81,6 +87,13 @@ def _refs(obj, out, kinds=(Ref,)):
 class Shard:
     """Actor body: one per worker; holds values by id and runs task bodies on local threads.
 
+    The caller sends each shard its deferred operations in numbered batches (:meth:`run`); a
+    shard runs its batches in number order, one at a time, on the worker's actor thread, and
+    any value it needs from another shard is fetched from that shard (:meth:`fetch`, which waits
+    until the value has been made). Both are coroutines, so a shard answers fetches while it
+    computes. The caller creates operations in dependency order and every shard runs its own in
+    that order, so the earliest unfinished operation can always proceed: no deadlock.
+
     Parameters
     ----------
     index : int
@@ -94,10 +107,38 @@ class Shard:
         self.store = {}
         self.peers = None
         self.backend = LocalBackend(n_threads=n_threads)
+        self._done = 0        # batches run so far
+        self._error = None    # the exception of a failed batch: later batches and fetches raise
+        self._loop = None
+        self._event = None
 
     def set_peers(self, peers):
         """Actor handles of every shard, by owner index (to fetch inputs owned elsewhere)."""
         self.peers = peers
+
+    # ---- waking coroutines that wait for values or for a batch's turn ---------------------
+
+    def _wake(self):
+        ev, self._event = self._event, None
+        if ev is not None:
+            ev.set()
+
+    def _changed(self):
+        """Called by the actor thread after each operation: wake the waiting coroutines."""
+        loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._wake)
+
+    async def _wait_until(self, cond):
+        self._loop = asyncio.get_running_loop()
+        while not cond():
+            if self._error is not None:
+                raise RuntimeError(f"shard {self.index}: an earlier step failed") from self._error
+            if self._event is None:
+                self._event = asyncio.Event()
+            await self._event.wait()
+
+    # ---- operations -------------------------------------------------------------------------
 
     def _drop(self, dead):
         for i in dead:
@@ -108,11 +149,53 @@ class Shard:
         for k in _refs(obj, [], (Ref, _Key)):
             if k.id not in self.store and k.owner not in (self.index, ALL):
                 missing.setdefault(k.owner, []).append(k.id)
-        futures = [(ids, self.peers[o].get(ids)) for o, ids in missing.items()]
+        futures = [(ids, self.peers[o].fetch(ids)) for o, ids in missing.items()]
         for ids, fut in futures:
             # Cached under its id: the caller's drop messages reach every shard.
             self.store.update(zip(ids, fut.result()))
         return _walk(obj, lambda k: self.store[k.id])
+
+    def _run_ops(self, dead, ops):
+        """Run operations in order, then drop ``dead`` (before and after: an id may die before
+        the operation that makes it has run). Operations: ``("put", id, value)``,
+        ``("step", fn, out_id, args)``, ``("map", fn, out_ids, arg_lists)``."""
+        self._drop(dead)
+        for op in ops:
+            kind = op[0]
+            if kind == "put":
+                self.store[op[1]] = op[2]
+            elif kind == "step":
+                _, fn, out_id, args = op
+                self.store[out_id] = self.backend.submit(fn, *self._resolve(args))
+            else:
+                _, fn, out_ids, arg_lists = op
+                args = self._resolve(arg_lists)
+                for i, r in zip(out_ids, self.backend.map(fn, *zip(*args))):
+                    self.store[i] = r
+            self._changed()
+        self._drop(dead)
+
+    async def run(self, seq, dead=(), ops=()):
+        """Run batch number ``seq`` (after batches ``0 .. seq - 1``) on the actor thread."""
+        from distributed import get_worker
+        await self._wait_until(lambda: self._done == seq)
+        if self._error is not None:
+            raise RuntimeError(f"shard {self.index}: an earlier step failed") from self._error
+        ctx = contextvars.copy_context()  # get_worker() and actor calls work on the thread
+        try:
+            await self._loop.run_in_executor(get_worker().executors["actor"], ctx.run,
+                                             self._run_ops, dead, ops)
+        except BaseException as e:
+            self._error = e
+            raise
+        finally:
+            self._done = seq + 1
+            self._wake()
+
+    async def fetch(self, ids):
+        """The values of ``ids``, once made (by this shard's batches run so far or to come)."""
+        await self._wait_until(lambda: all(i in self.store for i in ids))
+        return [self.store[i] for i in ids]
 
     def load(self, ids, keys, dead=()):
         """Take the values of the finished Dask tasks ``keys`` under ``ids``: from this worker's
@@ -126,35 +209,6 @@ class Shard:
             client = get_client()
             fetched = dict(zip(remote, client.gather([Future(k, client=client) for k in remote])))
         self.store.update((i, fetched[k] if k in fetched else data[k]) for i, k in zip(ids, keys))
-
-    def put(self, id, value, dead=()):
-        self._drop(dead)
-        self.store[id] = value
-
-    def _run(self, ops, dead):
-        """Run the deferred single steps ``ops`` ([(fn, out_id, args)], in order), then drop
-        ``dead`` (before and after: an id may die before the step that makes it has run)."""
-        self._drop(dead)
-        for fn, out_id, args in ops:
-            self.store[out_id] = self.backend.submit(fn, *self._resolve(args))
-        self._drop(dead)
-
-    def map(self, fn, out_ids, arg_lists, dead=(), ops=()):
-        """Run ``ops``, then ``fn(*args)`` for every element (on the local threads); keep the
-        results."""
-        self._run(ops, dead)
-        args = self._resolve(arg_lists)
-        for i, r in zip(out_ids, self.backend.map(fn, *zip(*args))):
-            self.store[i] = r
-
-    def run(self, dead=(), ops=()):
-        """Run deferred steps (see :meth:`_run`)."""
-        self._run(ops, dead)
-
-    def get(self, ids, dead=(), ops=()):
-        """Run ``ops``, then return the values of ``ids``."""
-        self._run(ops, dead)
-        return [self.store[i] for i in ids]
 
     def seconds(self):
         """Seconds spent per task function name on this shard (see LocalBackend.seconds)."""
@@ -172,6 +226,20 @@ class Shard:
 class ActorBackend:
     """Run :mod:`oocgbdt.core.chunk` task bodies on one :class:`Shard` actor per worker.
 
+    Every operation (``map``, ``submit``, ``scatter``) is deferred: it is queued for the shard
+    that will run it and nothing is sent until a value is needed (:meth:`gather`). Then every
+    shard with queued operations gets them in one call, all shards at once, and the caller waits
+    only for the values it asked for (one more call per owning shard, answered as soon as those
+    values exist): operations queued after them (keeping histograms for later passes, dropping
+    a pass's partial histograms) finish while the caller goes on. So a boosting pass costs one
+    round trip to every shard, in parallel, plus the shard-to-shard fetches of its inputs.
+
+    The arguments of a batch (and so the values they refer to) are kept alive on the caller
+    until the batch has finished, so no value is dropped on a shard while a batch that reads it
+    may still run. Errors of a batch are raised by the next :meth:`gather` that needs its
+    values, or at the latest by :meth:`wait` (also called by :attr:`seconds` and
+    :meth:`close`).
+
     Parameters
     ----------
     client : distributed.Client
@@ -186,10 +254,9 @@ class ActorBackend:
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._dead = [[] for _ in self.workers]
-        # Single steps (submit) are deferred and sent with the shard's next call, so a pass
-        # costs one round trip per map and one per gather, not one per step.
-        self._ops = [[] for _ in self.workers]
-        self._pending = {}  # id of a deferred step's result -> its shard
+        self._ops = [[] for _ in self.workers]       # queued operations per shard
+        self._seq = [0 for _ in self.workers]        # next batch number per shard
+        self._inflight = [[] for _ in self.workers]  # (future, ops) of batches sent
         futures = [client.submit(Shard, i, info[w]["nthreads"], actor=True, workers=[w],
                                  pure=False, allow_other_workers=False)
                    for i, w in enumerate(self.workers)]
@@ -215,17 +282,32 @@ class ActorBackend:
             dead, self._dead[owner] = self._dead[owner], []
         return dead
 
-    def _take_ops(self, owner):
-        ops, self._ops[owner] = self._ops[owner], []
-        for _, out_id, _ in ops:
-            self._pending.pop(out_id, None)
-        return ops
+    def _reap(self, wait=False):
+        """Forget finished batches (raising their errors); with ``wait``, wait for all."""
+        for o, batches in enumerate(self._inflight):
+            keep = []
+            for fut, ops in batches:
+                if wait or fut.done():
+                    fut.result()
+                else:
+                    keep.append((fut, ops))
+            self._inflight[o] = keep
 
-    def _flush_others(self, args, owner):
-        """Run the deferred steps of other shards that ``args`` depend on."""
-        others = {self._pending[r.id] for r in _refs(args, []) if r.id in self._pending} - {owner}
-        for c in [self.shards[o].run(self._take_dead(o), self._take_ops(o)) for o in sorted(others)]:
-            c.result()
+    def _send(self):
+        """Send every shard its queued operations and the ids that died (one call each)."""
+        self._reap()
+        for o, shard in enumerate(self.shards):
+            ops, self._ops[o] = self._ops[o], []
+            dead = self._take_dead(o)
+            if ops or dead:
+                fut = shard.run(self._seq[o], dead, ops)
+                self._seq[o] += 1
+                self._inflight[o].append((fut, ops))
+
+    def wait(self):
+        """Send the queued operations and wait until every shard has run all it was sent."""
+        self._send()
+        self._reap(wait=True)
 
     def owner_of_partition(self, i, n):
         """Shard that holds partition ``i`` of ``n`` (contiguous blocks)."""
@@ -239,6 +321,7 @@ class ActorBackend:
         released."""
         from distributed import wait
         wait(futures)
+        self.wait()
         n = len(futures)
         refs = [self._new(self.owner_of_partition(i, n)) for i in range(n)]
         calls = []
@@ -255,8 +338,8 @@ class ActorBackend:
 
     def scatter(self, obj):
         ref = self._new(ALL)
-        for c in [s.put(ref.id, obj, self._take_dead(o)) for o, s in enumerate(self.shards)]:
-            c.result()
+        for ops in self._ops:
+            ops.append(("put", ref.id, obj))
         return ref
 
     def map(self, fn, *iterables, key=None):
@@ -272,11 +355,7 @@ class ActorBackend:
             groups[o][0].append(ref.id)
             groups[o][1].append(args)
         for o, (ids, args) in groups.items():
-            self._flush_others(args, o)
-        calls = [self.shards[o].map(fn, ids, args, self._take_dead(o), self._take_ops(o))
-                 for o, (ids, args) in groups.items()]
-        for c in calls:
-            c.result()
+            self._ops[o].append(("map", fn, ids, args))
         return out
 
     def submit(self, fn, *args, key=None):
@@ -285,10 +364,8 @@ class ActorBackend:
             if r.owner != ALL:
                 counts[r.owner] = counts.get(r.owner, 0) + 1
         o = max(sorted(counts), key=lambda k: counts[k]) if counts else 0
-        self._flush_others(args, o)
         ref = self._new(o)
-        self._ops[o].append((fn, ref.id, args))
-        self._pending[ref.id] = o
+        self._ops[o].append(("step", fn, ref.id, args))
         return ref
 
     def gather(self, handles):
@@ -296,8 +373,8 @@ class ActorBackend:
         by_owner = {}
         for r in refs:
             by_owner.setdefault(0 if r.owner == ALL else r.owner, []).append(r.id)
-        calls = {o: self.shards[o].get(ids, self._take_dead(o), self._take_ops(o))
-                 for o, ids in by_owner.items()}
+        self._send()
+        calls = {o: self.shards[o].fetch(ids) for o, ids in by_owner.items()}
         values = {}
         for o, c in calls.items():
             values.update(zip(by_owner[o], c.result()))
@@ -306,7 +383,9 @@ class ActorBackend:
     @property
     def seconds(self):
         """Seconds per task function name: the largest total over the shards (they run in
-        parallel, so this approximates the wall time the steps took). One call per shard."""
+        parallel, so this approximates the wall time the steps took). Waits for the queued
+        operations, then one call per shard."""
+        self.wait()
         out = {}
         for c in [s.seconds() for s in self.shards]:
             for k, v in c.result().items():
@@ -314,6 +393,10 @@ class ActorBackend:
         return out
 
     def close(self):
+        try:
+            self.wait()
+        except Exception:  # pragma: no cover - the error was raised to the caller already
+            pass
         for s in self.shards:
             try:
                 s.close().result()
