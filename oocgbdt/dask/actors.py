@@ -264,6 +264,43 @@ class ActorBackend:
         self.shards = [f.result() for f in futures]
         for f in [s.set_peers(self.shards) for s in self.shards]:
             f.result()
+        self.direct = self._probe_direct()
+
+    # ---- calls --------------------------------------------------------------------------------
+
+    def _probe_direct(self) -> bool:
+        """Whether this process reaches the workers directly. ``distributed`` sends a client's
+        actor calls through the scheduler unless the client was made with
+        ``direct_to_workers=True``; a direct call saves that hop on every call (measured on a
+        LocalCluster of processes: 1.2 ms instead of 2.0 ms per call to two workers, and less
+        jitter), so it is used when the client does not forbid it and a first call succeeds."""
+        if self.client.direct_to_workers is False or self.client.asynchronous:
+            return False
+        try:
+            for f in [self._direct_call(o, "n_values") for o in range(len(self.shards))]:
+                f.result(timeout=10)
+        except Exception:
+            return False
+        return True
+
+    def _direct_call(self, o, method, *args):
+        from distributed.protocol import to_serialize
+
+        async def call():
+            r = await self.client.rpc(self.workers[o]).actor_execute(
+                function=method, actor=self._actor_futures[o].key,
+                args=[to_serialize(a) for a in args], kwargs={})
+            if r["status"] != "OK":
+                raise r["exception"]
+            return r["result"]
+
+        return asyncio.run_coroutine_threadsafe(call(), self.client.loop.asyncio_loop)
+
+    def _call(self, o, method, *args):
+        """Call ``method`` of shard ``o``; returns a future (``result()``, ``done()``)."""
+        if self.direct:
+            return self._direct_call(o, method, *args)
+        return getattr(self.shards[o], method)(*args)
 
     # ---- handle bookkeeping ---------------------------------------------------------------
 
@@ -300,7 +337,7 @@ class ActorBackend:
             ops, self._ops[o] = self._ops[o], []
             dead = self._take_dead(o)
             if ops or dead:
-                fut = shard.run(self._seq[o], dead, ops)
+                fut = self._call(o, "run", self._seq[o], dead, ops)
                 self._seq[o] += 1
                 self._inflight[o].append((fut, ops))
 
@@ -374,7 +411,7 @@ class ActorBackend:
         for r in refs:
             by_owner.setdefault(0 if r.owner == ALL else r.owner, []).append(r.id)
         self._send()
-        calls = {o: self.shards[o].fetch(ids) for o, ids in by_owner.items()}
+        calls = {o: self._call(o, "fetch", ids) for o, ids in by_owner.items()}
         values = {}
         for o, c in calls.items():
             values.update(zip(by_owner[o], c.result()))
@@ -387,7 +424,7 @@ class ActorBackend:
         operations, then one call per shard."""
         self.wait()
         out = {}
-        for c in [s.seconds() for s in self.shards]:
+        for c in [self._call(o, "seconds") for o in range(len(self.shards))]:
             for k, v in c.result().items():
                 out[k] = max(out.get(k, 0.0), v)
         return out
