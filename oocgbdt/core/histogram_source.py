@@ -122,7 +122,7 @@ class HistogramSource:
         n = len(self.chunks)
         self._rows = b.map(chunk_root, self.chunks, [self.class_idx] * n, [self.meta] * n,
                            [self.max_leaves] * n, key=f"{self.key}-root")
-        parts = reduce_levels(b, sum_histograms, self._rows, self.split_every, f"{self.key}-sum-root")
+        parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
         res = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
         self._hist = {0: b.submit(root_histogram, parts, self.meta, key=f"{self.key}-hist-root")}
         self.n_passes += 1
@@ -133,6 +133,13 @@ class HistogramSource:
         self._keep(0, split)
         self._bound_pool()
         return totals, split
+
+    def _sum_pass(self, results, key):
+        """The pass's partial histograms summed once, as a one-element list: the fan-in levels
+        (``split_every``), then the last level summed in one step, which the split search and
+        the keep-histogram steps all read (each used to sum the last level again)."""
+        parts = reduce_levels(self.backend, sum_histograms, results, self.split_every, key)
+        return [self.backend.submit(sum_histograms, parts, key=f"{key}-last")]
 
     def _drop_partials(self):
         """Keep only each chunk's row grouping between passes: its partial histograms (one per
@@ -181,7 +188,7 @@ class HistogramSource:
         tag = f"{self.key}-p{self.n_passes}"
         self._rows = b.map(chunk_split_many, self.chunks, self._rows, [self.class_idx] * n,
                            [self.meta] * n, [plan] * n, key=f"{tag}-route")
-        parts = reduce_levels(b, sum_histograms, self._rows, self.split_every, f"{tag}-sum")
+        parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
         res = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
                        key=f"{tag}-find")

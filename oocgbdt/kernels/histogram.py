@@ -25,13 +25,16 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
     column_indices : ndarray of shape (n_built,), dtype int64                # IN  columns to build
     gradients, hessians : ndarray of shape (n_rows,), dtype float32          # IN
     row_indices : ndarray of shape (n_selected,), dtype int32                # IN
-    out : ndarray of shape (n_total_bins, 3), dtype float64                  # IN and OUT (added to)
+    out : ndarray of shape (n_total_bins, 3), dtype float64, C-contiguous    # IN and OUT (added to)
     """
     n_built = column_indices.shape[0]
     every_column = n_built == X_binned.shape[1]
     for k in range(n_built):
         if column_indices[k] != k:
             every_column = False
+    # One flat view of ``out`` (bin b's fields at 3b, 3b + 1, 3b + 2): the same additions in
+    # the same order as indexing out[b, field], about 8% faster measured (250k x 100).
+    flat = out.reshape(-1)
     if every_column:
         # Every column in order (no screening): read each row as one contiguous slice, without
         # the column indirection (1.3x faster measured on 250k x 100; same summation order).
@@ -41,10 +44,10 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
             h = np.float64(hessians[r])
             row = X_binned[r]
             for j in range(n_built):
-                b = bin_offsets[j] + row[j]
-                out[b, 0] += g
-                out[b, 1] += h
-                out[b, 2] += 1.0
+                b = 3 * (bin_offsets[j] + row[j])
+                flat[b] += g
+                flat[b + 1] += h
+                flat[b + 2] += 1.0
         return
     for i in range(row_indices.shape[0]):
         r = row_indices[i]
@@ -52,10 +55,10 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
         h = np.float64(hessians[r])
         for k in range(n_built):
             j = column_indices[k]
-            b = bin_offsets[j] + X_binned[r, j]
-            out[b, 0] += g
-            out[b, 1] += h
-            out[b, 2] += 1.0
+            b = 3 * (bin_offsets[j] + X_binned[r, j])
+            flat[b] += g
+            flat[b + 1] += h
+            flat[b + 2] += 1.0
 
 
 def build_histogram_naive(X_binned, bin_offsets, column_indices, gradients, hessians, row_indices,
