@@ -89,3 +89,22 @@ def test_boost_over_actors_equals_local_and_frees_values(client):
             tr.ActorBackend = orig
         counts.append(made[0])
     assert counts[0] == counts[1], counts
+
+
+def test_partitions_go_to_shards_in_contiguous_blocks():
+    """Every shard gets a contiguous block when there are enough partitions, sizes differ by at
+    most one and the larger blocks come last (where the smaller last partition is)."""
+    class Two(ActorBackend):
+        def __init__(self, n_workers):  # no cluster needed for the assignment rule
+            self.workers = list(range(n_workers))
+
+    for w in (1, 2, 3, 5):
+        b = Two(w)
+        for n in range(1, 40):
+            owners = [b.owner_of_partition(i, n) for i in range(n)]
+            assert owners == sorted(owners)
+            sizes = [owners.count(o) for o in range(w)]
+            if n >= w:
+                assert min(sizes) >= 1 and max(sizes) - min(sizes) <= 1
+                assert sizes == sorted(sizes)
+    assert [Two(2).owner_of_partition(i, 3) for i in range(3)] == [0, 1, 1]
