@@ -14,10 +14,10 @@ the reduction, the split search and the keep-histogram steps of the pass), not o
 
 Handles are :class:`Ref` objects: (owner shard, id), or owner ``ALL`` for values scattered to
 every shard. A step runs on the shard that owns most of its inputs; inputs owned by another shard
-are fetched from it directly, worker to worker, waiting until they are made (only histograms and
-split records move: partial histograms at the last reduction level). The functions, their
-arguments and their grouping are exactly the ones the LocalBackend runs, so the model is
-bit-identical to in-process training and to one worker, for the same partitions. When a Ref is
+are pushed to it by their owner, worker to worker, as soon as the owner has made them (only
+histograms and split records move: partial histograms at the last reduction level). The
+functions, their arguments and their grouping are exactly the ones the LocalBackend runs, so the
+model is bit-identical to in-process training and to one worker, for the same partitions. When a Ref is
 garbage collected on the caller, its value is dropped from the shards with the next call.
 
 Partitions are assigned to shards in contiguous blocks (:meth:`ActorBackend.owner_of_partition`),
@@ -88,11 +88,14 @@ class Shard:
     """Actor body: one per worker; holds values by id and runs task bodies on local threads.
 
     The caller sends each shard its deferred operations in numbered batches (:meth:`run`); a
-    shard runs its batches in number order, one at a time, on the worker's actor thread, and
-    any value it needs from another shard is fetched from that shard (:meth:`fetch`, which waits
-    until the value has been made). Both are coroutines, so a shard answers fetches while it
-    computes. The caller creates operations in dependency order and every shard runs its own in
-    that order, so the earliest unfinished operation can always proceed: no deadlock.
+    shard runs its batches in number order, one at a time, on the worker's actor thread. A value
+    that a step needs from another shard is pushed by its owner (a ``push`` operation the caller
+    queues on the owner with the step; :meth:`receive`), and the step waits for it; the caller
+    itself reads values with :meth:`fetch`, which waits until they have been made. These are
+    coroutines, so a shard takes values in and answers while it computes. The caller creates
+    operations in dependency order and every shard runs its own in that order, so the earliest
+    unfinished operation can always proceed: no deadlock. A failed batch tells the other shards
+    (:meth:`fail`), so nothing waits forever for values it will not make.
 
     Parameters
     ----------
@@ -111,6 +114,7 @@ class Shard:
         self._error = None    # the exception of a failed batch: later batches and fetches raise
         self._loop = None
         self._event = None
+        self._arrived = threading.Condition()  # values pushed by other shards (see receive)
 
     def set_peers(self, peers):
         """Actor handles of every shard, by owner index (to fetch inputs owned elsewhere)."""
@@ -145,25 +149,51 @@ class Shard:
             self.store.pop(i, None)
 
     def _resolve(self, obj):
-        missing = {}
-        for k in _refs(obj, [], (Ref, _Key)):
-            if k.id not in self.store and k.owner not in (self.index, ALL):
-                missing.setdefault(k.owner, []).append(k.id)
-        futures = [(ids, self.peers[o].fetch(ids)) for o, ids in missing.items()]
-        for ids, fut in futures:
-            # Cached under its id: the caller's drop messages reach every shard.
-            self.store.update(zip(ids, fut.result()))
+        """``obj`` with its handles replaced by their values. Inputs owned by another shard are
+        pushed here by their owner (the caller queues the push when it queues the step that
+        needs them): wait until they have arrived."""
+        missing = [k.id for k in _refs(obj, [], (Ref, _Key))
+                   if k.id not in self.store and k.owner not in (self.index, ALL)]
+        if missing:
+            with self._arrived:
+                while not all(i in self.store for i in missing):
+                    if self._error is not None:
+                        raise RuntimeError(f"shard {self.index}: an earlier step failed") \
+                            from self._error
+                    self._arrived.wait(timeout=1.0)
         return _walk(obj, lambda k: self.store[k.id])
+
+    async def receive(self, ids, values):
+        """Values pushed by another shard (inputs of this shard's steps), cached under their
+        ids: the caller's drop messages reach every shard."""
+        with self._arrived:
+            self.store.update(zip(ids, values))
+            self._arrived.notify_all()
+        self._wake()
+
+    async def fail(self, message):
+        """Another shard failed: steps waiting for its values raise instead of waiting."""
+        if self._error is None:
+            self._error = RuntimeError(message)
+        with self._arrived:
+            self._arrived.notify_all()
+        self._wake()
 
     def _run_ops(self, dead, ops):
         """Run operations in order, then drop ``dead`` (before and after: an id may die before
         the operation that makes it has run). Operations: ``("put", id, value)``,
-        ``("step", fn, out_id, args)``, ``("map", fn, out_ids, arg_lists)``."""
+        ``("step", fn, out_id, args)``, ``("map", fn, out_ids, arg_lists)``, ``("push", ids,
+        shard)`` (send values to the shard whose steps need them, without waiting; the batch
+        ends when they have been received)."""
         self._drop(dead)
+        pushes = []
         for op in ops:
             kind = op[0]
             if kind == "put":
                 self.store[op[1]] = op[2]
+            elif kind == "push":
+                _, ids, dest = op
+                pushes.append(self.peers[dest].receive(ids, [self.store[i] for i in ids]))
             elif kind == "step":
                 _, fn, out_id, args = op
                 self.store[out_id] = self.backend.submit(fn, *self._resolve(args))
@@ -173,6 +203,8 @@ class Shard:
                 for i, r in zip(out_ids, self.backend.map(fn, *zip(*args))):
                     self.store[i] = r
             self._changed()
+        for fut in pushes:
+            fut.result()
         self._drop(dead)
 
     async def run(self, seq, dead=(), ops=()):
@@ -187,6 +219,9 @@ class Shard:
                                              self._run_ops, dead, ops)
         except BaseException as e:
             self._error = e
+            for o, peer in enumerate(self.peers or ()):
+                if o != self.index:  # not waited for: the peers may be gone as well
+                    peer.fail(f"shard {self.index} failed: {e!r}")
             raise
         finally:
             self._done = seq + 1
@@ -257,6 +292,7 @@ class ActorBackend:
         self._ops = [[] for _ in self.workers]       # queued operations per shard
         self._seq = [0 for _ in self.workers]        # next batch number per shard
         self._inflight = [[] for _ in self.workers]  # (future, ops) of batches sent
+        self._pushed = {}  # id -> shards its value has been pushed to
         futures = [client.submit(Shard, i, info[w]["nthreads"], actor=True, workers=[w],
                                  pure=False, allow_other_workers=False)
                    for i, w in enumerate(self.workers)]
@@ -313,6 +349,23 @@ class ActorBackend:
         with self._lock:
             for d in self._dead:
                 d.append(id)
+            self._pushed.pop(id, None)
+
+    def _push_inputs(self, args, o):
+        """Queue, on their owners, pushes of the inputs of a step that will run on shard ``o``
+        (each value once per shard): the owner sends them as soon as its batch reaches the
+        push, so the step finds them there instead of asking for them."""
+        by_owner = {}
+        with self._lock:
+            for r in _refs(args, []):
+                if r.owner in (ALL, o):
+                    continue
+                sent = self._pushed.setdefault(r.id, set())
+                if o not in sent:
+                    sent.add(o)
+                    by_owner.setdefault(r.owner, []).append(r.id)
+        for p, ids in by_owner.items():
+            self._ops[p].append(("push", ids, o))
 
     def _take_dead(self, owner):
         with self._lock:
@@ -400,6 +453,7 @@ class ActorBackend:
             groups[o][0].append(ref.id)
             groups[o][1].append(args)
         for o, (ids, args) in groups.items():
+            self._push_inputs(args, o)
             self._ops[o].append(("map", fn, ids, args))
         return out
 
@@ -409,6 +463,7 @@ class ActorBackend:
             if r.owner != ALL:
                 counts[r.owner] = counts.get(r.owner, 0) + 1
         o = max(sorted(counts), key=lambda k: counts[k]) if counts else 0
+        self._push_inputs(args, o)
         ref = self._new(o)
         self._ops[o].append(("step", fn, ref.id, args))
         return ref

@@ -53,6 +53,30 @@ def test_steps_across_shards_match_local(client):
 
 
 
+def _fail_on_negative(x):
+    if x < 0:
+        raise ValueError("negative input")
+    return x
+
+
+def test_a_failed_step_raises_on_the_caller_instead_of_hanging(client):
+    """A step that fails on one shard, whose value a step on the other shard waits for: the
+    caller gets the error (the waiting shard is told), nothing hangs."""
+    import concurrent.futures
+    actors = ActorBackend(client)
+    try:
+        refs = actors.map(_fail_on_negative, [1.0, 2.0, 3.0, -1.0])
+        assert [r.owner for r in refs] == [0, 0, 1, 1]
+        total = actors.submit(_add, [refs[0], refs[1], refs[3]])  # runs on shard 0
+        assert total.owner == 0
+        with concurrent.futures.ThreadPoolExecutor(1) as ex:
+            fut = ex.submit(actors.gather, total)
+            with pytest.raises(Exception, match="negative input|failed"):
+                fut.result(timeout=60)
+    finally:
+        actors.close()
+
+
 def test_boost_over_actors_equals_local_and_frees_values(client):
     """The boosting loop over the actor backend grows the same trees as in-process, and the
     shards hold no more values after 8 trees than after 2 (histograms and old chunk states of
