@@ -23,6 +23,7 @@ from oocgbdt.kernels.predict import predict_binned
 __all__ = [
     "ChunkData", "TreeRows", "tree_rows_only", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
     "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "chunk_split_many", "chunk_apply_tree",
+    "histograms_only",
     "sum_histograms", "root_histogram", "built_histogram", "sibling_histogram", "finish_root",
     "finish_split_many",
     "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
@@ -272,6 +273,13 @@ def tree_rows_only(prev) -> TreeRows:
     """A chunk's pass result without its partial histograms (which the reduction has consumed):
     what is kept until the next pass, so partial histograms do not outlive their pass."""
     return prev[0] if isinstance(prev, tuple) else prev
+
+
+def histograms_only(result):
+    """A chunk's pass result without its row grouping: the partial histograms alone (the same
+    array, not a copy). The reduction reads these, so a partial sent to another worker carries
+    no ``TreeRows`` (whose order array is 4 bytes per row)."""
+    return result[1] if isinstance(result, tuple) else result
 
 
 def sum_histograms(parts) -> np.ndarray:

@@ -28,7 +28,7 @@ import numpy as np
 from oocgbdt.core.backend import LocalBackend, reduce_levels
 from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, built_histogram,
                                 chunk_root, chunk_split_many, finish_root, finish_split_many,
-                                root_histogram, sibling_histogram, sum_histograms,
+                                histograms_only, root_histogram, sibling_histogram, sum_histograms,
                                 tree_rows_only)
 
 __all__ = ["HistogramSource"]
@@ -127,8 +127,8 @@ class HistogramSource:
         self._hist = {0: b.submit(root_histogram, parts, self.meta, key=f"{self.key}-hist-root")}
         self.n_passes += 1
         self.n_hist_built += 1
+        self._drop_partials()  # queued before the wait: see _drop_partials
         totals, split, gains = b.gather(res)
-        self._drop_partials()
         self._record(gains)
         self._keep(0, split)
         self._bound_pool()
@@ -137,14 +137,21 @@ class HistogramSource:
     def _sum_pass(self, results, key):
         """The pass's partial histograms summed once, as a one-element list: the fan-in levels
         (``split_every``), then the last level summed in one step, which the split search and
-        the keep-histogram steps all read (each used to sum the last level again)."""
-        parts = reduce_levels(self.backend, sum_histograms, results, self.split_every, key)
-        return [self.backend.submit(sum_histograms, parts, key=f"{key}-last")]
+        the keep-histogram steps all read (each used to sum the last level again). The
+        reduction reads the partial histograms alone (:func:`histograms_only`): a partial sent
+        to another worker does not carry the chunk's row order."""
+        b = self.backend
+        hists = b.map(histograms_only, results, key=f"{key}-hists")
+        parts = reduce_levels(b, sum_histograms, hists, self.split_every, key)
+        return [b.submit(sum_histograms, parts, key=f"{key}-last")]
 
     def _drop_partials(self):
         """Keep only each chunk's row grouping between passes: its partial histograms (one per
-        chunk and built child, p x k x n_hist_bins x 24 bytes in all) were consumed by this
-        pass's reduction, whose steps have run once its split records are gathered."""
+        chunk and built child, p x k x n_hist_bins x 24 bytes in all) are consumed by this
+        pass's reduction. Called before the pass's split records are gathered: a deferring
+        backend (the actor backend) then runs it in the same batch as the pass, so the partials
+        are released by the next pass's call, before that pass makes its own (issued after the
+        gather, it ran with the next pass and the partials of two passes were held at once)."""
         self._rows = self.backend.map(tree_rows_only, self._rows, key=f"{self.key}-p{self.n_passes}-keep")
 
     def split_many(self, requests):
@@ -203,8 +210,8 @@ class HistogramSource:
         self.n_passes += 1
         self.n_hist_built += len(built)
         self.n_hist_subtracted += 2 * len(todo) - len(built)
+        self._drop_partials()  # queued before the wait: see _drop_partials
         records, gains = b.gather(res)
-        self._drop_partials()
         self._record(gains)
         for (idx, leaf, right_leaf, _, _), (left, right) in zip(todo, records):
             out[idx] = (left, right)

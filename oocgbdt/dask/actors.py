@@ -253,6 +253,12 @@ class Shard:
         """How many values this shard holds (for tests of the memory bound)."""
         return len(self.store)
 
+    def n_pass_results(self):
+        """How many ``(TreeRows, partial histograms)`` pass results this shard holds (for tests
+        of the memory bound: the partials of one pass at most, between passes)."""
+        return sum(1 for v in self.store.values()
+                   if isinstance(v, tuple) and len(v) == 2 and type(v[0]).__name__ == "TreeRows")
+
     def close(self):
         self.store.clear()
         self.backend.close()

@@ -132,3 +132,32 @@ def test_partitions_go_to_shards_in_contiguous_blocks():
                 assert min(sizes) >= 1 and max(sizes) - min(sizes) <= 1
                 assert sizes == sorted(sizes)
     assert [Two(2).owner_of_partition(i, 3) for i in range(3)] == [0, 1, 1]
+
+
+def test_partials_of_one_pass_at_most_between_passes(client):
+    """Between passes a shard holds the partial histograms of the last pass only (one
+    ``(TreeRows, partials)`` result per partition it owns): the previous pass's are released by
+    the next call, before that pass makes its own."""
+    import oocgbdt
+    import oocgbdt.dask.training as tr
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(4000, 6)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(scale=0.5, size=4000) > 0).astype(float)
+    held = []
+    orig = tr.ActorBackend
+
+    class Spy(orig):
+        def gather(self, handles):
+            out = super().gather(handles)
+            self.wait()
+            held.append([s.n_pass_results().result() for s in self.shards])
+            return out
+
+    tr.ActorBackend = Spy
+    try:
+        oocgbdt.train(dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+                           partition_rows=1000, n_estimators=3, verbose=False), X, y,
+                      client=client)
+    finally:
+        tr.ActorBackend = orig
+    assert max(max(h) for h in held) == 2, held  # 4 partitions, 2 per shard
