@@ -138,7 +138,8 @@ class HistogramSource:
         """Keep only each chunk's row grouping between passes: its partial histograms (one per
         chunk and built child, p x k x n_hist_bins x 24 bytes in all) were consumed by this
         pass's reduction, whose steps have run once its split records are gathered."""
-        self._rows = self.backend.map(tree_rows_only, self._rows, key=f"{self.key}-p{self.n_passes}-keep")
+        self._rows = self.backend.map(tree_rows_only, self._rows,
+                                      key=f"{self.key}-p{self.n_passes}-keep", consume=0)
 
     def split_many(self, requests):
         """Apply several splits in one pass; returns each split's children's best splits.
@@ -180,7 +181,7 @@ class HistogramSource:
                          tuple(t[3] for t in todo), tuple(build))
         tag = f"{self.key}-p{self.n_passes}"
         self._rows = b.map(chunk_split_many, self.chunks, self._rows, [self.class_idx] * n,
-                           [self.meta] * n, [plan] * n, key=f"{tag}-route")
+                           [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
         parts = reduce_levels(b, sum_histograms, self._rows, self.split_every, f"{tag}-sum")
         parents = [t[4] for t in todo]
         res = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,

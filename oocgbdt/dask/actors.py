@@ -139,13 +139,30 @@ class Shard:
             self.store[out_id] = self.backend.submit(fn, *self._resolve(args))
         self._drop(dead)
 
-    def map(self, fn, out_ids, arg_lists, dead=(), ops=()):
+    def map(self, fn, out_ids, arg_lists, dead=(), ops=(), consumed=None):
         """Run ``ops``, then ``fn(*args)`` for every element (on the local threads); keep the
-        results."""
+        results.
+
+        ``consumed``: per element, the ids of inputs the caller will not use again. Each is
+        dropped as soon as that element's result is stored, so a map that replaces per-row
+        state (gradients, scores, row groupings) holds one element's old and new state at a
+        time, not every partition's twice.
+        """
         self._run(ops, dead)
         args = self._resolve(arg_lists)
-        for i, r in zip(out_ids, self.backend.map(fn, *zip(*args))):
-            self.store[i] = r
+        if consumed is None:
+            for i, r in zip(out_ids, self.backend.map(fn, *zip(*args))):
+                self.store[i] = r
+            return
+
+        def one(j):
+            a, args[j] = args[j], None
+            self.store[out_ids[j]] = fn(*a)
+            del a
+            for k in consumed[j]:
+                self.store.pop(k, None)
+        one.__name__ = fn.__name__  # the backend's timers count it under fn's name
+        self.backend.map(one, range(len(args)))
 
     def run(self, dead=(), ops=()):
         """Run deferred steps (see :meth:`_run`)."""
@@ -259,7 +276,13 @@ class ActorBackend:
             c.result()
         return ref
 
-    def map(self, fn, *iterables, key=None):
+    def map(self, fn, *iterables, key=None, consume=None):
+        """One call per shard: each runs the elements whose inputs it holds.
+
+        ``consume``: index of an iterable whose handles the caller will not use again; the
+        shards free each such input as soon as its element's result exists (see
+        :meth:`Shard.map`).
+        """
         elements = list(zip(*iterables))
         out = []
         groups = {}
@@ -268,13 +291,16 @@ class ActorBackend:
             o = owners[0] if owners else self.owner_of_partition(i, len(elements))
             ref = self._new(o)
             out.append(ref)
-            groups.setdefault(o, ([], []))
+            groups.setdefault(o, ([], [], []))
             groups[o][0].append(ref.id)
             groups[o][1].append(args)
-        for o, (ids, args) in groups.items():
+            if consume is not None:
+                groups[o][2].append([r.id for r in _refs(args[consume], []) if r.owner == o])
+        for o, (ids, args, _) in groups.items():
             self._flush_others(args, o)
-        calls = [self.shards[o].map(fn, ids, args, self._take_dead(o), self._take_ops(o))
-                 for o, (ids, args) in groups.items()]
+        calls = [self.shards[o].map(fn, ids, args, self._take_dead(o), self._take_ops(o),
+                                    None if consume is None else gone)
+                 for o, (ids, args, gone) in groups.items()]
         for c in calls:
             c.result()
         return out

@@ -51,6 +51,54 @@ def test_steps_across_shards_match_local(client):
         actors.close()
 
 
+class _Tracked:
+    """A value that counts its live instances (per process)."""
+    alive = 0
+
+    def __init__(self, v):
+        self.v = v
+        type(self).alive += 1
+
+    def __del__(self):
+        type(self).alive -= 1
+
+
+def _next_gen(x, step):
+    assert _Tracked.alive <= n_live_limit[0], _Tracked.alive  # checked while both may exist
+    return _Tracked(x.v + step)
+
+
+n_live_limit = [10**9]
+
+
+def test_consumed_inputs_are_freed_as_each_output_is_made(client):
+    """With ``consume``, a shard drops each consumed input as soon as its element's output is
+    stored: a map that replaces every partition's state holds one old value beside the new ones
+    at any time; without it, the old generation lives until the caller's handles die."""
+    import gc
+    actors = ActorBackend(client)
+    try:
+        n = 12
+        refs = actors.map(_Tracked, list(range(n)))
+        assert _Tracked.alive == n  # processes=False: the shards share this process's counter
+        n_live_limit[0] = n + 1  # the inputs, at most one older value beyond them, no more
+        refs = actors.map(_next_gen, refs, [1] * n, consume=0)
+        assert _Tracked.alive == n
+        assert [v.v for v in actors.gather(refs)] == [i + 1 for i in range(n)]
+        n_live_limit[0] = 10**9
+        old = refs
+        refs = actors.map(_next_gen, old, [1] * n)  # no consume: both generations live
+        assert _Tracked.alive == 2 * n
+        del old
+        gc.collect()
+        actors.gather(refs)  # carries the drops
+        assert _Tracked.alive == n
+        local = LocalBackend()
+        assert [v.v for v in local.map(_next_gen, [_Tracked(0)], [2], consume=0)] == [2]
+    finally:
+        n_live_limit[0] = 10**9
+        actors.close()
+        gc.collect()
 
 
 def test_boost_over_actors_equals_local_and_frees_values(client):
