@@ -774,10 +774,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "auto (memory when they fit in cache_memory_fraction of the workers' "
                         "memory, else disk; the default)")
     p.add_argument("--cache-path", metavar="DIR",
-                   help="directory of the disk cache (parameter cache_path): kept after training "
-                        "and reused by a later run on the same data and bin settings (a "
-                        "mismatch is an error; nothing is overwritten). Default: a temporary "
-                        "directory, removed after training")
+                   help="directory of the disk cache (parameter cache_path), used when the "
+                        "rows are cached on disk (--cache disk, or auto choosing disk): kept "
+                        "after training and reused by a later run on the same data and bin "
+                        "settings (a mismatch is an error; nothing is overwritten). Default: a "
+                        "temporary directory, removed after training")
     p.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler "
                    "to train on (default: an embedded LocalCluster on this machine)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model file")
