@@ -104,7 +104,8 @@ _PARAMS_DOC = """
         Upper bound, in MB (2**20 bytes), on the leaf histograms kept between passes of one
         tree (LightGBM ``histogram_pool_size``); any value <= 0 means no bound. Must be finite.
         A bound trades memory for work: a leaf split after losing its histogram histograms both
-        children instead of deriving one by subtraction (same splits).
+        children instead of deriving one by subtraction (same splits, leaf values equal up to
+        rounding).
     partition_rows : int >= 1 or None, default None
         Rows per compute partition: consecutive storage chunks are grouped into partitions of at
         least this many rows (a chunk is never split), one task per partition per pass. None:
