@@ -17,7 +17,7 @@ Sizes (``SUITES``):
   larger_than_memory 13M x 50 (2.6 GB raw, 3.1x of 2 workers x 400 MiB), 10 trees. About
   30-60 minutes here, depending on how the out-of-core runs fail or finish.
 - ``full``: the acceptance sizes: inmemory 1M x 100, 100 trees; throughput 1M/2M/4M x 100,
-  50 trees; larger_than_memory 45M x 50 (9 GB raw, 3x of 2 workers x 1.5 GiB), 20 trees. Hours;
+  50 trees; larger_than_memory 25M x 100 (10 GB raw, 3.1x of 2 workers x 1.5 GiB), 20 trees. Hours;
   needs a quiet machine.
 
 Check ``uptime`` first: the load average is printed at the start and the end (and a warning when
@@ -57,7 +57,8 @@ Scenarios:
   ``default_rng([seed, i])``: float32 N(0, 1) features, label ``Bernoulli(sigmoid(f(x)))`` with
   ``f`` a nonlinear function of the first 10 features) and written to Zarr without ever being
   held whole; its raw float32 size is about 3x the limited cluster's total ``memory_limit`` in
-  the full suite (45M x 50 = 9 GB against 2 workers x 1.5 GiB). A 200k-row test set (separate
+  the full suite (25M x 100 = 10 GB against 2 workers x 1.5 GiB = 3.2 GB; quick: 13M x 100 =
+  5.2 GB against 2 x 768 MiB). A 200k-row test set (separate
   seeds) is kept in memory. oocgbdt trains 20 trees with ``cache="disk"`` and
   ``grow_policy="depthwise"`` (or ``max_leaves_per_pass=8``: ``--ltm-growth leafwise8``) on the
   limited cluster; recorded: worker restarts (worker pids before and after, nanny logs),
@@ -128,15 +129,15 @@ SUITES = {
         inmemory=dict(rows=250_000, features=100, n_trees=50),
         throughput=dict(rows=[250_000, 500_000, 1_000_000], features=100, n_trees=20,
                         tools=list(TOOLS)),
-        larger_than_memory=dict(rows=13_000_000, features=50, chunk_rows=200_000,
-                                test_rows=200_000, n_trees=10, worker_memory="400MiB",
+        larger_than_memory=dict(rows=13_000_000, features=100, chunk_rows=250_000,
+                                test_rows=200_000, n_trees=10, worker_memory="768MiB",
                                 timeout=900),
         timeout=1200, peer_timeout=240, isolate=True, warmup=True, reset=True, interval=0.2),
     "full": dict(
         inmemory=dict(rows=1_000_000, features=100, n_trees=100),
         throughput=dict(rows=[1_000_000, 2_000_000, 4_000_000], features=100, n_trees=50,
                         tools=list(TOOLS)),
-        larger_than_memory=dict(rows=45_000_000, features=50, chunk_rows=250_000,
+        larger_than_memory=dict(rows=25_000_000, features=100, chunk_rows=250_000,
                                 test_rows=200_000, n_trees=20, worker_memory="1.5GiB",
                                 timeout=1800),
         timeout=2400, peer_timeout=600, isolate=True, warmup=True, reset=True, interval=0.2),

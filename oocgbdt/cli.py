@@ -148,7 +148,8 @@ def parse_param(item: str):
 
 
 def _collect_params(args) -> dict:
-    """``--param`` items plus the ``--objective``/``--num-class`` shortcuts as one dict."""
+    """``--param`` items plus the ``--objective``/``--num-class``/``--cache``/``--cache-path``
+    shortcuts as one dict; a shortcut and a ``--param`` of the same parameter must agree."""
     from oocgbdt.params import ALIASES
 
     params: dict = {}
@@ -158,12 +159,16 @@ def _collect_params(args) -> dict:
             raise CLIError(f"parameter {name!r} given twice with different values "
                            f"({params[name]!r} and {value!r}).")
         params[name] = value
+    cache_path = None if args.cache_path is None else str(_path(args.cache_path))
     for canonical, flag, value in (("objective", "--objective", args.objective),
-                                   ("num_class", "--num-class", args.num_class)):
+                                   ("num_class", "--num-class", args.num_class),
+                                   ("cache", "--cache", args.cache),
+                                   ("cache_path", "--cache-path", cache_path)):
         if value is None:
             continue
         for key, other in params.items():
-            if ALIASES.get(key) == canonical and other != value:
+            if ALIASES.get(key) == canonical and other != value and not (
+                    canonical == "cache_path" and isinstance(other, str) and _path(other) == _path(value)):
                 raise CLIError(f"{flag} {value} conflicts with --param {key}={other}; give it once.")
         if not any(ALIASES.get(k) == canonical for k in params):
             params[canonical] = value
@@ -299,6 +304,11 @@ def _cmd_train(args) -> int:
     print(f"Trained {_n(n_rounds)} round{'s' if n_rounds != 1 else ''} "
           f"({_n(booster.num_trees())} trees) in {seconds:.1f} s.")
     print(f"Saved model to {model_path}")
+    report = getattr(booster, "cache_report", None) or {}
+    if report.get("mode") == "disk" and report.get("kept"):
+        how = ("reused, not binned again" if report.get("reused") else
+               "written; a later run on the same data and bin settings reuses it")
+        print(f"Disk cache of the binned rows at {report['path']} ({how}).")
     return 0
 
 
@@ -741,7 +751,8 @@ def build_parser() -> argparse.ArgumentParser:
                "  oocgbdt train train.zarr --model model.json --valid valid.zarr \\\n"
                "      --objective binary --param num_leaves=63 learning_rate=0.05 \\\n"
                "      --param n_estimators=500 early_stopping_rounds=20 metric=auc,binary_logloss\n"
-               "  oocgbdt train train.zarr --model model.json --scheduler tcp://10.0.0.1:8786\n\n"
+               "  oocgbdt train train.zarr --model model.json --scheduler tcp://10.0.0.1:8786\n"
+               "  oocgbdt train big.zarr --model model.json --cache disk --cache-path big.cache\n\n"
                "Parameters use LightGBM's names and aliases (num_iterations = n_estimators, "
                "eta = learning_rate, ...); see oocgbdt.params.PARAMETERS.")
     p.add_argument("data", metavar="DATA", help="training dataset (a Zarr folder from `oocgbdt convert`)")
@@ -757,6 +768,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="any LightGBM-style parameter, e.g. num_leaves=63 learning_rate=0.05 "
                         "metric=auc; values are read as int, float, bool (true/false) or text; "
                         "repeatable")
+    p.add_argument("--cache", choices=("auto", "memory", "disk"),
+                   help="where the binned rows live between passes (parameter cache): memory on "
+                        "the workers, disk (a compressed Zarr store streamed in every pass) or "
+                        "auto (memory when they fit in cache_memory_fraction of the workers' "
+                        "memory, else disk; the default)")
+    p.add_argument("--cache-path", metavar="DIR",
+                   help="directory of the disk cache (parameter cache_path), used when the "
+                        "rows are cached on disk (--cache disk, or auto choosing disk): kept "
+                        "after training and reused by a later run on the same data and bin "
+                        "settings (a mismatch is an error; nothing is overwritten). Default: a "
+                        "temporary directory, removed after training")
     p.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler "
                    "to train on (default: an embedded LocalCluster on this machine)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model file")

@@ -441,9 +441,9 @@ _TABLE = [
         "grow_policy='depthwise'.",
     ),
     Param(
-        "histogram_pool_size", -1.0, ("hist_pool_size",), "float", _any,
+        "histogram_pool_size", -1.0, ("hist_pool_size",), "float", _range(),
         "Upper bound, in MB, on the leaf histograms kept between passes of one tree (LightGBM's "
-        "histogram_pool_size); <= 0 means no bound. Over the bound, the open leaves with the "
+        "histogram_pool_size); <= 0 means no bound (NaN and infinities are refused). Over the bound, the open leaves with the "
         "smallest best-split gain lose their histograms first (LightGBM drops the least recently "
         "used); a leaf split after losing its histogram histograms both children instead of "
         "deriving one by subtraction (same splits, leaf values equal up to rounding).",

@@ -8,6 +8,7 @@ lazy Dask array. A ``distributed.Client`` is a ``fit`` argument, never an attrib
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 
 import dask.array as da
@@ -18,7 +19,7 @@ from sklearn.utils.validation import _num_samples, check_array, check_is_fitted,
 
 from oocgbdt.dask.io import align_rows, as_dask_array, as_row_chunked, is_lazy
 from oocgbdt.dask.training import train
-from oocgbdt.params import resolve_params
+from oocgbdt.params import ALIASES, resolve_params
 
 __all__ = ["GBDTRegressor", "GBDTClassifier"]
 
@@ -46,8 +47,12 @@ _PARAMS_DOC = """
         Maximum bins per feature (the NaN bin included).
     subsample_for_bin : int, default 200000
         Rows sampled to find bin boundaries (``bin_construct_sample_cnt``).
-    random_state : int or None, default None
-        Seed of every random choice (None means 0: training is deterministic).
+    random_state : int, numpy.random.RandomState or None, default None
+        Master seed (LightGBM ``seed``; None means 0, so training is deterministic; a
+        RandomState gives one draw of it). It keys the rows sampled for bin boundaries, the
+        bagging and GOSS draws (together with LightGBM's default ``bagging_seed`` 3) and
+        ``feature_screening``'s draws. ``colsample_bytree``'s draws use LightGBM's default
+        ``feature_fraction_seed`` (2) only.
     early_stopping_rounds : int or None, default None
         Stop when no metric on any eval set improved for this many rounds.
     metric : str, list of str or None, default None
@@ -56,6 +61,27 @@ _PARAMS_DOC = """
         Rows per chunk for in-memory input (Dask/Zarr input keeps its chunks).
     colsample_bytree : float in (0, 1], default 1.0
         Share of the features drawn at random for each tree (LightGBM ``feature_fraction``).
+    subsample : float in (0, 1], default 1.0
+        Bagging: probability that a row is in a round's bag, rows drawn independently (LightGBM
+        ``bagging_fraction``). Used only when ``subsample_freq > 0``, as in LightGBM.
+    subsample_freq : int >= 0, default 0
+        Bagging: draw a new bag every ``subsample_freq`` rounds (LightGBM ``bagging_freq``);
+        0 disables bagging. The draws are seeded by ``random_state`` (with LightGBM's default
+        ``bagging_seed`` 3), so a fit is reproducible.
+    data_sample_strategy : {"bagging", "goss"}, default "bagging"
+        Row sampling per round (LightGBM ``data_sample_strategy``): ``"bagging"`` (the
+        ``subsample`` / ``subsample_freq`` bags above, off at their defaults) or ``"goss"``
+        (Gradient-based One-Side Sampling: every round after the first
+        ``int(1 / learning_rate)``, keep the ``top_rate`` share of rows with the largest
+        |gradient x hessian| plus an ``other_rate`` share of all rows drawn from the rest, whose
+        gradients and hessians are scaled by ``(1 - top_rate) / other_rate``). ``"goss"``
+        cannot be combined with bagging (``subsample < 1`` and ``subsample_freq > 0``).
+    top_rate : float in (0, 1], default 0.2
+        GOSS: share of the rows kept for their large |gradient x hessian| (LightGBM
+        ``top_rate``). Used only with ``data_sample_strategy="goss"``.
+    other_rate : float in (0, 1], default 0.1
+        GOSS: share of all rows drawn at random from the other rows (LightGBM ``other_rate``);
+        with ``data_sample_strategy="goss"``, ``top_rate + other_rate`` must be <= 1.
     feature_screening : {None, "ema", "stochastic"}, default None
         Gain-informed feature screening (EMA-FS, S-EMA-FS; arXiv:2606.26337): after
         ``screening_warmup`` rounds, each tree builds histograms for ``screening_ratio`` of the
@@ -74,6 +100,17 @@ _PARAMS_DOC = """
         Directory of the disk cache, kept and reusable when given; None: a temporary directory.
         A named cache belongs to one data set: another fit on other rows (a cross-validation
         fold, a search) raises a ValueError, so leave it None there.
+    histogram_pool_size : float, default -1.0
+        Upper bound, in MB (2**20 bytes), on the leaf histograms kept between passes of one
+        tree (LightGBM ``histogram_pool_size``); any value <= 0 means no bound. Must be finite.
+        A bound trades memory for work: a leaf split after losing its histogram histograms both
+        children instead of deriving one by subtraction (same splits, leaf values equal up to
+        rounding).
+    partition_rows : int >= 1 or None, default None
+        Rows per compute partition: consecutive storage chunks are grouped into partitions of at
+        least this many rows (a chunk is never split), one task per partition per pass. None:
+        chosen from the data alone, so the same data and chunking give the same model on any
+        cluster. Changing it changes the partitions, hence a disk cache's fingerprint.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
 """
@@ -83,11 +120,13 @@ class _GBDTModel(BaseEstimator):
     def __init__(self, *, n_estimators=100, learning_rate=0.1, num_leaves=31, max_depth=-1,
                  min_child_samples=20, min_child_weight=1e-3, min_split_gain=0.0, reg_alpha=0.0,
                  reg_lambda=0.0, max_bin=255, subsample_for_bin=200000, random_state=None,
-                 colsample_bytree=1.0, feature_screening=None, screening_ratio=0.3,
+                 colsample_bytree=1.0, subsample=1.0, subsample_freq=0,
+                 data_sample_strategy="bagging", top_rate=0.2, other_rate=0.1,
+                 feature_screening=None, screening_ratio=0.3,
                  screening_warmup=5, screening_alpha=0.3, screening_beta=1.0,
                  early_stopping_rounds=None, metric=None, chunk_size=65536,
                  grow_policy="leafwise", max_leaves_per_pass=1, cache="auto", cache_path=None,
-                 verbose=False):
+                 histogram_pool_size=-1.0, partition_rows=None, verbose=False):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -101,6 +140,11 @@ class _GBDTModel(BaseEstimator):
         self.subsample_for_bin = subsample_for_bin
         self.random_state = random_state
         self.colsample_bytree = colsample_bytree
+        self.subsample = subsample
+        self.subsample_freq = subsample_freq
+        self.data_sample_strategy = data_sample_strategy
+        self.top_rate = top_rate
+        self.other_rate = other_rate
         self.feature_screening = feature_screening
         self.screening_ratio = screening_ratio
         self.screening_warmup = screening_warmup
@@ -113,6 +157,8 @@ class _GBDTModel(BaseEstimator):
         self.max_leaves_per_pass = max_leaves_per_pass
         self.cache = cache
         self.cache_path = cache_path
+        self.histogram_pool_size = histogram_pool_size
+        self.partition_rows = partition_rows
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -131,7 +177,10 @@ class _GBDTModel(BaseEstimator):
         # random_state is an alias of seed: errors name it as given.
         p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
         # ``metric`` is checked by ``train`` against the objective, known only after the labels.
-        resolve_params({k: v for k, v in p.items() if k != "metric"})
+        try:
+            resolve_params({k: v for k, v in p.items() if k != "metric"})
+        except ValueError as e:
+            raise ValueError(_with_sklearn_names(str(e), p)) from e
         return p
 
     def _validate_X_y(self, X, y, sample_weight):
@@ -239,6 +288,22 @@ def _name_conversion_errors(name):
             raise ValueError(f"{name} must be numeric: {e}. Encode strings or categories as "
                              f"numbers first.") from e
         raise
+
+
+def _with_sklearn_names(message, params):
+    """Add the estimator's names to a message that names parameters by LightGBM's names only.
+
+    A bad single value is reported under both names already (``bagging_fraction (given as
+    'subsample') must be ...``); checks across parameters (GOSS with bagging, say) use the
+    canonical names, which this estimator calls otherwise.
+    """
+    named = [(canonical, name) for name in params
+             if (canonical := ALIASES.get(name)) not in (None, name)
+             and re.search(rf"\b{canonical}\b", message) and f"given as {name!r}" not in message]
+    if not named:
+        return message
+    return (message.rstrip(".") + " (here " + ", ".join(f"{c} is the argument {n!r}"
+                                                          for c, n in named) + ")")
 
 
 def p_seed(random_state):

@@ -8,6 +8,7 @@ import zarr
 
 from oocgbdt.cli import main, parse_param
 from oocgbdt.dask.booster import Booster
+from oocgbdt.dask.cache import inspect_cache_path
 from oocgbdt.dask.store import open_dataset
 
 N_ROWS, N_FEATURES = 600, 4
@@ -145,6 +146,47 @@ def test_train_errors(workspace, tmp_path, capsys):
     assert main(["train", train, "--model", str(tmp_path / "no" / "m.json")]) == 2
     assert "does not exist" in _err_line(capsys, "train")
     assert not (tmp_path / "m.json").exists()
+
+
+def test_train_disk_cache_is_kept_reused_and_gives_the_memory_model(workspace, tmp_path, capsys):
+    cache = tmp_path / "train.cache"
+    common = ["train", str(workspace / "train.zarr"), "--param", "n_estimators=5",
+              "num_leaves=7", "min_data_in_leaf=5", "--quiet"]
+    assert main(common + ["--model", str(tmp_path / "disk.json"), "--cache", "disk",
+                          "--cache-path", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert f"Disk cache of the binned rows at {cache} (written" in out
+    stored = inspect_cache_path(cache)  # an oocgbdt cache, complete (else it raises)
+    assert stored is not None and stored["complete"]
+
+    # --param cache=... keeps working; the same path given by --cache-path and --param agrees
+    assert main(common + ["--model", str(tmp_path / "again.json"), "--param", "cache=disk",
+                          f"cache_path={cache}", "--cache-path", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert f"Disk cache of the binned rows at {cache} (reused" in out
+
+    assert main(common + ["--model", str(tmp_path / "memory.json"), "--cache", "memory"]) == 0
+    assert "Disk cache" not in capsys.readouterr().out
+    disk, again, memory = (Booster.load_model(tmp_path / f"{n}.json")
+                           for n in ("disk", "again", "memory"))
+    assert disk == memory and again == memory
+    X = open_dataset(workspace / "valid.zarr").X.compute()
+    np.testing.assert_array_equal(disk.predict(X), memory.predict(X))
+
+
+def test_train_cache_flags_conflicting_with_param(workspace, tmp_path, capsys):
+    train, model = str(workspace / "train.zarr"), str(tmp_path / "m.json")
+    assert main(["train", train, "--model", model, "--cache", "disk",
+                 "--param", "cache=memory"]) == 2
+    line = _err_line(capsys, "train")
+    assert "--cache disk conflicts with --param cache=memory" in line
+    assert main(["train", train, "--model", model, "--cache-path", str(tmp_path / "a"),
+                 "--param", f"cache_path={tmp_path / 'b'}"]) == 2
+    line = _err_line(capsys, "train")
+    assert "--cache-path" in line and "conflicts" in line and "cache_path=" in line
+    assert main(["train", train, "--model", model, "--cache", "ssd"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+    assert not (tmp_path / "m.json").exists() and not (tmp_path / "a").exists()
 
 
 def test_parse_param_types():

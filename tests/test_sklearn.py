@@ -2,6 +2,7 @@
 prediction, model selection, pickling, cluster vs in-process training, and parity with
 LightGBM's LGBMRegressor / LGBMClassifier on real data."""
 import pickle
+import re
 
 import dask
 import dask.array as da
@@ -175,6 +176,126 @@ def test_clone_and_grid_search_over_num_leaves():
     Xc, yc = _classification(n=400, n_classes=3)
     search = GridSearchCV(GBDTClassifier(n_estimators=10), {"num_leaves": [2, 7]}, cv=3)
     assert search.fit(Xc, yc).best_estimator_.predict(Xc).shape == (400,)
+
+
+# ---------------------------------------------------------------------------------------------
+# row sampling (bagging, GOSS), histogram_pool_size and partition_rows
+# ---------------------------------------------------------------------------------------------
+
+#: The new parameters with LightGBM's scikit-learn defaults (histogram_pool_size and
+#: partition_rows: LightGBM's "no bound" and oocgbdt's "chosen from the data").
+SAMPLING_DEFAULTS = dict(subsample=1.0, subsample_freq=0, data_sample_strategy="bagging",
+                         top_rate=0.2, other_rate=0.1, histogram_pool_size=-1.0,
+                         partition_rows=None)
+SAMPLING_SET = dict(subsample=0.7, subsample_freq=3, data_sample_strategy="goss", top_rate=0.3,
+                    other_rate=0.25, histogram_pool_size=2.5, partition_rows=1000)
+
+
+@pytest.mark.parametrize("Est", [GBDTRegressor, GBDTClassifier])
+def test_sampling_params_defaults_clone_and_set_params(Est):
+    est = Est()
+    params = est.get_params()
+    for name, default in SAMPLING_DEFAULTS.items():
+        assert params[name] == default and type(params[name]) is type(default), name
+
+    est = Est(**SAMPLING_SET)
+    copy = clone(est)
+    assert copy is not est and copy.get_params() == est.get_params()
+    assert {k: copy.get_params()[k] for k in SAMPLING_SET} == SAMPLING_SET
+
+    est = Est().set_params(**SAMPLING_SET)
+    assert {k: getattr(est, k) for k in SAMPLING_SET} == SAMPLING_SET
+    est.set_params(**SAMPLING_DEFAULTS)
+    assert {k: est.get_params()[k] for k in SAMPLING_DEFAULTS} == SAMPLING_DEFAULTS
+
+
+def _independent(Est, X, y, params):
+    """The same model through oocgbdt.train, with LightGBM's names (y as the codes of classes_)."""
+    import oocgbdt
+    if Est is GBDTRegressor:
+        return oocgbdt.train(dict(params, objective="regression"), X, y, verbose=False)
+    codes = np.searchsorted(np.unique(y), y)
+    return oocgbdt.train(dict(params, objective="binary"), X, codes, verbose=False)
+
+
+def _predict(est, X):
+    return est.predict(X) if isinstance(est, GBDTRegressor) else est.predict_proba(X)[:, 1]
+
+
+# learning_rate 0.5: GOSS starts after int(1 / learning_rate) = 2 rounds, so 8 of 10 sample.
+SAMPLING_BASE = dict(n_estimators=10, num_leaves=7, learning_rate=0.5, chunk_size=150)
+
+
+@pytest.mark.parametrize("Est", [GBDTRegressor, GBDTClassifier])
+@pytest.mark.parametrize("sampling", ["bagging", "goss"])
+def test_sampling_equals_train_with_lightgbm_names(Est, sampling):
+    """subsample/subsample_freq are bagging_fraction/bagging_freq, and random_state is the seed
+    (bagging_seed keeps LightGBM's default); GOSS's rates pass through unchanged."""
+    X, y = _regression() if Est is GBDTRegressor else _classification()
+    if sampling == "bagging":
+        ours, theirs = dict(subsample=0.5, subsample_freq=1), dict(bagging_fraction=0.5,
+                                                                   bagging_freq=1)
+    else:
+        ours = dict(data_sample_strategy="goss", top_rate=0.3, other_rate=0.2)
+        theirs = dict(data_sample_strategy="goss", top_rate=0.3, other_rate=0.2)
+    est = Est(**SAMPLING_BASE, **ours, random_state=7).fit(X, y)
+    ref = _independent(Est, X, y, dict(SAMPLING_BASE, **theirs, seed=7))
+    assert est.booster_ == ref
+    np.testing.assert_array_equal(_predict(est, X), ref.predict(X))
+
+    # Sampling reached training: the unsampled model, and another seed, give other models.
+    plain = Est(**SAMPLING_BASE, random_state=7).fit(X, y)
+    other_seed = Est(**SAMPLING_BASE, **ours, random_state=8).fit(X, y)
+    assert not np.array_equal(_predict(plain, X), _predict(est, X))
+    assert not np.array_equal(_predict(other_seed, X), _predict(est, X))
+    # random_state=None is seed 0
+    default_seed = Est(**SAMPLING_BASE, **ours).fit(X, y)
+    assert default_seed.booster_ == _independent(Est, X, y, dict(SAMPLING_BASE, **theirs, seed=0))
+
+
+def test_histogram_pool_size_and_partition_rows_reach_training():
+    X, y = _regression()
+    params = dict(SAMPLING_BASE, num_leaves=15)
+    est = GBDTRegressor(**params, histogram_pool_size=1e-4, partition_rows=300).fit(X, y)
+    ref = _independent(GBDTRegressor, X, y, dict(params, histogram_pool_size=1e-4,
+                                                 partition_rows=300))
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    # 600 rows in chunks of 150 grouped by at least 300 rows: two partitions of 300
+    assert est.booster_.cache_report["partition_rows"]["train"] == [300, 300]
+    # a pool smaller than one histogram keeps none: both children of every split are
+    # histogrammed, none derived by subtraction (an unbounded pool derives one per split)
+    bounded = [s["n_hist_subtracted"] for s in est.booster_.tree_stats]
+    free = GBDTRegressor(**params).fit(X, y).booster_
+    assert sum(bounded) == 0 < sum(s["n_hist_subtracted"] for s in free.tree_stats)
+
+
+BAD_SAMPLING = [
+    (dict(top_rate=0), "top_rate"),
+    (dict(other_rate=0.0, data_sample_strategy="goss"), "other_rate"),
+    (dict(data_sample_strategy="goss", top_rate=0.7, other_rate=0.4), "top_rate + other_rate"),
+    (dict(subsample=0), "'subsample'"),
+    (dict(subsample=1.5, subsample_freq=1), "'subsample'"),
+    (dict(subsample_freq=-1), "'subsample_freq'"),
+    (dict(data_sample_strategy="gos"), "data_sample_strategy"),
+    (dict(data_sample_strategy="goss", subsample=0.5, subsample_freq=1), "'subsample_freq'"),
+    (dict(histogram_pool_size=float("nan")), "histogram_pool_size"),
+    (dict(partition_rows=0), "partition_rows"),
+]
+
+
+@pytest.mark.parametrize("Est", [GBDTRegressor, GBDTClassifier])
+@pytest.mark.parametrize("bad, named", BAD_SAMPLING, ids=[str(b) for b, _ in BAD_SAMPLING])
+def test_bad_sampling_values_fail_before_training(Est, bad, named, monkeypatch):
+    import oocgbdt.sklearn
+    called = []
+    monkeypatch.setattr(oocgbdt.sklearn, "train", lambda *a, **k: called.append(1))
+    X, y = _regression(n=50) if Est is GBDTRegressor else _classification(n=50)
+    # lazy y: the classifier would compute its labels first if validation came later
+    yd = da.from_array(y, chunks=25).map_blocks(lambda b: called.append(2) or b, dtype=y.dtype,
+                                                meta=np.empty((0,), dtype=y.dtype))
+    with pytest.raises(ValueError, match=re.escape(named)):
+        Est(**bad).fit(X, yd)
+    assert called == []
 
 
 def _holds_a_client(obj, seen=None):

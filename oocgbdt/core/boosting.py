@@ -129,8 +129,9 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     n = len(chunks)
     stats = backend.map(chunk_label_stats, chunks, [objective] * n, key=f"{key}-labelstats")
     init = compute_init_score(backend, stats, objective, params, split_every, key)
-    chunks = backend.map(chunk_add_score, chunks, [init] * n, key=f"{key}-init")
-    eval_chunks = {name: backend.map(chunk_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}")
+    chunks = backend.map(chunk_add_score, chunks, [init] * n, key=f"{key}-init", consume=0)
+    eval_chunks = {name: backend.map(chunk_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}",
+                                      consume=0)
                    for name, ec in eval_chunks.items()}
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
     screener = FeatureScreener.from_params(params, meta.feature_mask)
@@ -144,7 +145,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     try:
         for rnd in range(int(params["n_estimators"])):
             t_round, c_round = time.perf_counter(), time.process_time()
-            chunks = backend.map(chunk_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}")
+            chunks = backend.map(chunk_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}",
+                                 consume=0)
             t_sample = time.perf_counter()
             if sampler is not None and sampler.active(rnd):
                 chunks = sampler.sample(backend, chunks, rnd, key=f"{key}-sample-{rnd}")
@@ -181,11 +183,12 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                     arrays.update(meta.node_arrays(tree.split_feature))
                 arrays_h = backend.scatter(arrays)
                 chunks = backend.map(chunk_apply_tree, chunks, [arrays_h] * n, [k] * n,
-                                     key=f"{tree_key}-apply")
+                                     key=f"{tree_key}-apply", consume=0)
                 for name in eval_chunks:
                     ec = eval_chunks[name]
                     eval_chunks[name] = backend.map(chunk_apply_tree, ec, [arrays_h] * len(ec),
-                                                    [k] * len(ec), key=f"{tree_key}-apply-{name}")
+                                                    [k] * len(ec), key=f"{tree_key}-apply-{name}",
+                                                    consume=0)
                 round_trees.append(tree)
                 stats = dict(n_passes=source.n_passes, n_leaves=tree.n_leaves,
                              n_hist_built=source.n_hist_built,

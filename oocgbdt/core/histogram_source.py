@@ -151,8 +151,10 @@ class HistogramSource:
         pass's reduction. Called before the pass's split records are gathered: a deferring
         backend (the actor backend) then runs it in the same batch as the pass, so the partials
         are released by the next pass's call, before that pass makes its own (issued after the
-        gather, it ran with the next pass and the partials of two passes were held at once)."""
-        self._rows = self.backend.map(tree_rows_only, self._rows, key=f"{self.key}-p{self.n_passes}-keep")
+        gather, it ran with the next pass and the partials of two passes were held at once).
+        Every step that reads the pass's results was issued before it, so they are consumed."""
+        self._rows = self.backend.map(tree_rows_only, self._rows,
+                                      key=f"{self.key}-p{self.n_passes}-keep", consume=0)
 
     def split_many(self, requests):
         """Apply several splits in one pass; returns each split's children's best splits.
@@ -194,7 +196,7 @@ class HistogramSource:
                          tuple(t[3] for t in todo), tuple(build))
         tag = f"{self.key}-p{self.n_passes}"
         self._rows = b.map(chunk_split_many, self.chunks, self._rows, [self.class_idx] * n,
-                           [self.meta] * n, [plan] * n, key=f"{tag}-route")
+                           [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
         res = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,

@@ -254,7 +254,8 @@ class RowSampler:
             k = stream_key(self.seed, self.bagging_seed, BAGGING_STREAM, bag_round)
             selections = [RowSelection(off, k, self.bagging_fraction) for off in self.offsets]
             self.last = dict(bag_round=bag_round)
-        return backend.map(chunk_select_rows, chunks, selections, key=f"{key}-select")
+        return backend.map(chunk_select_rows, chunks, selections, key=f"{key}-select",
+                               consume=0)
 
     def _goss(self, backend, chunks, rnd, key):
         n = len(chunks)

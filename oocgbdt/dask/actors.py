@@ -182,7 +182,7 @@ class Shard:
     def _run_ops(self, dead, ops):
         """Run operations in order, then drop ``dead`` (before and after: an id may die before
         the operation that makes it has run). Operations: ``("put", id, value)``,
-        ``("step", fn, out_id, args)``, ``("map", fn, out_ids, arg_lists)``, ``("push", ids,
+        ``("step", fn, out_id, args)``, ``("map", fn, out_ids, arg_lists, consumed)``, ``("push", ids,
         shard)`` (send values to the shard whose steps need them, without waiting; the batch
         ends when they have been received)."""
         self._drop(dead)
@@ -198,14 +198,34 @@ class Shard:
                 _, fn, out_id, args = op
                 self.store[out_id] = self.backend.submit(fn, *self._resolve(args))
             else:
-                _, fn, out_ids, arg_lists = op
-                args = self._resolve(arg_lists)
-                for i, r in zip(out_ids, self.backend.map(fn, *zip(*args))):
-                    self.store[i] = r
+                self._map(*op[1:])
             self._changed()
         for fut in pushes:
             fut.result()
         self._drop(dead)
+
+    def _map(self, fn, out_ids, arg_lists, consumed=None):
+        """``fn(*args)`` for every element (on the local threads); keep the results.
+
+        ``consumed``: per element, the ids of inputs the caller will not use again. Each is
+        dropped as soon as that element's result is stored, so a map that replaces per-row
+        state (gradients, scores, row groupings) holds one element's old and new state at a
+        time, not every partition's twice.
+        """
+        args = self._resolve(arg_lists)
+        if consumed is None:
+            for i, r in zip(out_ids, self.backend.map(fn, *zip(*args))):
+                self.store[i] = r
+            return
+
+        def one(j):
+            a, args[j] = args[j], None
+            self.store[out_ids[j]] = fn(*a)
+            del a
+            for k in consumed[j]:
+                self.store.pop(k, None)
+        one.__name__ = fn.__name__  # the backend's timers count it under fn's name
+        self.backend.map(one, range(len(args)))
 
     async def run(self, seq, dead=(), ops=()):
         """Run batch number ``seq`` (after batches ``0 .. seq - 1``) on the actor thread."""
@@ -446,7 +466,13 @@ class ActorBackend:
             ops.append(("put", ref.id, obj))
         return ref
 
-    def map(self, fn, *iterables, key=None):
+    def map(self, fn, *iterables, key=None, consume=None):
+        """One call per shard: each runs the elements whose inputs it holds.
+
+        ``consume``: index of an iterable whose handles the caller will not use again; the
+        shards free each such input as soon as its element's result exists (see
+        :meth:`Shard.map`).
+        """
         elements = list(zip(*iterables))
         out = []
         groups = {}
@@ -455,12 +481,14 @@ class ActorBackend:
             o = owners[0] if owners else self.owner_of_partition(i, len(elements))
             ref = self._new(o)
             out.append(ref)
-            groups.setdefault(o, ([], []))
+            groups.setdefault(o, ([], [], []))
             groups[o][0].append(ref.id)
             groups[o][1].append(args)
-        for o, (ids, args) in groups.items():
+            if consume is not None:
+                groups[o][2].append([r.id for r in _refs(args[consume], []) if r.owner == o])
+        for o, (ids, args, gone) in groups.items():
             self._push_inputs(args, o)
-            self._ops[o].append(("map", fn, ids, args))
+            self._ops[o].append(("map", fn, ids, args, None if consume is None else gone))
         return out
 
     def submit(self, fn, *args, key=None):

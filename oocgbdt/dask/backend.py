@@ -23,7 +23,8 @@ class DaskBackend:
         # A list of one element: scatter() would split a dict into one future per key.
         return self.client.scatter([obj], broadcast=True, hash=False)[0]
 
-    def map(self, fn, *iterables, key=None):
+    def map(self, fn, *iterables, key=None, consume=None):
+        # ``consume`` (see LocalBackend.map): Dask frees inputs once no future refers to them.
         iterables = [list(it) for it in iterables]
         n = len(iterables[0])
         keys = None if key is None else [f"{key}-{i}" for i in range(n)]

@@ -6,20 +6,26 @@ Data flow position: after the bins, bundles and partitions are fixed, before boo
 columns (``X_binned``, the bundles with EFB) in worker memory (in-process for NumPy input with
 no client).
 
-``cache="disk"``: one task per partition reads its raw rows, bins them once, writes them to a
-Zarr v3 store (one array of one chunk per partition: Blosc lz4 level 1 when that halves it, see
-``CODEC`` and ``COMPRESS_BELOW``, else raw bytes that every read memory-maps) and
-returns a ChunkData whose ``X_binned`` is a :class:`CachedBins` reference (path, shape, dtype:
-a few hundred bytes). Raw rows and bins are then released; every later pass reads a partition's
-bins back from the store (:func:`oocgbdt.core.chunk.chunk_bins`). What stays in worker memory is
-the per-row state, ``PER_ROW_STATE_BYTES`` per row and output (see below), not the columns.
+``cache="disk"``: the write pass runs one task per *piece*, a run of consecutive storage chunks
+of one partition holding at most ``PIECE_RAW_BYTES`` of raw values (or a single chunk):
+:func:`write_piece` reads its raw rows, bins them and writes them as one Zarr v3 array of one
+chunk (Blosc lz4 level 1 when that halves it, see ``CODEC`` and ``COMPRESS_BELOW``, else raw
+bytes), and returns a :class:`Piece` record (a few bytes). A worker of the write pass therefore
+holds one piece's raw rows at a time, whatever the partition size, and the write tasks carry no
+placement, so Dask's queuing of root tasks bounds how many run at once. Each partition's
+ChunkData is then made from its labels (and weights) alone, :func:`cached_partition`, with
+``X_binned`` a :class:`CachedBins` reference (path, shape, dtype, pieces: a few hundred bytes),
+exactly as when a stored cache is reused. Every pass reads a partition's bins back from the store
+(:func:`oocgbdt.core.chunk.chunk_bins`). What stays in worker memory is the per-row state,
+``PER_ROW_STATE_BYTES`` per row and output (see below), not the columns.
 
 Store layout (a directory)::
 
     zarr.json                attrs: format "oocgbdt-cache", version, complete, fingerprint,
-                             fingerprint_parts, sets, conflicts, bytes_binned
-    train/p00000 ...         uint8/uint16 arrays of shape (partition rows, n_columns)
-    eval_0/p00000 ...        the eval sets, same layout
+                             fingerprint_parts, sets, conflicts, pieces, bytes_binned
+    train/p00000/0 ...       partition 0's pieces in row order: uint8/uint16 arrays of shape
+                             (piece rows, n_columns), one chunk each
+    eval_0/p00000/0 ...      the eval sets, same layout
 
 **Fingerprint** (:func:`fingerprint_parts`): sha256 over the shape of every set, its partition
 boundaries, the parameters that change bins (``BIN_SETTINGS``), the fitted bin mapper (upper
@@ -59,17 +65,18 @@ import scipy.sparse as sp
 import zarr
 from zarr.codecs import BloscCodec
 
+from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.chunk import chunk_init
-from oocgbdt.dask.partitions import load_partition
 
 __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
-           "PER_ROW_STATE_BYTES", "CachedBins", "inspect_cache_path", "hash_rows",
-           "fingerprint_parts", "fingerprint", "check_fingerprint", "create_cache", "finish_cache",
-           "write_partition", "compression_ratio", "COMPRESS_BELOW", "abort_writes", "cached_partition", "partition_path", "directory_bytes",
+           "PER_ROW_STATE_BYTES", "PIECE_RAW_BYTES", "Piece", "CachedBins", "inspect_cache_path",
+           "hash_rows", "fingerprint_parts", "fingerprint", "check_fingerprint", "create_cache",
+           "finish_cache", "stored_pieces", "cached_bins", "piece_groups", "write_piece", "compression_ratio", "COMPRESS_BELOW",
+           "abort_writes", "cached_partition", "partition_path", "directory_bytes",
            "cluster_memory_bytes", "remove_cache"]
 
 CACHE_FORMAT = "oocgbdt-cache"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 #: Blosc lz4 at level 1 with byte shuffle (a no-op for uint8; groups the high bytes of uint16).
 #: Measured on 262,144-row partitions: dense quantile bins of 100 normal features do not
 #: compress (bins are near-uniform by construction; Blosc stores them raw, read 15 ms for 26 MB),
@@ -82,6 +89,11 @@ CODEC = BloscCodec(cname="lz4", clevel=1, shuffle="shuffle")
 #: Blosc-stored incompressible bins cost 2.8 CPU s per tree against 1.0 in memory (reading 25 MB
 #: per partition per pass); raw and memory-mapped, 1.05.
 COMPRESS_BELOW = 0.5
+#: A write task holds at most this many bytes of raw values (a piece of consecutive storage
+#: chunks; a larger chunk is a piece on its own). 64 MiB: with the bins and the binning
+#: temporaries, a write task stays near 100 MiB, which fits workers of 1 GiB beside the
+#: training state.
+PIECE_RAW_BYTES = 64 * 2 ** 20
 #: Parameters that change the bins or bundles, recorded in the fingerprint.
 BIN_SETTINGS = ("max_bin", "min_data_in_bin", "bin_construct_sample_cnt", "seed", "use_missing",
                 "zero_as_missing", "feature_pre_filter", "min_data_in_leaf", "enable_bundle",
@@ -98,64 +110,109 @@ PER_ROW_STATE_BYTES = 16
 
 
 @dataclass(frozen=True)
+class Piece:
+    """What :func:`write_piece` wrote: one array of a partition's consecutive rows.
+
+    Attributes
+    ----------
+    rows : int
+        Rows of the piece.
+    raw : bool
+        Stored uncompressed (little-endian bytes in C order, Zarr's ``bytes`` codec) in the
+        array's one chunk file, which :meth:`CachedBins.read` reads (or maps) directly.
+    conflicts : tuple of int
+        ``(conflicting rows, lost values)`` of the EFB merge over the piece's rows.
+    """
+
+    rows: int
+    raw: bool
+    conflicts: tuple = (0, 0)
+
+
+@dataclass(frozen=True)
 class CachedBins:
     """A partition's binned columns in the disk cache, read on demand.
 
     Satisfies what :func:`oocgbdt.core.chunk.chunk_bins` needs: ``shape``, ``dtype`` and
-    ``read()``. Picklable and small (a path and a shape), so it travels with the ChunkData.
+    ``read()``. Picklable and small (a path, a shape and the pieces' rows), so it travels with
+    the ChunkData.
 
     Attributes
     ----------
     path : str
-        Directory of the partition's Zarr array (one chunk).
+        Directory of the partition; piece ``j`` is the Zarr array ``<path>/<j>`` (one chunk).
     shape : tuple of int
         ``(rows, n_columns)``.
     dtype : numpy dtype
         uint8 or uint16.
-    raw_file : str or None
-        The array's one chunk file when it is stored uncompressed (little-endian bytes in C
-        order, Zarr's ``bytes`` codec): :meth:`read` then maps it into memory instead of
-        copying it (see :func:`write_partition`).
+    pieces : tuple of (int, bool)
+        ``(rows, raw)`` per piece, in row order (see :class:`Piece`).
     """
 
     path: str
     shape: tuple
     dtype: np.dtype
-    raw_file: str | None = None
+    pieces: tuple = ()
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
+    def _raw_file(self, j: int) -> str:
+        return os.path.join(self.path, str(j), "c", *(["0"] * len(self.shape)))
+
     def read(self) -> np.ndarray:
         """The partition's bins: C-contiguous ndarray of shape ``shape`` and dtype ``dtype``.
 
-        Uncompressed partitions are memory-mapped (read-only, no copy: pages come from the
-        operating system's file cache and are dropped with the array); compressed ones are
-        decompressed by Zarr.
+        A partition of one raw piece is memory-mapped (read-only, no copy: pages come from the
+        operating system's file cache and are unmapped with the array). Otherwise each piece
+        is read into one new array: raw pieces straight from their file, compressed ones
+        through Zarr.
 
         Raises
         ------
         FileNotFoundError
             The cache was deleted while training still needed it.
+        ValueError
+            A piece holds another number of bytes, shape or dtype than recorded (the cache was
+            modified).
         """
         if not os.path.isdir(self.path):
             raise FileNotFoundError(f"disk cache partition {self.path!r} is gone; the cache "
                                     f"directory was deleted during training.")
-        if self.raw_file is not None:
-            nbytes = int(np.prod(self.shape)) * np.dtype(self.dtype).itemsize
-            with open(self.raw_file, "rb") as f:
-                if os.fstat(f.fileno()).st_size != nbytes:
-                    raise ValueError(f"disk cache partition {self.path!r} holds "
-                                     f"{os.fstat(f.fileno()).st_size} bytes, expected {nbytes}; "
-                                     f"the cache was modified.")
+        dtype = np.dtype(self.dtype)
+        row_bytes = int(np.prod(self.shape[1:])) * dtype.itemsize
+        if len(self.pieces) == 1 and self.pieces[0][1]:
+            with open(self._raw_file(0), "rb") as f:
+                self._check_size(f, 0, self.shape[0] * row_bytes)
                 mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            return np.frombuffer(mm, dtype=self.dtype).reshape(self.shape)
-        out = zarr.open_array(self.path, mode="r")[...]
-        if out.shape != tuple(self.shape) or out.dtype != self.dtype:
-            raise ValueError(f"disk cache partition {self.path!r} holds {out.shape} {out.dtype}, "
-                             f"expected {tuple(self.shape)} {self.dtype}; the cache was modified.")
-        return np.ascontiguousarray(out)
+            return np.frombuffer(mm, dtype=dtype).reshape(self.shape)
+        out = np.empty(self.shape, dtype=dtype)
+        start = 0
+        for j, (rows, raw) in enumerate(self.pieces):
+            part = out[start:start + rows]
+            if raw:
+                with open(self._raw_file(j), "rb") as f:
+                    self._check_size(f, j, rows * row_bytes)
+                    f.readinto(memoryview(part).cast("B"))
+            else:
+                arr = zarr.open_array(os.path.join(self.path, str(j)), mode="r")
+                if arr.shape != part.shape or arr.dtype != dtype:
+                    raise ValueError(f"disk cache piece {j} of {self.path!r} holds {arr.shape} "
+                                     f"{arr.dtype}, expected {part.shape} {dtype}; the cache "
+                                     f"was modified.")
+                part[...] = arr[...]
+            start += rows
+        if start != self.shape[0]:
+            raise ValueError(f"disk cache partition {self.path!r}: its pieces hold {start} rows, "
+                             f"expected {self.shape[0]}.")
+        return out
+
+    def _check_size(self, f, j, nbytes):
+        size = os.fstat(f.fileno()).st_size
+        if size != nbytes:
+            raise ValueError(f"disk cache piece {j} of {self.path!r} holds {size} bytes, "
+                             f"expected {nbytes}; the cache was modified.")
 
 
 def partition_path(root, set_name: str, i: int) -> str:
@@ -299,38 +356,108 @@ def create_cache(path, parts: dict, set_names, bytes_binned: int) -> None:
                        "sets": list(set_names), "bytes_binned": int(bytes_binned)})
 
 
-def finish_cache(path, conflicts: dict, seconds_write: float) -> None:
-    """Record per-partition EFB conflicts and mark the cache complete (reusable)."""
+def finish_cache(path, pieces: dict, seconds_write: float) -> None:
+    """Record every partition's pieces (``{set: [[Piece, ...] per partition]}``: rows, raw,
+    EFB conflicts) and mark the cache complete (reusable)."""
     root = zarr.open_group(str(path), mode="r+")
-    root.attrs.update({"conflicts": {k: [[int(a), int(b)] for a, b in v]
-                                     for k, v in conflicts.items()},
+    root.attrs.update({"pieces": {k: [[[int(q.rows), bool(q.raw), [int(c) for c in q.conflicts]]
+                                       for q in part] for part in v]
+                                  for k, v in pieces.items()},
                        "seconds_write": float(seconds_write), "complete": True})
 
 
-def write_partition(array_path: str, blocks, y_blocks, w_blocks, n_outputs: int, bin_mapper,
-                    bundler=None):
-    """Task body: bin one partition (:func:`~oocgbdt.dask.partitions.load_partition`), write
-    its columns to ``array_path`` as one compressed Zarr chunk, and return its ChunkData with
-    ``X_binned`` replaced by a :class:`CachedBins` reference.
+def stored_pieces(attrs: dict, set_name: str) -> list:
+    """The :class:`Piece` records of set ``set_name`` of a complete cache (from its attributes),
+    one list per partition."""
+    return [[Piece(int(r), bool(raw), tuple(int(c) for c in conf)) for r, raw, conf in part]
+            for part in attrs["pieces"][set_name]]
 
-    Refuses to overwrite: the array must not exist yet.
+
+def cached_bins(root, set_name: str, i: int, pieces, n_columns: int, dtype) -> CachedBins:
+    """The :class:`CachedBins` reference of partition ``i`` of ``set_name`` from its pieces."""
+    return CachedBins(partition_path(root, set_name, i),
+                      (int(sum(q.rows for q in pieces)), int(n_columns)), np.dtype(dtype),
+                      tuple((int(q.rows), bool(q.raw)) for q in pieces))
+
+
+def piece_groups(chunk_rows, groups, raw_row_bytes) -> list:
+    """Split each partition's chunks into pieces of at most ``PIECE_RAW_BYTES`` raw bytes.
+
+    Parameters
+    ----------
+    chunk_rows : sequence of int
+        Rows of each storage chunk.
+    groups : list of (int, int)
+        Chunk index ranges of the partitions (:func:`~oocgbdt.dask.partitions.group_chunks`).
+    raw_row_bytes : int
+        Bytes a raw row occupies in a write task (n_features x 4 for dense float32; the stored
+        entries' bytes for sparse input).
+
+    Returns
+    -------
+    list of list of (int, int)
+        Per partition, the chunk index ranges of its pieces, in order. A piece is a run of
+        consecutive chunks whose raw bytes stay within ``PIECE_RAW_BYTES``; a chunk larger than
+        that is a piece of its own.
+    """
+    out = []
+    for a, b in groups:
+        pieces, start, size = [], a, 0
+        for i in range(a, b):
+            nbytes = int(chunk_rows[i]) * int(raw_row_bytes)
+            if i > start and size + nbytes > PIECE_RAW_BYTES:
+                pieces.append((start, i))
+                start, size = i, 0
+            size += nbytes
+        pieces.append((start, b))
+        out.append(pieces)
+    return out
+
+
+def write_piece(array_path: str, blocks, bin_mapper, bundler=None) -> Piece:
+    """Task body: bin the raw ``blocks`` of one piece and write them to ``array_path`` as one Zarr
+    array of one chunk (compressed with ``CODEC`` when that halves it, else raw).
+
+    Parameters
+    ----------
+    array_path : str
+        The piece's array directory (``<partition path>/<j>``); must not exist yet.
+    blocks : list of ndarray or scipy.sparse matrix, each of shape (rows_i, n_features)
+        Consecutive raw storage chunks.
+    bin_mapper, bundler : fitted BinMapper and FeatureBundler (or None)
+
+    Returns
+    -------
+    Piece
+
+    Raises
+    ------
+    RuntimeError
+        The write pass was aborted (another piece failed): nothing is written.
+    zarr.errors.ContainsArrayError
+        ``array_path`` holds an array already (never overwritten).
     """
     _check_not_aborted(array_path)
-    data = load_partition(blocks, y_blocks, w_blocks, n_outputs, bin_mapper, bundler)
-    cols = np.ascontiguousarray(data.X_binned)
+    cols, conflict_rows, lost = [], 0, 0
+    for b in blocks:
+        c, r, v = bundle_chunk(b, bin_mapper, bundler)
+        cols.append(c)
+        conflict_rows += int(r)
+        lost += int(v)
+    cols = cols[0] if len(cols) == 1 else np.concatenate(cols)
+    cols = np.ascontiguousarray(cols)
     _check_not_aborted(array_path)
     compress = compression_ratio(cols) <= COMPRESS_BELOW
     arr = zarr.create_array(store=array_path, shape=cols.shape, chunks=cols.shape,
                             dtype=cols.dtype, compressors=[CODEC] if compress else None,
                             zarr_format=3, overwrite=False)
     arr[...] = cols
-    raw_file = None
+    raw = False
     if not compress and (cols.dtype.itemsize == 1 or sys.byteorder == "little"):
         chunk = os.path.join(array_path, "c", *(["0"] * cols.ndim))
         # Zarr writes no chunk that equals the fill value (all zeros): read those through Zarr.
-        if os.path.isfile(chunk) and os.path.getsize(chunk) == cols.nbytes:
-            raw_file = chunk
-    return replace(data, X_binned=CachedBins(array_path, tuple(cols.shape), cols.dtype, raw_file))
+        raw = os.path.isfile(chunk) and os.path.getsize(chunk) == cols.nbytes
+    return Piece(int(cols.shape[0]), bool(raw), (conflict_rows, lost))
 
 
 def compression_ratio(cols: np.ndarray) -> float:
@@ -343,10 +470,11 @@ def compression_ratio(cols: np.ndarray) -> float:
 
 
 def _check_not_aborted(array_path: str) -> None:
-    root = os.path.dirname(os.path.dirname(array_path))
-    if os.path.exists(os.path.join(root, ABORT_MARKER)) or not os.path.isdir(os.path.dirname(array_path)):
-        raise RuntimeError(f"the write of disk cache {root!r} was aborted (another partition "
-                           f"failed); partition {array_path!r} is not written.")
+    set_dir = os.path.dirname(os.path.dirname(array_path))
+    root = os.path.dirname(set_dir)
+    if os.path.exists(os.path.join(root, ABORT_MARKER)) or not os.path.isdir(set_dir):
+        raise RuntimeError(f"the write of disk cache {root!r} was aborted (another piece "
+                           f"failed); piece {array_path!r} is not written.")
 
 
 def abort_writes(root) -> None:

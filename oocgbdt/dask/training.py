@@ -42,10 +42,11 @@ from oocgbdt.dask.backend import DaskBackend
 from oocgbdt.dask.binning import fit_bin_mapper, sample_row_indices
 from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.booster import Booster
-from oocgbdt.dask.cache import (EDGE_ROWS, CachedBins, abort_writes, cached_partition, check_fingerprint,
-                                cluster_memory_bytes, create_cache, directory_bytes, finish_cache,
-                                fingerprint_parts, hash_rows, inspect_cache_path, partition_path,
-                                remove_cache, write_partition)
+from oocgbdt.dask.cache import (EDGE_ROWS, abort_writes, cached_bins, cached_partition,
+                                check_fingerprint, cluster_memory_bytes, create_cache,
+                                directory_bytes, finish_cache, fingerprint_parts, hash_rows,
+                                inspect_cache_path, partition_path, piece_groups, remove_cache,
+                                stored_pieces, write_piece)
 from oocgbdt.dask.cluster import client_for_training, find_client
 from oocgbdt.dask.io import align_rows, as_row_chunked, check_values, is_lazy, is_sparse
 from oocgbdt.dask.partitions import default_partition_rows, group_chunks, load_partition, partition_bounds
@@ -61,14 +62,13 @@ def _blocks(arr):
     return None if arr is None else list(arr.to_delayed().ravel())
 
 
-def _partition_tasks(X, y, weight, groups, bin_mapper, bundler, n_outputs, key, cache_root=None,
-                     set_name=None, refs=None, conflicts=None):
+def _partition_tasks(X, y, weight, groups, bin_mapper, bundler, n_outputs, key, refs=None,
+                     conflicts=None):
     """Delayed ChunkData per compute partition (a group of consecutive row chunks).
 
-    Memory: read -> bin -> bundle -> state, fused per partition (``load_partition``). Disk: the
-    same, then the bins are written to the cache and replaced by a reference
-    (``write_partition``). Reuse (``refs`` given): labels and weights only, over the cached bins
-    (``cached_partition``).
+    Memory (``refs`` None): read -> bin -> bundle -> state, fused per partition
+    (``load_partition``). Disk cache (``refs`` given, written by :func:`_write_cache` or
+    reused): labels and weights only, over the cached bins (``cached_partition``).
     """
     Xs, ys, ws = _blocks(X), _blocks(y), _blocks(weight)
     bm = dask.delayed(bin_mapper, pure=True)
@@ -80,15 +80,65 @@ def _partition_tasks(X, y, weight, groups, bin_mapper, bundler, n_outputs, key, 
         if refs is not None:
             task = dask.delayed(cached_partition, pure=True)(refs[i], ys[a:b], wb, n_outputs,
                                                              conflicts[i], dask_key_name=name)
-        elif cache_root is not None:
-            task = dask.delayed(write_partition, pure=False)(
-                partition_path(cache_root, set_name, i), Xs[a:b], ys[a:b], wb, n_outputs, bm, bd,
-                dask_key_name=name)
         else:
             task = dask.delayed(load_partition, pure=True)(Xs[a:b], ys[a:b], wb, n_outputs, bm,
                                                            bd, dask_key_name=name)
         tasks.append(task)
     return tasks
+
+
+def _write_cache(sets, groups, root, bin_mapper, bundler, client, key):
+    """The disk cache's write pass: bin every piece of every set and write it under ``root``.
+
+    One task per piece (:func:`~oocgbdt.dask.cache.piece_groups`, :func:`write_piece`), with no
+    worker restrictions: a worker holds one piece's raw rows per thread at a time, and Dask's
+    queuing of root tasks bounds how many pieces are read ahead. Without a client the tasks run
+    on a thread pool of this process. If a write fails, the others are stopped and waited for
+    before the error propagates, so nothing writes into the cache directory once it is removed.
+
+    Returns
+    -------
+    dict of str to list of list of Piece
+        Per set, per partition, its pieces in row order.
+    """
+    bm = dask.delayed(bin_mapper, pure=True)
+    bd = dask.delayed(bundler, pure=True) if bundler is not None else None
+    tasks, layout = [], {}
+    for s, Xs, _, _ in sets:
+        # Raw bytes per row held by a write task: dense float32 values; for sparse input (whose
+        # stored entries are unknown before reading) 4 bytes per binned column.
+        if is_sparse(Xs):
+            row_bytes = 4 * (bundler.n_columns if bundler is not None else Xs.shape[1])
+        else:
+            row_bytes = Xs.shape[1] * np.dtype(Xs.dtype).itemsize
+        blocks = _blocks(Xs)
+        layout[s] = piece_groups(Xs.chunks[0], groups[s], row_bytes)
+        for i, part in enumerate(layout[s]):
+            for j, (a, b) in enumerate(part):
+                path = os.path.join(partition_path(root, s, i), str(j))
+                tasks.append(dask.delayed(write_piece, pure=False)(
+                    path, blocks[a:b], bm, bd, dask_key_name=f"{key}-write-{s}-{i}-{j}"))
+    try:
+        if client is None:
+            with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+                written = list(dask.compute(*tasks, scheduler="threads", pool=pool))
+        else:
+            futures = client.compute(tasks)
+            try:
+                written = client.gather(futures)
+            except BaseException:
+                from distributed import wait
+                abort_writes(root)
+                with client.as_current():  # running writes end, pending ones give up
+                    wait(futures)
+                raise
+    except BaseException:
+        abort_writes(root)
+        raise
+    out, it = {}, iter(written)
+    for s, part_list in layout.items():
+        out[s] = [[next(it) for _ in part] for part in part_list]
+    return out
 
 
 def _chunk_tasks(X, y, weight, bin_mapper, bundler, n_outputs, key, groups=None):
@@ -119,45 +169,25 @@ def _edge_sha256(X, compute) -> str:
     return h.hexdigest()
 
 
-def _load_partitions(task_sets, client, cache_root, actors=None):
-    """Run the loading (or cache writing) tasks of every set.
+def _load_partitions(task_sets, client, actors=None):
+    """Run the loading tasks of every set (one ChunkData per partition).
 
-    Returns ``({set: ChunkData handles}, {set: per-partition (conflict rows, lost values)})``
-    (conflicts of the training set only, unless writing a cache, which records every set).
-    Without a client the tasks run on a thread pool of this process. With ``actors`` (an
-    :class:`~oocgbdt.dask.actors.ActorBackend`), each partition is computed on the worker of the
-    shard that holds it, then handed to the shards (the handles returned are their Refs). If a
-    cache write fails,
-    the other write tasks are stopped and waited for before the error propagates, so nothing
-    writes into the cache directory once it is removed.
+    Returns ``({set: ChunkData handles}, per-partition (conflict rows, lost values) of the
+    training set)``. Without a client the tasks run on a thread pool of this process. With
+    ``actors`` (an :class:`~oocgbdt.dask.actors.ActorBackend`), each partition is computed on
+    the worker of the shard that holds it, then handed to the shards (the handles returned are
+    their Refs).
     """
     if client is None:
-        pool = ThreadPoolExecutor(os.cpu_count() or 1)
-        try:
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             loaded = {s: list(dask.compute(*t, scheduler="threads", pool=pool))
                       for s, t in task_sets.items()}
-        except BaseException:
-            if cache_root is not None:
-                abort_writes(cache_root)
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
-        return loaded, {s: [chunk_conflict_stats(ch) for ch in v] for s, v in loaded.items()}
+        return loaded, [chunk_conflict_stats(ch) for ch in loaded["train"]]
     if actors is None:
         loaded = {s: client.compute(t) for s, t in task_sets.items()}
     else:
         loaded = {s: _compute_placed(client, actors, t) for s, t in task_sets.items()}
-    names = list(loaded) if cache_root is not None else ["train"]
-    try:
-        stats = {s: client.gather(client.map(chunk_conflict_stats, loaded[s], pure=False))
-                 for s in names}
-    except BaseException:
-        if cache_root is not None:
-            from distributed import wait
-            abort_writes(cache_root)
-            with client.as_current():  # running writes end, pending ones give up
-                wait([f for v in loaded.values() for f in v])
-        raise
+    stats = client.gather(client.map(chunk_conflict_stats, loaded["train"], pure=False))
     if actors is not None:
         loaded = {s: actors.adopt(v) for s, v in loaded.items()}
     return loaded, stats
@@ -380,7 +410,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 mode, reason = _choose_cache(params, stored, local, c, bytes_binned)
                 logger.info(f"cache: {mode} ({reason}); binned rows {_gb(bytes_binned)} in "
                             + ", ".join(f"{len(groups[s])} partition(s) of {s}" for s, *_ in sets))
-                refs = conflicts = None
+                pieces = None
                 seconds_write, reused = None, False
                 if mode == "disk":
                     h = hashlib.sha256()
@@ -401,18 +431,19 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                     if stored is not None:
                         check_fingerprint(cache_root, stored, parts)  # raises on any difference
                         reused = True
-                        refs = {s: [CachedBins(partition_path(cache_root, s, i),
-                                               (int(bounds[s][i + 1] - bounds[s][i]), n_cols),
-                                               bins_dtype) for i in range(len(groups[s]))]
-                                for s, *_ in sets}
-                        conflicts = {s: stored["conflicts"][s] for s, *_ in sets}
+                        pieces = {s: stored_pieces(stored, s) for s, *_ in sets}
                     else:
                         dir_existed = os.path.isdir(cache_root)
                         remove_root = True  # until the cache is complete
                         create_cache(cache_root, parts, [s for s, *_ in sets], bytes_binned)
                 samples.clear()
-                root = cache_root if (mode == "disk" and not reused) else None
-                if root is None and refs is None:  # memory
+                if mode == "disk" and not reused:
+                    t_write = time.perf_counter()
+                    pieces = _write_cache(sets, groups, cache_root, bin_mapper, bundler, c, key)
+                    seconds_write = time.perf_counter() - t_write
+                    finish_cache(cache_root, pieces, seconds_write)
+                    remove_root = cache_path is None
+                if pieces is None:  # memory
                     task_sets = {s: _chunk_tasks(
                         Xs, ys, ws, bin_mapper, bundler, n_out,
                         f"{key}-chunk" if s == "train" else f"{key}-{s}", groups=groups[s])
@@ -420,26 +451,21 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 else:
                     task_sets = {s: _partition_tasks(
                         Xs, ys, ws, groups[s], bin_mapper, bundler, n_out, f"{key}-{s}",
-                        cache_root=root, set_name=s,
-                        refs=None if refs is None else refs[s],
-                        conflicts=None if conflicts is None else conflicts[s])
+                        refs=[cached_bins(cache_root, s, i, q, n_cols, bins_dtype)
+                              for i, q in enumerate(pieces[s])],
+                        conflicts=[tuple(sum(p.conflicts[k] for p in q) for k in range(2))
+                                   for q in pieces[s]])
                         for s, Xs, ys, ws in sets}
                 eval_keys = [(name, f"eval_{i}") for i, (name, *_) in enumerate(evals)]
-                t_write = time.perf_counter()
-                loaded, stats = _load_partitions(task_sets, c, root,
-                                                 backend if n_workers > 1 else None)
+                loaded, conflict_stats = _load_partitions(task_sets, c,
+                                                          backend if n_workers > 1 else None)
                 del task_sets  # the graphs that read raw X; only ChunkData handles stay
                 if c is not None:
                     # Reading raw partitions leaves freed heap that glibc keeps; hand it back so
                     # the workers' memory (what their limit watches) is what training holds.
                     c.run(_release_heap)
-                if root is not None:
-                    seconds_write = time.perf_counter() - t_write
-                    finish_cache(root, stats, seconds_write)
-                    remove_root = cache_path is None
                 chunks = loaded["train"]
                 eval_sets = [(name, loaded[s]) for name, s in eval_keys]
-                conflict_stats = stats["train"]
                 del loaded
                 cache_report = dict(
                     mode=mode, reason=reason, path=cache_root, kept=mode == "disk" and not remove_root,

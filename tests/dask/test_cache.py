@@ -20,7 +20,8 @@ import oocgbdt
 import oocgbdt.core.chunk
 import oocgbdt.dask.training as training
 from oocgbdt.core.chunk import chunk_bins
-from oocgbdt.dask.cache import CachedBins, cluster_memory_bytes, write_partition
+from oocgbdt.dask.cache import (PIECE_RAW_BYTES, CachedBins, Piece, cached_bins, cached_partition,
+                                cluster_memory_bytes, piece_groups, write_piece)
 from oocgbdt.dask.partitions import load_partition
 from oocgbdt.dask.store import open_dataset, write_dataset
 from oocgbdt.params import resolve_params
@@ -72,57 +73,101 @@ def mkdtemp_log(monkeypatch):
     return made
 
 
-def test_cached_bins_read_back_the_partition_bit_for_bit(tmp_path):
+def _write_partition(path, blocks, ys, bm, pieces):
+    """Write a partition as the write pass does (pieces: chunk index ranges) and load it."""
+    written = [write_piece(os.path.join(path, str(j)), blocks[a:b], bm)
+               for j, (a, b) in enumerate(pieces)]
+    ref = cached_bins(os.path.dirname(os.path.dirname(path)), os.path.basename(os.path.dirname(path)),
+                      int(os.path.basename(path)[1:]), written, blocks[0].shape[1], np.uint8)
+    return written, cached_partition(ref, ys, None, 1, (0, 0))
+
+
+@pytest.mark.parametrize("pieces", [[(0, 2)], [(0, 1), (1, 2)], [(0, 1), (1, 3)]],
+                         ids=["one-piece", "two-pieces", "uneven"])
+def test_cached_bins_read_back_the_partition_bit_for_bit(tmp_path, pieces):
     X, y = _synthetic(n=2000)
     params = resolve_params({})
     from oocgbdt.dask.binning import fit_bin_mapper
     bm = fit_bin_mapper(da.from_array(X, chunks=(500, 6)), params, lambda a: a.compute())
-    blocks, ys = [X[:500], X[500:1200]], [y[:500], y[500:1200]]
+    n_blocks = pieces[-1][1]
+    edges = [0, 500, 1200, 1700][:n_blocks + 1]
+    blocks = [X[a:b] for a, b in zip(edges, edges[1:])]
+    ys = [y[a:b] for a, b in zip(edges, edges[1:])]
     mem = load_partition(blocks, ys, None, 1, bm)
-    disk = write_partition(str(tmp_path / "p0"), blocks, ys, None, 1, bm)
+    path = str(tmp_path / "train" / "p00000")
+    (tmp_path / "train").mkdir()
+    written, disk = _write_partition(path, blocks, ys, bm, pieces)
+    assert [w.rows for w in written] == [sum(len(b) for b in blocks[a:c]) for a, c in pieces]
     assert isinstance(disk.X_binned, CachedBins) and isinstance(mem.X_binned, np.ndarray)
     ref = pickle.loads(pickle.dumps(disk.X_binned))  # travels to other workers
-    assert ref.shape == (1200, 6) and ref.dtype == np.uint8 and len(pickle.dumps(ref)) < 500
-    np.testing.assert_array_equal(chunk_bins(disk), mem.X_binned)
-    np.testing.assert_array_equal(ref.read(), bm.transform(X[:1200]))  # oracle: bin it whole
+    assert ref.shape == (edges[-1], 6) and ref.dtype == np.uint8 and len(pickle.dumps(ref)) < 500
+    got = chunk_bins(disk)
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, mem.X_binned)
+    np.testing.assert_array_equal(ref.read(), bm.transform(X[:edges[-1]]))  # oracle: bin it whole
     np.testing.assert_array_equal(disk.y, mem.y)
-    assert disk.n_rows == 1200
-    with pytest.raises(Exception):  # never overwrites an existing partition
-        write_partition(str(tmp_path / "p0"), blocks, ys, None, 1, bm)
+    assert disk.n_rows == edges[-1]
+    with pytest.raises(Exception):  # never overwrites an existing piece
+        write_piece(os.path.join(path, "0"), blocks[:1], bm)
+
+
+def test_piece_groups_bound_the_raw_bytes_of_a_write_task():
+    row = 400  # 100 float32 features
+    per_piece = PIECE_RAW_BYTES // row  # rows that fit in one piece
+    chunks = [per_piece // 2] * 5 + [per_piece * 3, 7]
+    out = piece_groups(chunks, [(0, 5), (5, 7)], row)
+    assert out == [[(0, 2), (2, 4), (4, 5)], [(5, 6), (6, 7)]]  # a too-large chunk stands alone
+    for part in out:
+        for a, b in part:
+            assert b - a == 1 or sum(chunks[a:b]) * row <= PIECE_RAW_BYTES
+
+
+def test_cached_bins_reject_a_modified_piece(tmp_path):
+    X, y = _synthetic(n=1000)
+    from oocgbdt.dask.binning import fit_bin_mapper
+    bm = fit_bin_mapper(da.from_array(X, chunks=(500, 6)), resolve_params({}), lambda a: a.compute())
+    (tmp_path / "train").mkdir()
+    path = str(tmp_path / "train" / "p00000")
+    _, disk = _write_partition(path, [X[:500], X[500:]], [y[:500], y[500:]], bm, [(0, 1), (1, 2)])
+    raw = os.path.join(path, "1", "c", "0", "0")
+    assert os.path.getsize(raw) == 500 * 6  # random bins are stored raw
+    with open(raw, "ab") as f:
+        f.write(b"x")
+    with pytest.raises(ValueError, match="piece 1 .* holds 3001 bytes, expected 3000"):
+        disk.X_binned.read()
 
 
 @pytest.mark.parametrize("kind", ["compressible", "random", "zeros"])
-def test_partitions_are_compressed_only_when_it_halves_them(tmp_path, kind):
-    """Compressible bins are stored with Blosc; others raw and memory-mapped on read; an all-zero
-    partition (Zarr writes no chunk equal to the fill value) is read through Zarr."""
+def test_pieces_are_compressed_only_when_it_halves_them(tmp_path, kind, monkeypatch):
+    """Compressible bins are stored with Blosc; others raw (memory-mapped when a partition is
+    one piece); an all-zero piece (Zarr writes no chunk equal to the fill value) is read
+    through Zarr."""
     from oocgbdt.dask import cache
     rng = np.random.default_rng(0)
     cols = {"compressible": (rng.random((20_000, 4)) < 0.01).astype(np.uint16) * 7,
             "random": rng.integers(0, 256, (20_000, 4)).astype(np.uint8),
             "zeros": np.zeros((20_000, 4), np.uint8)}[kind]
-    monkey = pytest.MonkeyPatch()  # a partition whose "binning" returns cols unchanged
-    monkey.setattr(cache, "load_partition", lambda b, yb, wb, k, bm, bd: oocgbdt.core.chunk.chunk_init(
-        b[0], yb[0], None, k))
-    try:
-        out = write_partition(str(tmp_path / "p0"), [cols], [np.zeros(20_000)], None, 1, None)
-    finally:
-        monkey.undo()
-    ref = out.X_binned
+    # a piece whose "binning" returns cols unchanged
+    monkeypatch.setattr(cache, "bundle_chunk", lambda b, bm, bd: (b, 0, 0))
+    (tmp_path / "train").mkdir()
+    piece_dir = tmp_path / "train" / "p00000" / "0"
+    q = write_piece(str(piece_dir), [cols], None)
+    ref = CachedBins(str(piece_dir.parent), cols.shape, cols.dtype, ((q.rows, q.raw),))
     got = ref.read()
     np.testing.assert_array_equal(got, cols)
     assert got.dtype == cols.dtype and got.flags.c_contiguous
-    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(tmp_path / "p0")
+    size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(piece_dir)
                for f in fs if f != "zarr.json")
     if kind == "compressible":
         assert cache.compression_ratio(cols) <= cache.COMPRESS_BELOW
-        assert ref.raw_file is None and size < 0.2 * cols.nbytes
+        assert not q.raw and size < 0.2 * cols.nbytes
     elif kind == "random":
         assert cache.compression_ratio(cols) > cache.COMPRESS_BELOW
-        assert ref.raw_file is not None and size == cols.nbytes
+        assert q.raw and size == cols.nbytes
         assert isinstance(got.base, memoryview) or not got.flags.owndata  # mapped, not copied
         assert not got.flags.writeable
     else:
-        assert ref.raw_file is None and size == 0
+        assert not q.raw and size == 0
 
 
 @pytest.mark.parametrize("extra", [dict(), dict(data_sample_strategy="goss", learning_rate=0.5)],
@@ -195,7 +240,7 @@ def test_named_cache_is_kept_and_reused_without_binning_again(tmp_path, monkeypa
 
     def no_binning(*args, **kwargs):
         raise AssertionError("the cache should have been reused")
-    monkeypatch.setattr(training, "write_partition", no_binning)
+    monkeypatch.setattr(training, "write_piece", no_binning)
     monkeypatch.setattr(training, "load_partition", no_binning)
     # the same data from another container (Dask on the cluster) and other labels: reused
     second = oocgbdt.train(dict(p, cache="auto"), da.from_array(X, chunks=(500, 6)), y,
@@ -272,20 +317,20 @@ def test_a_named_cache_whose_writing_failed_is_removed(tmp_path, monkeypatch, ex
     path = tmp_path / "cache"
     if existed:
         path.mkdir()
-    real = training.write_partition
+    real = training.write_piece
 
     def fail_on_second(array_path, *args):
-        if array_path.endswith("p00001"):
+        if "p00001" in array_path:
             raise RuntimeError("disk full")
         return real(array_path, *args)
-    monkeypatch.setattr(training, "write_partition", fail_on_second)
+    monkeypatch.setattr(training, "write_piece", fail_on_second)
     with pytest.raises(RuntimeError, match="disk full"):
         oocgbdt.train(dict(PARAMS, cache="disk", cache_path=str(path)), X, y, client=c,
                       verbose=False)
     time.sleep(0.5)  # a straggling write would show up here
     assert path.exists() == existed  # a directory the user made stays, emptied
     assert not existed or list(path.iterdir()) == []
-    monkeypatch.setattr(training, "write_partition", real)
+    monkeypatch.setattr(training, "write_piece", real)
     ok = oocgbdt.train(dict(PARAMS, cache="disk", cache_path=str(path)), X, y, client=c,
                        verbose=False)
     assert ok.cache_report["kept"] and not ok.cache_report["reused"]
@@ -337,39 +382,54 @@ def test_cluster_memory_bytes_sums_worker_limits():
         assert cluster_memory_bytes(c) == psutil.virtual_memory().total
 
 
-def test_after_the_write_pass_workers_hold_only_small_partition_state(tmp_path):
-    """The write tasks take raw partitions and return ChunkData whose bins are references: no
-    raw X and no bins stay in worker memory (the per-row state does: 8-byte raw scores here)."""
+def test_after_the_write_pass_workers_hold_only_small_partition_state(tmp_path, monkeypatch):
+    """The write tasks take one piece of raw rows each and return a Piece record: once they are
+    done no raw X and no bins stay in worker memory; the partitions' ChunkData (made from the
+    labels) hold references to the bins and the per-row state (8-byte raw scores here)."""
     from distributed import Client, LocalCluster, wait
 
+    from oocgbdt.dask import cache
     from oocgbdt.dask.binning import fit_bin_mapper
     from oocgbdt.dask.cache import create_cache
     from oocgbdt.dask.partitions import group_chunks
+    monkeypatch.setattr(cache, "PIECE_RAW_BYTES", 5000 * 50 * 4)  # one 5,000-row chunk a piece
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40_000, 50)).astype(np.float32)  # 8 MB raw, 2 MB binned
     y = rng.normal(size=40_000)
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=5000).path)
     params = resolve_params({})
+    root = str(tmp_path / "cache")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cl, Client(cl) as c:
         bm = fit_bin_mapper(ds.X, params, lambda a: c.compute(a, sync=True))
         groups = group_chunks(ds.X.chunks[0], 10_000)
-        create_cache(str(tmp_path / "cache"), {}, ["train"], 0)
-        tasks = training._partition_tasks(ds.X, ds.y, None, groups, bm, None, 1, "w",
-                                          cache_root=str(tmp_path / "cache"), set_name="train")
+        create_cache(root, {}, ["train"], 0)
+        pieces = training._write_cache([("train", ds.X, ds.y, None)], {"train": groups}, root,
+                                       bm, None, c, "w")["train"]
+        assert [[q.rows for q in part] for part in pieces] == [[5000, 5000]] * 4
+        deadline = time.monotonic() + 10  # inputs are released asynchronously after the writes
+        while any(w.data for w in cl.workers.values()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(w.data for w in cl.workers.values())
+        refs = [cache.cached_bins(root, "train", i, q, 50, np.uint8) for i, q in enumerate(pieces)]
+        tasks = training._partition_tasks(ds.X, ds.y, None, groups, bm, None, 1, "w", refs=refs,
+                                          conflicts=[(0, 0)] * len(refs))
         futures = c.compute(tasks)
         wait(futures)
         del tasks
         keys = {f.key for f in futures}
-        deadline = time.monotonic() + 10  # inputs are released asynchronously after the writes
+        deadline = time.monotonic() + 10
         while True:
             held = {k: v for w in cl.workers.values() for k, v in w.data.items()}
             if set(held) == keys or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
         assert set(held) == keys, [k for k in held if k not in keys][:5]
-        for data in held.values():
+        for i, data in enumerate(c.gather(futures)):
             assert isinstance(data.X_binned, CachedBins)
+            np.testing.assert_array_equal(data.X_binned.read(),
+                                          bm.transform(X[i * 10_000:(i + 1) * 10_000]))
+        for data in held.values():
             arrays = [data.y, data.raw_score]
             assert sum(a.nbytes for a in arrays) == 10_000 * (4 + 8)
 
