@@ -65,8 +65,8 @@ import scipy.sparse as sp
 import zarr
 from zarr.codecs import BloscCodec
 
-from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.chunk import chunk_init
+from oocgbdt.dask.partitions import bin_blocks
 
 __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
            "PER_ROW_STATE_BYTES", "PIECE_RAW_BYTES", "Piece", "CachedBins", "inspect_cache_path",
@@ -438,14 +438,7 @@ def write_piece(array_path: str, blocks, bin_mapper, bundler=None) -> Piece:
         ``array_path`` holds an array already (never overwritten).
     """
     _check_not_aborted(array_path)
-    cols, conflict_rows, lost = [], 0, 0
-    for b in blocks:
-        c, r, v = bundle_chunk(b, bin_mapper, bundler)
-        cols.append(c)
-        conflict_rows += int(r)
-        lost += int(v)
-    cols = cols[0] if len(cols) == 1 else np.concatenate(cols)
-    cols = np.ascontiguousarray(cols)
+    cols, conflicts = bin_blocks(blocks, bin_mapper, bundler)
     _check_not_aborted(array_path)
     compress = compression_ratio(cols) <= COMPRESS_BELOW
     arr = zarr.create_array(store=array_path, shape=cols.shape, chunks=cols.shape,
@@ -457,7 +450,7 @@ def write_piece(array_path: str, blocks, bin_mapper, bundler=None) -> Piece:
         chunk = os.path.join(array_path, "c", *(["0"] * cols.ndim))
         # Zarr writes no chunk that equals the fill value (all zeros): read those through Zarr.
         raw = os.path.isfile(chunk) and os.path.getsize(chunk) == cols.nbytes
-    return Piece(int(cols.shape[0]), bool(raw), (conflict_rows, lost))
+    return Piece(int(cols.shape[0]), bool(raw), conflicts)
 
 
 def compression_ratio(cols: np.ndarray) -> float:

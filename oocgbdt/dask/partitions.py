@@ -36,7 +36,8 @@ from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.chunk import chunk_from_raw, chunk_init
 
 __all__ = ["TARGET_ROWS", "MIN_ROWS", "MIN_PARTITIONS", "MAX_BINNED_BYTES", "MAX_RAW_BYTES",
-           "default_partition_rows", "group_chunks", "partition_bounds", "load_partition"]
+           "default_partition_rows", "group_chunks", "partition_bounds", "load_partition",
+           "bin_blocks"]
 
 #: Largest default partition, in rows.
 TARGET_ROWS = 2 ** 18
@@ -131,13 +132,26 @@ def load_partition(blocks, y_blocks, w_blocks, n_outputs: int, bin_mapper, bundl
     if len(blocks) == 1:
         return chunk_from_raw(blocks[0], y_blocks[0], None if w_blocks is None else w_blocks[0],
                               n_outputs, bin_mapper, bundler)
+    cols, conflicts = bin_blocks(blocks, bin_mapper, bundler)
+    y = np.concatenate([np.asarray(v) for v in y_blocks])
+    w = None if w_blocks is None else np.concatenate([np.asarray(v) for v in w_blocks])
+    return replace(chunk_init(cols, y, w, n_outputs), conflicts=conflicts)
+
+
+def bin_blocks(blocks, bin_mapper, bundler=None):
+    """Bin (and bundle) consecutive raw blocks one at a time and concatenate the binned rows.
+
+    Returns
+    -------
+    cols : ndarray of shape (sum of rows, n_columns), uint8 or uint16, C-contiguous
+    conflicts : tuple of int
+        ``(conflicting rows, lost values)`` of the EFB merge, summed over the blocks.
+    """
     cols, conflict_rows, lost = [], 0, 0
     for b in blocks:
         c, r, v = bundle_chunk(b, bin_mapper, bundler)
         cols.append(c)
         conflict_rows += int(r)
         lost += int(v)
-    y = np.concatenate([np.asarray(v) for v in y_blocks])
-    w = None if w_blocks is None else np.concatenate([np.asarray(v) for v in w_blocks])
-    return replace(chunk_init(np.concatenate(cols), y, w, n_outputs),
-                   conflicts=(conflict_rows, lost))
+    out = cols[0] if len(cols) == 1 else np.concatenate(cols)
+    return np.ascontiguousarray(out), (conflict_rows, lost)
