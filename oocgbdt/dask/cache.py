@@ -66,7 +66,7 @@ import zarr
 from zarr.codecs import BloscCodec
 
 from oocgbdt.core.chunk import chunk_init
-from oocgbdt.dask.partitions import bin_blocks
+from oocgbdt.dask.partitions import bin_raw_blocks
 
 __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
            "PER_ROW_STATE_BYTES", "PIECE_RAW_BYTES", "Piece", "CachedBins", "inspect_cache_path",
@@ -438,7 +438,7 @@ def write_piece(array_path: str, blocks, bin_mapper, bundler=None) -> Piece:
         ``array_path`` holds an array already (never overwritten).
     """
     _check_not_aborted(array_path)
-    cols, conflicts = bin_blocks(blocks, bin_mapper, bundler)
+    cols, conflicts = bin_raw_blocks(blocks, bin_mapper, bundler)
     _check_not_aborted(array_path)
     compress = compression_ratio(cols) <= COMPRESS_BELOW
     arr = zarr.create_array(store=array_path, shape=cols.shape, chunks=cols.shape,

@@ -37,7 +37,7 @@ from oocgbdt.core.chunk import chunk_from_raw, chunk_init
 
 __all__ = ["TARGET_ROWS", "MIN_ROWS", "MIN_PARTITIONS", "MAX_BINNED_BYTES", "MAX_RAW_BYTES",
            "default_partition_rows", "group_chunks", "partition_bounds", "load_partition",
-           "bin_blocks"]
+           "bin_raw_blocks"]
 
 #: Largest default partition, in rows.
 TARGET_ROWS = 2 ** 18
@@ -132,13 +132,13 @@ def load_partition(blocks, y_blocks, w_blocks, n_outputs: int, bin_mapper, bundl
     if len(blocks) == 1:
         return chunk_from_raw(blocks[0], y_blocks[0], None if w_blocks is None else w_blocks[0],
                               n_outputs, bin_mapper, bundler)
-    cols, conflicts = bin_blocks(blocks, bin_mapper, bundler)
+    cols, conflicts = bin_raw_blocks(blocks, bin_mapper, bundler)
     y = np.concatenate([np.asarray(v) for v in y_blocks])
     w = None if w_blocks is None else np.concatenate([np.asarray(v) for v in w_blocks])
     return replace(chunk_init(cols, y, w, n_outputs), conflicts=conflicts)
 
 
-def bin_blocks(blocks, bin_mapper, bundler=None):
+def bin_raw_blocks(blocks, bin_mapper, bundler=None):
     """Bin (and bundle) consecutive raw blocks one at a time and concatenate the binned rows.
 
     Returns

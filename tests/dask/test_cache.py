@@ -148,7 +148,7 @@ def test_pieces_are_compressed_only_when_it_halves_them(tmp_path, kind, monkeypa
             "random": rng.integers(0, 256, (20_000, 4)).astype(np.uint8),
             "zeros": np.zeros((20_000, 4), np.uint8)}[kind]
     # a piece whose "binning" returns cols unchanged
-    monkeypatch.setattr(cache, "bin_blocks", lambda blocks, bm, bd: (blocks[0], (0, 0)))
+    monkeypatch.setattr(cache, "bin_raw_blocks", lambda blocks, bm, bd: (blocks[0], (0, 0)))
     (tmp_path / "train").mkdir()
     piece_dir = tmp_path / "train" / "p00000" / "0"
     q = write_piece(str(piece_dir), [cols], None)
