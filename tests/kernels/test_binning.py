@@ -12,6 +12,7 @@ from oocgbdt.kernels.binning import (
     find_bin_with_zero_as_one_bin,
     find_distinct_values,
     greedy_find_bin,
+    greedy_find_bin_naive,
     map_to_bins,
     map_to_bins_naive,
 )
@@ -204,3 +205,22 @@ def test_find_bin_with_zero_as_one_bin_one_side():
     # budget of 1 bin: everything in one bin
     one_bin = find_bin_with_zero_as_one_bin(np.array([-1.0, 0.0, 1.0]), np.array([3, 3, 3]), 1, 9, 3)
     assert one_bin == [math.inf]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_greedy_find_bin_equals_the_python_reference_on_many_distinct_values(seed):
+    """The numba scan gives the pure-Python reference's bounds exactly: continuous values,
+    heavy ties (big values that get bins of their own), tiny budgets and min_data_in_bin."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(300, 20_000))
+    v = np.unique(rng.standard_normal(n) * 10.0 ** rng.integers(-3, 4))
+    c = rng.integers(1, 4, v.size)
+    c[rng.choice(v.size, 5, replace=False)] = rng.integers(v.size // 20, v.size // 4 + 2, 5)
+    for max_bin in (1, 2, 15, 63, 255):
+        for min_data in (0, 1, 3, 50, 10**9):
+            total = int(c.sum())
+            got = greedy_find_bin(v, c, max_bin, total, min_data)
+            want = greedy_find_bin_naive(v.tolist(), c.tolist(), max_bin, total, min_data)
+            assert got == want, (max_bin, min_data)
+    with pytest.raises(ValueError, match="max_bin must be > 0"):
+        greedy_find_bin(v, c, 0, int(c.sum()), 3)
