@@ -307,35 +307,8 @@ def _greedy_cuts(v, c, is_big, max_bin, rest_bin_cnt, rest_sample_cnt, cut_upper
 
 
 def greedy_find_bin_naive(distinct_values, counts, max_bin, total_cnt, min_data_in_bin):
-    """Pure-Python reference of :func:`greedy_find_bin` (the test oracle): same arguments, same
-    result, one Python step per distinct value.
-
-    Parameters
-    ----------
-    distinct_values : sequence of float, length n
-        Sorted distinct values.
-    counts : sequence of int, length n
-        Their counts.
-    max_bin : int
-        Bin budget (> 0).
-    total_cnt : int
-        Sum of ``counts``.
-    min_data_in_bin : int
-        Minimum count per bin.
-
-    Returns
-    -------
-    list of float
-        Strictly increasing upper bounds, the last one ``+inf``. Each finite bound is
-        ``nextafter((v[i] + v[i + 1]) / 2, +inf)`` at a cut between ``v[i]`` and ``v[i + 1]``.
-
-    Notes
-    -----
-    Source: ``src/io/bin.cpp:80-160`` (``GreedyFindBin``). If ``n <= max_bin`` every gap with
-    at least ``min_data_in_bin`` accumulated rows gets a bound. Otherwise values with a count of
-    at least the mean bin size get their own bin and the rest are cut greedily at the running
-    mean size (or half of it just before a big value).
-    """
+    """Pure-Python reference of :func:`greedy_find_bin` (the test oracle): same arguments,
+    same result, one Python step per distinct value (``GreedyFindBin``, ``bin.cpp:80-160``)."""
     v = [float(a) for a in distinct_values]
     c = [int(a) for a in counts]
     n = len(v)
