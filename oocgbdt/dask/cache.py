@@ -22,7 +22,8 @@ exactly as when a stored cache is reused. Every pass reads a partition's bins ba
 Store layout (a directory)::
 
     zarr.json                attrs: format "oocgbdt-cache", version, complete, fingerprint,
-                             fingerprint_parts, sets, conflicts, pieces, bytes_binned
+                             fingerprint_parts, sets, pieces (rows, raw, EFB conflicts),
+                             bytes_binned, seconds_write
     train/p00000/0 ...       partition 0's pieces in row order: uint8/uint16 arrays of shape
                              (piece rows, n_columns), one chunk each
     eval_0/p00000/0 ...      the eval sets, same layout

@@ -118,22 +118,20 @@ def _write_cache(sets, groups, root, bin_mapper, bundler, client, key):
                 path = os.path.join(partition_path(root, s, i), str(j))
                 tasks.append(dask.delayed(write_piece, pure=False)(
                     path, blocks[a:b], bm, bd, dask_key_name=f"{key}-write-{s}-{i}-{j}"))
+    futures = None
     try:
         if client is None:
             with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
                 written = list(dask.compute(*tasks, scheduler="threads", pool=pool))
         else:
             futures = client.compute(tasks)
-            try:
-                written = client.gather(futures)
-            except BaseException:
-                from distributed import wait
-                abort_writes(root)
-                with client.as_current():  # running writes end, pending ones give up
-                    wait(futures)
-                raise
+            written = client.gather(futures)
     except BaseException:
         abort_writes(root)
+        if futures is not None:
+            from distributed import wait
+            with client.as_current():  # running writes end, pending ones give up
+                wait(futures)
         raise
     out, it = {}, iter(written)
     for s, part_list in layout.items():
