@@ -13,7 +13,8 @@ All of it follows LightGBM (``src/io/bin.cpp`` and ``include/LightGBM/bin.h`` of
   (``bin.cpp:342-378``), including the 1-ulp merge and the implicit-zero insertion.
 - ``greedy_find_bin``: ``GreedyFindBin`` (``bin.cpp:80-160``).
 - ``find_bin_with_zero_as_one_bin``: ``FindBinWithZeroAsOneBin`` (``bin.cpp:246-302``).
-- ``map_to_bins``: ``BinMapper::ValueToBin`` (``bin.h:612-650``), numerical bins only.
+- ``map_to_bins``: ``BinMapper::ValueToBin`` (``bin.h:612-650``), numerical bins only, with
+  a branch-free search that gives the same bins (``value_to_bin`` keeps LightGBM's).
 
 The bin-finding helpers run once per feature on at most ``bin_construct_sample_cnt`` values, so
 they are plain Python over lists (exact double arithmetic in LightGBM's order of operations);
@@ -47,8 +48,15 @@ _INF = math.inf
 @njit
 def value_to_bin(x, bounds, start, nb, missing_type):
     """LightGBM's ``ValueToBin`` for one float64 value of a feature whose ``nb`` bounds start at
-    ``bounds[start]`` (the search of :func:`map_to_bins`, shared with the sparse bundling
-    kernels)."""
+    ``bounds[start]``, as a plain binary search with LightGBM's midpoint ``(l + r - 1) // 2``
+    (``include/LightGBM/bin.h:612-650``).
+
+    Used by the sparse bundling kernels, which bin one stored entry at a time. It gives the same
+    bin as :func:`map_to_bins`; that kernel bins a block of rows at a time with a branch-free
+    search instead, because this search's data-dependent branches are mispredicted about half
+    of the time (numba's LLVM turns a conditional move in a loop-carried dependency back into a
+    branch, so a scalar branch-free version does not help here).
+    """
     is_nan_type = missing_type == MISSING_NAN
     if np.isnan(x):
         if is_nan_type:
@@ -67,6 +75,40 @@ def value_to_bin(x, bounds, start, nb, missing_type):
     return lo
 
 
+#: Rows binned together by :func:`map_to_bins`: a block's values of one feature are searched in
+#: lockstep (measured on 250k x 100 float32 with 255 bins: 6.2 ns/value at 32 and 64 rows,
+#: 6.5 at 256). 64 rows of 100 float32 features (25.6 kB) stay in L1.
+_SEARCH_BLOCK = 64
+
+
+@njit(inline="always")
+def _lower_bound_block(bounds, n_search, xs, pos, n_values):
+    """Branch-free lower bound of ``n_values`` values at once in one sorted run of bounds.
+
+    On entry ``pos[j]`` is the index of the run's first bound (the same for every ``j``); on
+    exit it is advanced by ``#{b < n_search : bounds[pos[j] + b] < xs[j]}``, i.e. to the first
+    of the ``n_search`` bounds with ``xs[j] <= bound``, or past all of them.
+
+    The classic branch-free lower bound (e.g. Khuong & Morin, "Array layouts for
+    comparison-based searching", 2017): the range shrinks by ``half = n // 2`` whatever the
+    comparison says, so the number of steps depends only on ``n_search``, and the comparison is
+    only added (``pos += half * (bound < x)``). The values are stepped together, the inner loop
+    over ``j``, so that LLVM keeps a conditional move (in a loop-carried dependency it would
+    turn it back into a branch). Unsigned indices avoid numba's negative-index wraparound.
+    ``xs`` must hold no NaN; ``n_search >= 1``.
+    """
+    n = np.uint64(n_search)
+    one = np.uint64(1)
+    zero = np.uint64(0)
+    while n > one:
+        half = n >> one
+        for j in range(n_values):
+            pos[j] += half if bounds[pos[j] + half] < xs[j] else zero
+        n -= half
+    for j in range(n_values):
+        pos[j] += one if bounds[pos[j]] < xs[j] else zero
+
+
 @njit
 def map_to_bins(
     X,  # IN: (n_samples, n_features) float32, any layout, may be read-only
@@ -82,15 +124,18 @@ def map_to_bins(
 
     - NaN goes to the last bin ``n_bins[f] - 1`` if ``missing_types[f] == MISSING_NAN``;
       otherwise NaN is treated as 0.0.
-    - Any other ``x`` goes to the first non-NaN bin ``b`` with ``x <= u[b]`` (binary search,
-      compared in float64). The last non-NaN bound is ``+inf``, so ``+inf`` goes there too.
+    - Any other ``x`` goes to the first non-NaN bin ``b`` with ``x <= u[b]`` (compared in
+      float64). The last non-NaN bound is ``+inf``, so ``+inf`` goes there too; the search never
+      looks at that last bound (nor at a NaN-type feature's NaN bound), so the bin is at most
+      the last non-NaN one whatever the bound holds.
 
     Parameters
     ----------
     X : ndarray of shape (n_samples, n_features), dtype float32
         Raw values; C- or F-ordered or strided, possibly read-only.
     bin_upper_bounds : ndarray of shape (n_total_bins,), dtype float64
-        Concatenated per-feature upper bounds (a NaN-type feature's last bound is NaN).
+        Concatenated per-feature upper bounds, increasing within a feature (a NaN-type
+        feature's last bound is NaN).
     bound_offsets : ndarray of shape (n_features + 1,), dtype int64
         Cumulative ``n_bins``: feature ``f`` owns ``bin_upper_bounds[off[f]:off[f + 1]]``.
     n_bins : ndarray of shape (n_features,), dtype int32
@@ -102,15 +147,39 @@ def map_to_bins(
 
     Notes
     -----
-    Source: ``include/LightGBM/bin.h:612-650`` (``BinMapper::ValueToBin``), including its
-    midpoint ``m = (l + r - 1) // 2``.
+    Source: ``include/LightGBM/bin.h:612-650`` (``BinMapper::ValueToBin``). LightGBM's binary
+    search (midpoint ``(l + r - 1) // 2``, kept in :func:`value_to_bin`) finds the first bound
+    ``>= x`` among the increasing bounds it compares, which is the number of those bounds
+    ``< x``: this kernel counts it with a branch-free lower bound
+    (:func:`_lower_bound_block`), stepping the ``_SEARCH_BLOCK`` values of one feature in a
+    block of rows together. LightGBM's search mispredicts about half of its branches: 56 ns per
+    value on 250k x 100 float32 with 255 bins, against 6.2 ns here (same bins).
     """
     n_samples = X.shape[0]
     n_features = X.shape[1]
-    for i in range(n_samples):
+    xs = np.empty(_SEARCH_BLOCK, dtype=np.float64)
+    pos = np.empty(_SEARCH_BLOCK, dtype=np.uint64)
+    for i0 in range(0, n_samples, _SEARCH_BLOCK):
+        n_block = min(n_samples - i0, _SEARCH_BLOCK)
         for f in range(n_features):
-            out[i, f] = value_to_bin(np.float64(X[i, f]), bin_upper_bounds, bound_offsets[f],
-                                     n_bins[f], missing_types[f])
+            nb = n_bins[f]
+            is_nan_type = missing_types[f] == MISSING_NAN
+            # bounds compared: all but the last non-NaN one (LightGBM's r = num_bin - 1)
+            n_search = nb - 2 if is_nan_type else nb - 1
+            start = np.uint64(bound_offsets[f])
+            for j in range(n_block):
+                x = np.float64(X[i0 + j, f])
+                xs[j] = 0.0 if np.isnan(x) else x
+                pos[j] = start
+            if n_search > 0:
+                _lower_bound_block(bin_upper_bounds, n_search, xs, pos, n_block)
+            for j in range(n_block):
+                out[i0 + j, f] = pos[j] - start
+            if is_nan_type:
+                nan_bin = nb - 1
+                for j in range(n_block):
+                    if np.isnan(X[i0 + j, f]):
+                        out[i0 + j, f] = nan_bin
 
 
 def map_to_bins_naive(X, bin_upper_bounds, bound_offsets, n_bins, missing_types, out):

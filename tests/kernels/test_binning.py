@@ -15,6 +15,7 @@ from oocgbdt.kernels.binning import (
     greedy_find_bin_naive,
     map_to_bins,
     map_to_bins_naive,
+    value_to_bin,
 )
 
 up = math.nextafter
@@ -61,7 +62,7 @@ def _run_both(X, flat, offsets, n_bins, missing, dtype):
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n_rows=st.integers(0, 60), n_features=st.integers(1, 6),
+@given(seed=st.integers(0, 2**32 - 1), n_rows=st.integers(0, 200), n_features=st.integers(1, 6),
        wide=st.booleans())
 def test_map_to_bins_matches_naive(seed, n_rows, n_features, wide):
     rng = np.random.default_rng(seed)
@@ -104,6 +105,104 @@ def test_map_to_bins_non_contiguous_and_readonly(layout):
     np.testing.assert_array_equal(out, ref)
     out2, _ = _run_both(np.ascontiguousarray(X), flat, offsets, n_bins, missing, np.uint8)
     np.testing.assert_array_equal(out, out2)
+
+
+def _value_to_bin_all(X, flat, offsets, n_bins, missing, dtype):
+    """LightGBM's scalar binary search (``value_to_bin``), value by value: the search
+    ``map_to_bins`` used before its branch-free block search."""
+    out = np.empty(X.shape, dtype=dtype)
+    for i in range(X.shape[0]):
+        for f in range(X.shape[1]):
+            out[i, f] = value_to_bin(float(X[i, f]), flat, int(offsets[f]), int(n_bins[f]), int(missing[f]))
+    return out
+
+
+def _edge_layout():
+    """One feature per corner case of the search: 1 and 2 bins of every missing type, a
+    NaN-type feature with only its NaN bin and +inf, zero bins (-kZ, kZ], MISSING_ZERO, bounds
+    at -0.0/0.0 and at +-inf-adjacent float32 values, and the largest uint8 feature (256 bins,
+    255 compared bounds: a range that is not a power of two)."""
+    f32max = float(np.finfo(np.float32).max)
+    rng = np.random.default_rng(7)
+    many = np.unique(rng.normal(scale=5.0, size=400).astype(np.float32)).astype(np.float64)[:255]
+    layout = [
+        ([np.inf], MISSING_NONE),
+        ([np.inf], MISSING_ZERO),
+        ([np.inf, np.nan], MISSING_NAN),
+        ([0.5, np.inf], MISSING_NONE),
+        ([0.0, np.inf], MISSING_ZERO),
+        ([-KZ, np.inf], MISSING_NAN),
+        ([KZ, np.inf, np.nan], MISSING_NAN),
+        ([-KZ, KZ, np.inf], MISSING_ZERO),
+        ([-KZ, KZ, 1.5, np.inf, np.nan], MISSING_NAN),
+        ([-f32max, -1.0, -0.0, 1.0, f32max, np.inf], MISSING_NONE),
+        ([up(-2.0, -3), -2.0, up(-2.0, 0), KZ, np.inf], MISSING_NONE),  # 1-ulp neighbours
+        (list(many) + [np.inf], MISSING_NONE),
+        (list(many[:254]) + [np.inf, np.nan], MISSING_NAN),
+    ]
+    bounds = [np.array(b, dtype=np.float64) for b, _ in layout]
+    assert len(bounds[-2]) == 256 and len(bounds[-1]) == 256
+    for b in bounds:  # increasing, as BinMapper builds them
+        assert (np.diff(b[np.isfinite(b)]) > 0).all()
+    n_bins = np.array([len(b) for b in bounds], dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    missing = np.array([m for _, m in layout], dtype=np.uint8)
+    return np.concatenate(bounds), offsets, n_bins, missing, bounds
+
+
+@pytest.mark.parametrize("n_rows", [1, 63, 64, 65, 130, 1000])
+def test_map_to_bins_edge_cases_match_both_oracles(n_rows):
+    """Every value a search can trip on (NaN, +-inf, +-0.0, +-kZ, each bound, the float32
+    values next to it, the float32 extremes), for every corner-case feature, over row counts
+    around the kernel's block of 64 rows: the same bins as the NumPy twin and as LightGBM's
+    scalar binary search (``value_to_bin``)."""
+    flat, offsets, n_bins, missing, bounds = _edge_layout()
+    rng = np.random.default_rng(n_rows)
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, KZ, -KZ, 1e-36, -1e-36, 0.5, -0.5,
+                        np.finfo(np.float32).max, -np.finfo(np.float32).max,
+                        np.finfo(np.float32).tiny, -np.finfo(np.float32).tiny], dtype=np.float32)
+    cols = []
+    for b in bounds:
+        finite = b[np.isfinite(b)].astype(np.float32)
+        with np.errstate(over="ignore"):  # next to the float32 extremes: +-inf
+            pool = np.concatenate([special, finite, np.nextafter(finite, np.float32(np.inf)),
+                                   np.nextafter(finite, np.float32(-np.inf)),
+                                   rng.normal(scale=5.0, size=16).astype(np.float32)])
+        # every pool value at least once when there is room, in a random order
+        col = np.resize(rng.permutation(pool), n_rows) if n_rows >= pool.size else rng.choice(pool, n_rows)
+        cols.append(rng.permutation(col))
+    X = np.stack(cols, axis=1)
+    out, ref = _run_both(X, flat, offsets, n_bins, missing, np.uint8)
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(out, _value_to_bin_all(X, flat, offsets, n_bins, missing, np.uint8))
+    # NaN goes to the NaN bin of NaN-type features and to the zero's bin of the others
+    nan = np.isnan(X)
+    zero_bin = _value_to_bin_all(np.zeros((1, X.shape[1]), np.float32), flat, offsets, n_bins, missing,
+                                 np.uint8)[0]
+    for f in range(X.shape[1]):
+        want = n_bins[f] - 1 if missing[f] == MISSING_NAN else zero_bin[f]
+        assert (out[nan[:, f], f] == want).all()
+
+
+@pytest.mark.parametrize("nb,missing_type", [(257, MISSING_NONE), (4097, MISSING_NAN),
+                                             (65536, MISSING_NONE), (65536, MISSING_NAN)])
+def test_map_to_bins_wide_features_match_both_oracles(nb, missing_type):
+    """uint16 bins up to the 65536-bin limit (65535 or 65534 compared bounds)."""
+    rng = np.random.default_rng(nb)
+    n_finite = nb - 1 - (missing_type == MISSING_NAN)
+    finite = np.unique(rng.normal(scale=100.0, size=3 * nb).astype(np.float32))[:n_finite]
+    assert finite.size == n_finite
+    b = np.concatenate([finite.astype(np.float64), [np.inf], [np.nan] if missing_type == MISSING_NAN else []])
+    flat, offsets = b, np.array([0, nb], dtype=np.int64)
+    n_bins, missing = np.array([nb], dtype=np.int32), np.array([missing_type], dtype=np.uint8)
+    pool = np.concatenate([finite, np.nextafter(finite, np.float32(np.inf)),
+                           np.array([np.nan, np.inf, -np.inf, 0.0, -0.0], dtype=np.float32)])
+    X = np.concatenate([pool[-5:], rng.choice(pool, size=3000)])[:, None]  # specials first
+    out, ref = _run_both(X, flat, offsets, n_bins, missing, np.uint16)
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(out[:500], _value_to_bin_all(X[:500], flat, offsets, n_bins, missing,
+                                                               np.uint16))
+    assert out.max() == nb - 1  # the NaN bin, or the +inf bin
 
 
 def test_map_to_bins_rule_by_hand():
