@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,9 +31,13 @@ from oocgbdt._dtypes import (
     X_DTYPE,
 )
 from oocgbdt.kernels.binning import (
+    counts_in_bins,
+    distinct_of_sorted,
     find_bin_with_zero_as_one_bin,
-    find_distinct_values,
+    find_distinct_values_naive,
     map_to_bins,
+    radix_sort_float32,
+    split_sample_columns,
 )
 from oocgbdt.kernels.bundling import bundle_sparse_rows
 
@@ -42,6 +48,8 @@ __all__ = ["BinMapper"]
 K_SPARSE_THRESHOLD = 0.7
 #: Largest supported ``max_bin``: bins must fit in uint16.
 MAX_MAX_BIN = 65536
+#: Features per task of :meth:`BinMapper.fit` (one pass over the sample's rows per task).
+FIT_FEATURE_GROUP = 8
 _DICT_FORMAT = "oocgbdt.BinMapper"
 _DICT_VERSION = 1
 
@@ -222,6 +230,12 @@ class BinMapper:
         -------
         self : BinMapper
 
+        Notes
+        -----
+        Features are fitted in groups of ``FIT_FEATURE_GROUP`` on up to ``os.cpu_count()``
+        threads (the sorts and numba kernels release the GIL); each feature's result does not
+        depend on the grouping (:func:`_find_bin_naive` is the one-feature NumPy reference).
+
         Raises
         ------
         ValueError
@@ -249,19 +263,18 @@ class BinMapper:
         # dataset_loader.cpp: int(double(min_data_in_leaf * total_sample_size) / num_data)
         filter_cnt = int(float(min_data_in_leaf * n_sample) / n_samples_total)
 
-        bounds, missing, default, most_freq, trivial, vmin, vmax = [], [], [], [], [], [], []
-        for f in range(n_features):
-            column = X.data[X.indptr[f]:X.indptr[f + 1]] if sp.issparse(X) else X[:, f]
-            res = _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing,
-                            feature_pre_filter, filter_cnt, n_sample)
-            bounds.append(res[0])
-            missing.append(res[1])
-            default.append(res[2])
-            most_freq.append(res[3])
-            trivial.append(res[4])
-            vmin.append(res[5])
-            vmax.append(res[6])
-
+        args = (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
+                filter_cnt, n_sample)
+        groups = [(f0, min(f0 + FIT_FEATURE_GROUP, n_features))
+                  for f0 in range(0, n_features, FIT_FEATURE_GROUP)]
+        n_threads = min(os.cpu_count() or 1, len(groups))
+        if n_threads > 1:
+            with ThreadPoolExecutor(max_workers=n_threads) as pool:
+                results = list(pool.map(lambda g: _find_bins(X, g[0], g[1], *args), groups))
+        else:
+            results = [_find_bins(X, f0, f1, *args) for f0, f1 in groups]
+        res = [r for group in results for r in group]
+        bounds, missing, default, most_freq, trivial, vmin, vmax = (list(a) for a in zip(*res))
         self._set_fitted(bounds, missing, default, most_freq, trivial, vmin, vmax)
         self.n_samples_fit_ = int(n_sample)
         self.n_samples_total_ = int(n_samples_total)
@@ -489,9 +502,125 @@ class BinMapper:
             self._flat_bounds = np.concatenate(self.bin_upper_bounds_)
 
 
+def _find_bins(X, f0, f1, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter,
+               filter_cnt, total_sample_cnt):
+    """:func:`_find_bin` of features ``f0 <= f < f1`` of the sample ``X`` (one task of
+    :meth:`BinMapper.fit`): a list of its result tuples.
+
+    ``X`` is a dense (K, n_features) float32 array, or a CSC matrix whose column ``f`` holds the
+    stored entries of feature ``f`` (the other ``K - nnz`` values are zeros). A dense group is
+    split into its features' non-zero values in one pass over the rows
+    (:func:`oocgbdt.kernels.binning.split_sample_columns`).
+    """
+    out = []
+    if sp.issparse(X):
+        for f in range(f0, f1):
+            column = X.data[X.indptr[f]:X.indptr[f + 1]]
+            out.append(_find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing,
+                                 pre_filter, filter_cnt, total_sample_cnt))
+        return out
+    values = np.empty((f1 - f0, X.shape[0]), dtype=np.float32)
+    n_values = np.empty(f1 - f0, dtype=np.int64)
+    n_nan = np.empty(f1 - f0, dtype=np.int64)
+    split_sample_columns(X, f0, f1, values, n_values, n_nan)
+    for g in range(f1 - f0):
+        out.append(_find_bin_of_values(values[g, :n_values[g]], int(n_nan[g]), max_bin,
+                                       min_data_in_bin, use_missing, zero_as_missing, pre_filter,
+                                       filter_cnt, total_sample_cnt))
+    return out
+
+
 def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,
               total_sample_cnt=None):
     """One feature of :meth:`BinMapper.fit` (LightGBM ``BinMapper::FindBin``, numerical).
+
+    Parameters
+    ----------
+    column : ndarray of shape (K,) or (k <= K,), dtype float32
+        The sampled values of one feature; when shorter than ``total_sample_cnt``, the missing
+        ``K - k`` values are zeros (a sparse column's stored entries).
+    total_sample_cnt : int, optional
+        K (default ``len(column)``).
+
+    Returns
+    -------
+    tuple
+        ``(bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value)``.
+        The same as :func:`_find_bin_naive`'s.
+    """
+    column = np.asarray(column, dtype=np.float32)
+    total_sample_cnt = column.shape[0] if total_sample_cnt is None else int(total_sample_cnt)
+    values = np.empty((1, column.shape[0]), dtype=np.float32)
+    n_values = np.empty(1, dtype=np.int64)
+    n_nan = np.empty(1, dtype=np.int64)
+    split_sample_columns(column[:, None], 0, 1, values, n_values, n_nan)
+    return _find_bin_of_values(values[0, :n_values[0]], int(n_nan[0]), max_bin, min_data_in_bin,
+                               use_missing, zero_as_missing, pre_filter, filter_cnt, total_sample_cnt)
+
+
+def _find_bin_of_values(values, n_nan, max_bin, min_data_in_bin, use_missing, zero_as_missing,
+                        pre_filter, filter_cnt, total_sample_cnt):
+    """:func:`_find_bin` given the feature's sampled values with ``|v| > kZ`` that are not NaN
+    (C-contiguous float32 ndarray, any order; sorted in place) and its number of sampled NaNs.
+
+    The float32 values are sorted as float32 by a radix sort
+    (:func:`oocgbdt.kernels.binning.radix_sort_float32`; the cast to float64 is exact and keeps
+    the order, and equal values have equal bits since zeros are excluded) and reduced to
+    distinct values by one numba pass
+    (:func:`oocgbdt.kernels.binning.distinct_of_sorted`); the bin counts come from one merge of
+    the sorted distinct values with the bounds (:func:`oocgbdt.kernels.binning.counts_in_bins`).
+    """
+    has_nan = n_nan > 0
+    if not use_missing:
+        missing_type = MISSING_NONE
+    elif zero_as_missing:
+        missing_type = MISSING_ZERO
+    else:
+        missing_type = MISSING_NAN if has_nan else MISSING_NONE
+    na_cnt = n_nan if missing_type == MISSING_NAN else 0
+    zero_cnt = total_sample_cnt - values.shape[0] - na_cnt
+
+    radix_sort_float32(values, np.empty(2 * values.shape[0], dtype=np.uint32))
+    distinct, counts = distinct_of_sorted(values, zero_cnt)
+    min_value = float(distinct[0])
+    max_value = float(distinct[-1])
+
+    if missing_type == MISSING_NAN:
+        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin - 1, total_sample_cnt - na_cnt,
+                                               min_data_in_bin)
+        bounds.append(math.nan)
+    else:
+        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin, total_sample_cnt, min_data_in_bin)
+        if missing_type == MISSING_ZERO and len(bounds) == 2:
+            missing_type = MISSING_NONE
+    bounds = np.asarray(bounds, dtype=np.float64)
+    n_bins = bounds.shape[0]
+
+    # counts per bin: distinct value i goes to the first non-NaN bin with v <= bound
+    n_searchable = n_bins - 1 if missing_type == MISSING_NAN else n_bins
+    cnt_in_bin = np.zeros(n_bins, dtype=np.int64)
+    counts_in_bins(distinct, counts, bounds, n_searchable, cnt_in_bin)
+    if missing_type == MISSING_NAN:
+        cnt_in_bin[-1] = na_cnt
+
+    is_trivial = n_bins <= 1
+    if not is_trivial and pre_filter and _need_filter(cnt_in_bin, total_sample_cnt, filter_cnt):
+        is_trivial = True
+
+    # LightGBM computes these only for non-trivial features; they are defined for all here.
+    default_bin = int(np.minimum(np.searchsorted(bounds[:n_searchable], 0.0, side="left"),
+                                 n_searchable - 1))
+    most_freq_bin = int(np.argmax(cnt_in_bin))
+    if most_freq_bin != default_bin and cnt_in_bin[most_freq_bin] / total_sample_cnt < K_SPARSE_THRESHOLD:
+        most_freq_bin = default_bin
+    return bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value
+
+
+def _find_bin_naive(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter,
+                    filter_cnt, total_sample_cnt=None):
+    """NumPy reference of :func:`_find_bin` (the test oracle; LightGBM ``BinMapper::FindBin``,
+    numerical): the same result, through :func:`find_distinct_values_naive` (float64 sort) and
+    ``np.searchsorted``.
 
     Parameters
     ----------
@@ -521,7 +650,7 @@ def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pr
     na_cnt = int(is_nan.sum()) if missing_type == MISSING_NAN else 0
     zero_cnt = total_sample_cnt - values.shape[0] - na_cnt
 
-    distinct, counts = find_distinct_values(values, zero_cnt)
+    distinct, counts = find_distinct_values_naive(values, zero_cnt)
     min_value = float(distinct[0])
     max_value = float(distinct[-1])
 

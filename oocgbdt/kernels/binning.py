@@ -1,24 +1,29 @@
 """This module contains the binning kernels: raw float values to bin indices, and bin finding.
 
 Data flow position: first stage after input. :class:`oocgbdt.core.bin_mapper.BinMapper` finds
-each feature's bin upper bounds once, on a row sample, with the plain NumPy/Python helpers
-below (:func:`find_distinct_values`, :func:`greedy_find_bin`,
-:func:`find_bin_with_zero_as_one_bin`); every chunk is then binned by the numba kernel
-:func:`map_to_bins`. :func:`map_to_bins_naive` is its NumPy twin, used by the tests.
+each feature's bin upper bounds once, on a row sample, with the helpers below
+(:func:`split_sample_columns`, :func:`radix_sort_float32`, :func:`find_distinct_values`,
+:func:`greedy_find_bin`, :func:`find_bin_with_zero_as_one_bin`, :func:`counts_in_bins`); every
+chunk is then binned by the numba kernel :func:`map_to_bins`. The ``*_naive`` functions are
+NumPy/Python twins of the numba ones, used by the tests.
 
 All of it follows LightGBM (``src/io/bin.cpp`` and ``include/LightGBM/bin.h`` of
 ``microsoft/LightGBM``; see ``/work/shared/reference/lightgbm-algorithms.md`` section 1):
 
+- ``split_sample_columns``: the values ``FindBin`` is given (``|v| > kZeroThreshold``, not
+  NaN) and the NaN count of each feature.
 - ``find_distinct_values``: the distinct-value pass of ``BinMapper::FindBin``
   (``bin.cpp:342-378``), including the 1-ulp merge and the implicit-zero insertion.
 - ``greedy_find_bin``: ``GreedyFindBin`` (``bin.cpp:80-160``).
 - ``find_bin_with_zero_as_one_bin``: ``FindBinWithZeroAsOneBin`` (``bin.cpp:246-302``).
+- ``counts_in_bins``: the sampled count of each bin (``cnt_in_bin`` of ``FindBin``).
 - ``map_to_bins``: ``BinMapper::ValueToBin`` (``bin.h:612-650``), numerical bins only, with
   a branch-free search that gives the same bins (``value_to_bin`` keeps LightGBM's).
 
-The bin-finding helpers run once per feature on at most ``bin_construct_sample_cnt`` values, so
-they are plain Python over lists (exact double arithmetic in LightGBM's order of operations);
-numba is used only where it pays, in the per-chunk kernel.
+The bin-finding helpers run once per feature on at most ``bin_construct_sample_cnt`` values:
+the passes over every sampled value (split, sort, distinct values, counts per bin, the greedy
+scan) are numba kernels; the cuts and bounds, at most ``max_bin`` per feature, are plain Python
+(exact double arithmetic in LightGBM's order of operations).
 """
 import math
 
@@ -32,6 +37,11 @@ __all__ = [
     "map_to_bins",
     "map_to_bins_naive",
     "find_distinct_values",
+    "find_distinct_values_naive",
+    "distinct_of_sorted",
+    "split_sample_columns",
+    "radix_sort_float32",
+    "counts_in_bins",
     "greedy_find_bin",
     "greedy_find_bin_naive",
     "find_bin_with_zero_as_one_bin",
@@ -231,7 +241,9 @@ def find_distinct_values(values, zero_cnt):
     ----------
     values : ndarray of shape (n_values,), float
         The sampled non-NaN values of one feature with ``|v| > kZeroThreshold``. Zeros (and
-        ``|v| <= kZeroThreshold``) are implicit: they are counted by ``zero_cnt``.
+        ``|v| <= kZeroThreshold``) are implicit: they are counted by ``zero_cnt``. A float32
+        array is sorted as float32 (the same order as its exact float64 values, and 1.7x faster
+        to sort); anything else is sorted as float64.
     zero_cnt : int
         Number of sampled rows that hold a zero.
 
@@ -244,7 +256,96 @@ def find_distinct_values(values, zero_cnt):
         are no values), between the negatives and the positives (even when ``zero_cnt == 0``),
         or at the end if all values are negative and ``zero_cnt > 0``.
     counts : ndarray of shape (n_distinct,), dtype int64
+
+    Notes
+    -----
+    The merge and the insertion run in one pass of the numba kernel :func:`_distinct_sorted`;
+    :func:`find_distinct_values_naive` is the same in NumPy (the test oracle).
     """
+    values = np.asarray(values)
+    v = np.sort(values if values.dtype == np.float32 else values.astype(np.float64))
+    return distinct_of_sorted(v, zero_cnt)
+
+
+def distinct_of_sorted(v, zero_cnt):
+    """:func:`find_distinct_values` of values already sorted (float32 or float64 ndarray).
+
+    Parameters
+    ----------
+    v : ndarray of shape (n_values,), float32 or float64
+        Sorted ascending.
+    zero_cnt : int
+
+    Returns
+    -------
+    distinct_values, counts
+        As :func:`find_distinct_values`.
+    """
+    zero_cnt = int(zero_cnt)
+    n = v.shape[0]
+    if n == 0:
+        return np.zeros(1, dtype=np.float64), np.array([zero_cnt], dtype=np.int64)
+    distinct = np.empty(n + 1, dtype=np.float64)
+    counts = np.empty(n + 1, dtype=np.int64)
+    m = _distinct_sorted(v, zero_cnt, distinct, counts)
+    return distinct[:m], counts[:m]
+
+
+@njit(inline="always")
+def _above_next_up(a, b):
+    """``b > nextafter(a, +inf)``, with the libm call only when ``b`` is within a few ulps of
+    ``a`` (or either is NaN or infinite): ``t = a + |a| * 2**-50`` is at least one ulp above a
+    finite nonzero normal ``a``, so ``t > a`` and ``b > t`` prove it."""
+    if b <= a:
+        return False
+    t = a + abs(a) * 8.881784197001252e-16
+    if t > a and b > t:
+        return True
+    return b > np.nextafter(a, np.inf)
+
+
+@njit
+def _distinct_sorted(v, zero_cnt, out_values, out_counts):
+    """One pass over sorted values: merged distinct values, their counts and the inserted zero
+    (the steps of :func:`find_distinct_values_naive`, compared in float64). Writes
+    ``out_values`` / ``out_counts`` (length ``len(v) + 1``) and returns their used length.
+    ``len(v) >= 1``.
+    """
+    n = v.shape[0]
+    m = 0
+    begin = 0
+    n_negative = 0
+    for i in range(1, n + 1):
+        # a new group starts at i unless v[i] <= nextafter(v[i - 1], +inf) (NaN: no new group)
+        if i == n or _above_next_up(np.float64(v[i - 1]), np.float64(v[i])):
+            d = np.float64(v[i - 1])
+            out_values[m] = d
+            out_counts[m] = i - begin
+            if d < 0.0:
+                n_negative += 1
+            m += 1
+            begin = i
+    first = np.float64(v[0])
+    last = np.float64(v[n - 1])
+    if first > 0.0:
+        insert_at = 0 if zero_cnt > 0 else -1
+    elif last < 0.0:
+        insert_at = m if zero_cnt > 0 else -1
+    else:
+        insert_at = n_negative
+    if insert_at < 0:
+        return m
+    for k in range(m, insert_at, -1):
+        out_values[k] = out_values[k - 1]
+        out_counts[k] = out_counts[k - 1]
+    out_values[insert_at] = 0.0
+    out_counts[insert_at] = zero_cnt
+    return m + 1
+
+
+def find_distinct_values_naive(values, zero_cnt):
+    """NumPy reference of :func:`find_distinct_values` (the test oracle): same arguments, same
+    result, with a float64 sort (``bin.cpp:342-378``)."""
     v = np.sort(np.asarray(values, dtype=np.float64))
     n = v.shape[0]
     zero_cnt = int(zero_cnt)
@@ -266,6 +367,140 @@ def find_distinct_values(values, zero_cnt):
         distinct = np.insert(distinct, insert_at, 0.0)
         counts = np.insert(counts, insert_at, zero_cnt)
     return distinct, counts
+
+
+#: Rows per block of :func:`split_sample_columns` (256 rows of 100 float32 features: 100 kB).
+_SPLIT_BLOCK = 256
+
+
+@njit
+def split_sample_columns(X, f0, f1, values, n_values, n_nan):
+    """Per feature of ``X[:, f0:f1]``, its non-NaN values with ``|v| > kZeroThreshold`` (the
+    values ``FindBin`` sees; the rest are zeros) and its number of NaNs.
+
+    Parameters
+    ----------
+    X : ndarray of shape (K, n_features), float32, any layout
+        The bin sample.
+    f0, f1 : int
+        The features handled, ``f0 <= f < f1``.
+    values : ndarray of shape (>= f1 - f0, >= K), float32
+        OUT: ``values[f - f0, :n_values[f - f0]]`` in row order.
+    n_values, n_nan : ndarray of shape (>= f1 - f0,), int64
+        OUT.
+
+    Notes
+    -----
+    Source: LightGBM's ``c_api.cpp`` / ``dataset_loader.cpp`` pass only ``|v| > kZeroThreshold``
+    and NaN to ``BinMapper::FindBin``. Blocks of ``_SPLIT_BLOCK`` rows are read feature by
+    feature (a block stays in cache, so a C-ordered sample is not read once per feature), and
+    every value is written at the feature's cursor, which advances only for a kept value (no
+    data-dependent branch).
+    """
+    n_f = f1 - f0
+    n = X.shape[0]
+    for g in range(n_f):
+        n_values[g] = 0
+        n_nan[g] = 0
+    for i0 in range(0, n, _SPLIT_BLOCK):
+        i1 = min(n, i0 + _SPLIT_BLOCK)
+        for g in range(n_f):
+            f = f0 + g
+            k = n_values[g]
+            nan = n_nan[g]
+            for i in range(i0, i1):
+                x = X[i, f]
+                is_nan = np.isnan(x)
+                values[g, k] = x  # overwritten unless kept; k <= i < K
+                k += (not is_nan) and abs(np.float64(x)) > K_ZERO_THRESHOLD
+                nan += is_nan
+            n_values[g] = k
+            n_nan[g] = nan
+
+
+@njit
+def radix_sort_float32(v, scratch):
+    """Sort float32 values without NaN in place, ascending (an LSD radix sort).
+
+    Parameters
+    ----------
+    v : ndarray of shape (n,), float32, C-contiguous
+        IN/OUT. Must hold no NaN.
+    scratch : ndarray of shape (>= 2 * n,), uint32
+        Work space.
+
+    Notes
+    -----
+    The order of ``np.sort`` (-0.0 before 0.0, which ``np.sort`` leaves in either order): each
+    value's bits are mapped to a uint32 key that orders as the floats do (negative: all bits
+    flipped; positive: the sign bit set), the keys are sorted by three stable counting passes
+    of 11 bits (a pass whose digit is the same for every key is skipped) and mapped back.
+    6x faster than ``np.sort`` on 200,000 float32 values (0.8 ms against 5.0 ms).
+    """
+    n = v.shape[0]
+    if n <= 1:
+        return
+    bits = v.view(np.uint32)
+    keys = scratch[:n]
+    other = scratch[n:2 * n]
+    sign = np.uint32(0x80000000)
+    mask = np.uint32(0x7FF)
+    hist = np.zeros((3, 2048), dtype=np.int64)
+    for i in range(n):
+        b = bits[i]
+        k = ~b if b & sign else b | sign
+        keys[i] = k
+        hist[0, k & mask] += 1
+        hist[1, (k >> np.uint32(11)) & mask] += 1
+        hist[2, k >> np.uint32(22)] += 1
+    src = keys
+    dst = other
+    for p in range(3):
+        shift = np.uint32(11 * p)
+        if hist[p, (src[0] >> shift) & mask] == n:
+            continue  # one bucket: the pass would copy the keys unchanged
+        total = 0
+        for d in range(2048):
+            c = hist[p, d]
+            hist[p, d] = total
+            total += c
+        for i in range(n):
+            k = src[i]
+            d = (k >> shift) & mask
+            dst[hist[p, d]] = k
+            hist[p, d] += 1
+        src, dst = dst, src
+    for i in range(n):
+        k = src[i]
+        bits[i] = k & ~sign if k & sign else ~k
+
+
+@njit
+def counts_in_bins(distinct_values, counts, bounds, n_searchable, out):
+    """Add each distinct value's count to its bin: ``out[b] += counts[i]`` with ``b`` the first
+    of the ``n_searchable`` bounds with ``v[i] <= bound`` (the last one if none), i.e.
+    ``np.bincount(np.minimum(np.searchsorted(bounds[:n_searchable], v, "left"),
+    n_searchable - 1), counts)``, by one merge of the two sorted sequences.
+
+    Parameters
+    ----------
+    distinct_values : ndarray of shape (n,), float64
+        Sorted, no NaN.
+    counts : ndarray of shape (n,), int64
+    bounds : ndarray of shape (>= n_searchable,), float64
+        Increasing over the first ``n_searchable`` entries.
+    n_searchable : int
+        ``>= 1``.
+    out : ndarray of shape (>= n_searchable,), int64
+        IN/OUT.
+    """
+    b = 0
+    last = n_searchable - 1
+    for i in range(distinct_values.shape[0]):
+        x = distinct_values[i]
+        while b < last and not x <= bounds[b]:
+            b += 1
+        out[b] += counts[i]
 
 
 def greedy_find_bin(distinct_values, counts, max_bin, total_cnt, min_data_in_bin):

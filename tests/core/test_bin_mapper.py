@@ -426,6 +426,92 @@ def test_hand_made_cases_equal_lightgbm():
 
 
 # ---------------------------------------------------------------------------------------------
+# fit against the one-feature NumPy reference (_find_bin_naive)
+# ---------------------------------------------------------------------------------------------
+
+
+def _awkward_sample(seed, n=3000, F=19):
+    """Columns of every kind: continuous at several scales, few distinct values, mostly zeros,
+    NaN-heavy, all NaN, all zero, constant, +-inf, +-kZ and values just inside it, -0.0."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    cols = [
+        rng.normal(size=n), rng.normal(size=n) * 1e-30, rng.normal(size=n) * 1e30,
+        rng.integers(-3, 4, n).astype(float), rng.integers(0, 3, n).astype(float),
+        np.where(rng.random(n) < 0.9, 0.0, rng.exponential(size=n)),
+        np.where(rng.random(n) < 0.3, np.nan, rng.normal(size=n)),
+        np.where(rng.random(n) < 0.97, np.nan, rng.normal(size=n)),
+        np.full(n, np.nan), np.zeros(n), np.full(n, -4.0),
+        rng.choice([np.inf, -np.inf, 1.0, 0.0], n),
+        rng.choice([KZ, -KZ, 1e-36, -1e-36, float(np.nextafter(f32(KZ), f32(1))), -0.0, 2.0], n),
+        -rng.exponential(size=n),
+        rng.exponential(size=n),
+        np.where(rng.random(n) < 0.5, -0.0, rng.normal(size=n)),
+        rng.choice(rng.normal(size=40), n),
+        np.where(rng.random(n) < 0.01, np.nan, rng.integers(-1000, 1000, n).astype(float)),
+        rng.standard_t(1, size=n),
+    ]
+    return np.stack(cols[:F], axis=1).astype(np.float32)
+
+
+def _naive_fit(X, n_total, max_bin=255, min_data_in_bin=3, use_missing=True, zero_as_missing=False,
+               feature_pre_filter=True, min_data_in_leaf=20):
+    from oocgbdt.core.bin_mapper import _find_bin_naive
+    X = np.asarray(X, dtype=np.float32)
+    filter_cnt = int(float(min_data_in_leaf * len(X)) / n_total)
+    return [_find_bin_naive(X[:, f], max_bin, min_data_in_bin, use_missing, zero_as_missing,
+                            feature_pre_filter, filter_cnt, len(X)) for f in range(X.shape[1])]
+
+
+def _assert_fit_equals_naive(bm, ref):
+    for f, r in enumerate(ref):
+        assert bm.bin_upper_bounds_[f].tobytes() == r[0].tobytes(), f
+        got = (bm.missing_types_[f], bm.default_bins_[f], bm.most_freq_bins_[f], bm.is_trivial_[f])
+        assert got == tuple(r[1:5]), f
+        assert bm.min_values_[f].tobytes() == np.float64(r[5]).tobytes(), f
+        assert bm.max_values_[f].tobytes() == np.float64(r[6]).tobytes(), f
+
+
+@pytest.mark.parametrize("params", [
+    {}, dict(max_bin=15), dict(max_bin=2), dict(max_bin=1000, min_data_in_bin=1),
+    dict(zero_as_missing=True), dict(use_missing=False), dict(feature_pre_filter=False, max_bin=63),
+])
+@pytest.mark.parametrize("seed", range(3))
+def test_fit_equals_the_numpy_reference(seed, params):
+    """BinMapper.fit (row split, radix sort, numba distinct pass, merged bin counts, groups of
+    features on threads) gives the NumPy reference's bounds bit for bit, and the same missing
+    type, default / most frequent bin, triviality, min and max, for C- and F-ordered and sparse
+    samples."""
+    X = _awkward_sample(seed)
+    ref = _naive_fit(X, 10_000, **params)
+    _assert_fit_equals_naive(BinMapper(**params).fit(X, 10_000), ref)
+    _assert_fit_equals_naive(BinMapper(**params).fit(np.asfortranarray(X), 10_000), ref)
+    import scipy.sparse as sp
+    csr = sp.csr_matrix(X)  # NaN and +-inf are stored entries, zeros implicit
+    assert np.isnan(csr.data).sum() == np.isnan(X).sum() and csr.nnz == np.count_nonzero(X)
+    _assert_fit_equals_naive(BinMapper(**params).fit(csr, 10_000), ref)
+
+
+@pytest.mark.parametrize("group,cpus", [(1, 1), (3, 2), (8, 4), (100, 2)])
+def test_fit_does_not_depend_on_feature_groups_or_threads(monkeypatch, group, cpus):
+    import oocgbdt.core.bin_mapper as bin_mapper
+    X = _awkward_sample(5, n=1000)
+    ref = _naive_fit(X, 1000)
+    monkeypatch.setattr(bin_mapper, "FIT_FEATURE_GROUP", group)
+    monkeypatch.setattr(bin_mapper.os, "cpu_count", lambda: cpus)
+    _assert_fit_equals_naive(BinMapper().fit(X, 1000), ref)
+
+
+def test_fit_equals_the_numpy_reference_on_a_large_continuous_sample():
+    """200,000 rows (the default bin sample): many more distinct values than bins."""
+    rng = np.random.default_rng(11)
+    X = np.stack([rng.normal(size=200_000), rng.exponential(size=200_000) - 0.5,
+                  np.where(rng.random(200_000) < 0.2, np.nan, rng.normal(size=200_000) * 1e-3)],
+                 axis=1).astype(np.float32)
+    _assert_fit_equals_naive(BinMapper().fit(X, 1_000_000), _naive_fit(X, 1_000_000))
+
+
+# ---------------------------------------------------------------------------------------------
 # transform / threshold / fitted attributes
 # ---------------------------------------------------------------------------------------------
 

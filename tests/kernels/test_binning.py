@@ -9,12 +9,16 @@ from hypothesis import strategies as st
 from oocgbdt._dtypes import K_ZERO_THRESHOLD as KZ
 from oocgbdt._dtypes import MISSING_NAN, MISSING_NONE, MISSING_ZERO
 from oocgbdt.kernels.binning import (
+    counts_in_bins,
     find_bin_with_zero_as_one_bin,
     find_distinct_values,
+    find_distinct_values_naive,
     greedy_find_bin,
     greedy_find_bin_naive,
     map_to_bins,
     map_to_bins_naive,
+    radix_sort_float32,
+    split_sample_columns,
     value_to_bin,
 )
 
@@ -323,3 +327,113 @@ def test_greedy_find_bin_equals_the_python_reference_on_many_distinct_values(see
             assert got == want, (max_bin, min_data)
     with pytest.raises(ValueError, match="max_bin must be > 0"):
         greedy_find_bin(v, c, 0, int(c.sum()), 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# fit-time kernels: radix sort, distinct values, sample split, counts per bin
+# ---------------------------------------------------------------------------------------------
+
+
+def _awkward_float32(rng, n):
+    """float32 values of every kind FindBin sees: wide magnitudes, heavy ties, +-inf, float32
+    extremes, values just above kZ; no NaN and no zero."""
+    f32 = np.finfo(np.float32)
+    parts = [
+        (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(np.float32),
+        rng.integers(-5, 6, n).astype(np.float32),  # ties
+        np.array([np.inf, -np.inf, f32.max, -f32.max, f32.tiny, -f32.tiny, 1.0, -1.0,
+                  np.nextafter(np.float32(KZ), np.float32(1)), -np.nextafter(np.float32(KZ), np.float32(1))],
+                 dtype=np.float32),
+    ]
+    v = rng.permutation(np.concatenate(parts))[:n]
+    return v[(v != 0) & (np.abs(v.astype(np.float64)) > KZ)]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_radix_sort_float32_equals_np_sort(seed):
+    """Bit for bit np.sort's order on NaN-free non-zero float32, and with zeros the same
+    values (np.sort leaves -0.0 and 0.0 in any order)."""
+    rng = np.random.default_rng(seed)
+    for n in (0, 1, 2, 3, 100, 5000):
+        v = _awkward_float32(rng, n)
+        got = v.copy()
+        radix_sort_float32(got, np.empty(2 * got.size, dtype=np.uint32))
+        np.testing.assert_array_equal(got.view(np.uint32), np.sort(v).view(np.uint32))
+    # one digit shared by every key (passes skipped), all negative, all equal
+    for v in (np.arange(1, 500, dtype=np.float32), -np.arange(1, 500, dtype=np.float32)[::-1].copy(),
+              np.full(300, 7.5, dtype=np.float32), np.array([3.0, -2.0], dtype=np.float32)):
+        w = rng.permutation(v)
+        radix_sort_float32(w, np.empty(2 * w.size, dtype=np.uint32))
+        np.testing.assert_array_equal(w.view(np.uint32), np.sort(v).view(np.uint32))
+    z = rng.choice(np.array([0.0, -0.0, 1.0, -1.0], dtype=np.float32), 1000)
+    got = z.copy()
+    radix_sort_float32(got, np.empty(2 * got.size, dtype=np.uint32))
+    np.testing.assert_array_equal(got, np.sort(z))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_find_distinct_values_equals_the_numpy_reference(seed):
+    """The numba pass gives find_distinct_values_naive's values and counts exactly, for float32
+    input (sorted as float32) and float64 input with 1-ulp chains, for every zero insertion
+    case (positive only, negative only, mixed; zero_cnt 0 or not)."""
+    rng = np.random.default_rng(seed)
+    v32 = _awkward_float32(rng, 3000)
+    base = rng.standard_normal(200) * 10.0 ** rng.integers(-300, 300, 200)
+    up1 = np.nextafter(base, np.inf)
+    chains = np.concatenate([base, up1, np.nextafter(up1, np.inf), np.nextafter(base, -np.inf),
+                             [5e-324, -5e-324, 1e-320, np.inf, -np.inf]])
+    chains = chains[chains != 0]
+    for v in (v32, v32.astype(np.float64), chains, v32[v32 > 0], v32[v32 < 0], chains[chains > 0],
+              chains[chains < 0], v32[:1], v32[:2], v32[:0], np.array([np.inf, np.inf, -np.inf])):
+        for zero_cnt in (0, 1, 17):
+            d, c = find_distinct_values(v, zero_cnt)
+            d_ref, c_ref = find_distinct_values_naive(v, zero_cnt)
+            np.testing.assert_array_equal(d.view(np.int64), d_ref.view(np.int64))
+            np.testing.assert_array_equal(c, c_ref)
+            assert d.dtype == np.float64 and c.dtype == np.int64
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_split_sample_columns_equals_numpy_masks(layout):
+    """Per feature: the non-NaN values with |v| > kZ in row order, and the NaN count, over row
+    counts around the 256-row block and feature ranges that do not start at 0."""
+    rng = np.random.default_rng(3)
+    pool = np.array([np.nan, 0.0, -0.0, KZ, -KZ, 1e-36, -1e-36, np.float32(KZ) * 2, 1.0, -2.5, np.inf,
+                     -np.inf, 1e-45], dtype=np.float32)
+    for n in (0, 1, 255, 256, 257, 1000):
+        X = np.where(rng.random((n, 7)) < 0.5, rng.choice(pool, (n, 7)),
+                     rng.standard_normal((n, 7)).astype(np.float32))
+        if layout == "F":
+            X = np.asfortranarray(X)
+        elif layout == "strided":
+            big = np.zeros((2 * n, 14), dtype=np.float32)
+            big[::2, ::2] = X
+            X = big[::2, ::2]
+        for f0, f1 in ((0, 7), (2, 5), (6, 7)):
+            values = np.full((f1 - f0, n), 99.0, dtype=np.float32)
+            n_values = np.full(f1 - f0, -1, dtype=np.int64)
+            n_nan = np.full(f1 - f0, -1, dtype=np.int64)
+            split_sample_columns(X, f0, f1, values, n_values, n_nan)
+            for g, f in enumerate(range(f0, f1)):
+                col = X[:, f].astype(np.float64)
+                keep = ~np.isnan(col) & (np.abs(col) > KZ)
+                assert n_nan[g] == np.isnan(col).sum()
+                assert n_values[g] == keep.sum()
+                np.testing.assert_array_equal(values[g, :n_values[g]].view(np.uint32),
+                                              X[:, f][keep].view(np.uint32))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_counts_in_bins_equals_searchsorted(seed):
+    rng = np.random.default_rng(seed)
+    v = _awkward_float32(rng, 2000)
+    d, c = find_distinct_values_naive(v, int(rng.integers(0, 50)))
+    for bounds in (find_bin_with_zero_as_one_bin(d, c, 255, int(c.sum()), 3) + [np.nan],
+                   find_bin_with_zero_as_one_bin(d, c, 7, int(c.sum()), 1),
+                   [np.inf], [np.inf, np.nan], [-KZ, KZ, np.inf]):
+        bounds = np.asarray(bounds, dtype=np.float64)
+        n_searchable = len(bounds) - 1 if np.isnan(bounds[-1]) else len(bounds)
+        out = np.zeros(len(bounds), dtype=np.int64)
+        counts_in_bins(d, c, bounds, n_searchable, out)
+        b = np.minimum(np.searchsorted(bounds[:n_searchable], d, side="left"), n_searchable - 1)
+        np.testing.assert_array_equal(out, np.bincount(b, weights=c, minlength=len(bounds)).astype(np.int64))
