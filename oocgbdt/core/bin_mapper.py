@@ -31,6 +31,7 @@ from oocgbdt._dtypes import (
     X_DTYPE,
 )
 from oocgbdt.kernels.binning import (
+    count_at_most,
     counts_in_bins,
     distinct_of_sorted,
     find_bin_with_zero_as_one_bin,
@@ -141,6 +142,13 @@ class BinMapper:
         K, the number of sampled rows ``fit`` saw.
     n_samples_total_ : int
         N, the number of rows of the full data.
+    sample_nondefault_counts_ : ndarray of shape (n_features,), dtype int64, or None
+        Sampled rows whose bin (as ``transform`` bins them) is not ``default_bins_[f]``; -1
+        where ``fit`` cannot tell exactly without binning the sample (the feature has sampled
+        values with ``0 < |v| <= kZ``, which ``FindBin`` counts as zeros but ``transform`` bins
+        by value; or a sparse sample had duplicate entries). EFB uses these counts to see that
+        no two features can share a bundle (:func:`oocgbdt.core.bundler.no_bundle_possible`).
+        None on a mapper rebuilt by :meth:`from_dict` (they are not serialized).
 
     Notes
     -----
@@ -245,9 +253,12 @@ class BinMapper:
         """
         (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
          min_data_in_leaf) = self._validate_params()
+        duplicates = False
         if sp.issparse(X_sample):
+            n_stored = X_sample.nnz  # duplicates included
             X = sp.csc_matrix(X_sample, dtype=X_DTYPE)
             X.sum_duplicates()
+            duplicates = X.nnz != n_stored  # summed here, maybe otherwise by transform
         else:
             X = self._as_float32_2d(X_sample, "X_sample")
         n_sample, n_features = X.shape
@@ -274,10 +285,13 @@ class BinMapper:
         else:
             results = [_find_bins(X, f0, f1, *args) for f0, f1 in groups]
         res = [r for group in results for r in group]
-        bounds, missing, default, most_freq, trivial, vmin, vmax = (list(a) for a in zip(*res))
+        bounds, missing, default, most_freq, trivial, vmin, vmax, nondefault = (list(a) for a in zip(*res))
         self._set_fitted(bounds, missing, default, most_freq, trivial, vmin, vmax)
         self.n_samples_fit_ = int(n_sample)
         self.n_samples_total_ = int(n_samples_total)
+        self.sample_nondefault_counts_ = np.asarray(nondefault, dtype=np.int64)
+        if duplicates:
+            self.sample_nondefault_counts_[:] = -1
         return self
 
     def _set_fitted(self, bounds, missing, default, most_freq, trivial, vmin, vmax):
@@ -489,6 +503,7 @@ class BinMapper:
             [_decode_float(x) for x in per_feature["max_values"]])
         mapper.n_samples_fit_ = int(d["n_samples_fit"])
         mapper.n_samples_total_ = int(d["n_samples_total"])
+        mapper.sample_nondefault_counts_ = None
         return mapper
 
     def __getstate__(self):
@@ -522,11 +537,12 @@ def _find_bins(X, f0, f1, max_bin, min_data_in_bin, use_missing, zero_as_missing
     values = np.empty((f1 - f0, X.shape[0]), dtype=np.float32)
     n_values = np.empty(f1 - f0, dtype=np.int64)
     n_nan = np.empty(f1 - f0, dtype=np.int64)
-    split_sample_columns(X, f0, f1, values, n_values, n_nan)
+    n_tiny = np.empty(f1 - f0, dtype=np.int64)
+    split_sample_columns(X, f0, f1, values, n_values, n_nan, n_tiny)
     for g in range(f1 - f0):
-        out.append(_find_bin_of_values(values[g, :n_values[g]], int(n_nan[g]), max_bin,
-                                       min_data_in_bin, use_missing, zero_as_missing, pre_filter,
-                                       filter_cnt, total_sample_cnt))
+        out.append(_find_bin_of_values(values[g, :n_values[g]], int(n_nan[g]), int(n_tiny[g]),
+                                       max_bin, min_data_in_bin, use_missing, zero_as_missing,
+                                       pre_filter, filter_cnt, total_sample_cnt))
     return out
 
 
@@ -545,23 +561,28 @@ def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pr
     Returns
     -------
     tuple
-        ``(bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value)``.
-        The same as :func:`_find_bin_naive`'s.
+        ``(bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value,
+        nondefault_cnt)``: the first seven as :func:`_find_bin_naive`'s; ``nondefault_cnt`` is
+        the number of sampled values ``transform`` does not put in ``default_bin``, or -1 (see
+        ``BinMapper.sample_nondefault_counts_``).
     """
     column = np.asarray(column, dtype=np.float32)
     total_sample_cnt = column.shape[0] if total_sample_cnt is None else int(total_sample_cnt)
     values = np.empty((1, column.shape[0]), dtype=np.float32)
     n_values = np.empty(1, dtype=np.int64)
     n_nan = np.empty(1, dtype=np.int64)
-    split_sample_columns(column[:, None], 0, 1, values, n_values, n_nan)
-    return _find_bin_of_values(values[0, :n_values[0]], int(n_nan[0]), max_bin, min_data_in_bin,
-                               use_missing, zero_as_missing, pre_filter, filter_cnt, total_sample_cnt)
+    n_tiny = np.empty(1, dtype=np.int64)
+    split_sample_columns(column[:, None], 0, 1, values, n_values, n_nan, n_tiny)
+    return _find_bin_of_values(values[0, :n_values[0]], int(n_nan[0]), int(n_tiny[0]), max_bin,
+                               min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,
+                               total_sample_cnt)
 
 
-def _find_bin_of_values(values, n_nan, max_bin, min_data_in_bin, use_missing, zero_as_missing,
+def _find_bin_of_values(values, n_nan, n_tiny, max_bin, min_data_in_bin, use_missing, zero_as_missing,
                         pre_filter, filter_cnt, total_sample_cnt):
     """:func:`_find_bin` given the feature's sampled values with ``|v| > kZ`` that are not NaN
-    (C-contiguous float32 ndarray, any order; sorted in place) and its number of sampled NaNs.
+    (C-contiguous float32 ndarray, any order; sorted in place), its number of sampled NaNs and
+    its number of sampled values with ``0 < |v| <= kZ``.
 
     The float32 values are sorted as float32 by a radix sort
     (:func:`oocgbdt.kernels.binning.radix_sort_float32`; the cast to float64 is exact and keeps
@@ -569,6 +590,13 @@ def _find_bin_of_values(values, n_nan, max_bin, min_data_in_bin, use_missing, ze
     distinct values by one numba pass
     (:func:`oocgbdt.kernels.binning.distinct_of_sorted`); the bin counts come from one merge of
     the sorted distinct values with the bounds (:func:`oocgbdt.kernels.binning.counts_in_bins`).
+
+    The non-default count is counted as ``transform`` bins: zeros (and the NaNs of a feature
+    without a NaN bin, binned as 0.0) are in the default bin by its definition, NaNs of a
+    NaN-type feature in the NaN bin, and the sorted values in ``(bounds[d - 1], bounds[d]]``
+    (``d`` the default bin; open-ended at the first and last searchable bin) are found by two
+    binary searches. Values ``0 < |v| <= kZ`` would need their own search: with any of them the
+    count is -1 (unknown).
     """
     has_nan = n_nan > 0
     if not use_missing:
@@ -613,7 +641,15 @@ def _find_bin_of_values(values, n_nan, max_bin, min_data_in_bin, use_missing, ze
     most_freq_bin = int(np.argmax(cnt_in_bin))
     if most_freq_bin != default_bin and cnt_in_bin[most_freq_bin] / total_sample_cnt < K_SPARSE_THRESHOLD:
         most_freq_bin = default_bin
-    return bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value
+
+    nondefault_cnt = -1
+    if n_tiny == 0:
+        n = values.shape[0]
+        hi = n if default_bin == n_searchable - 1 else count_at_most(values, bounds[default_bin])
+        lo = 0 if default_bin == 0 else count_at_most(values, bounds[default_bin - 1])
+        nondefault_cnt = n - (hi - lo) + na_cnt
+    return (bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value,
+            nondefault_cnt)
 
 
 def _find_bin_naive(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter,

@@ -24,6 +24,11 @@ Algorithm (Ke et al. 2017, Algorithms 3 and 4; ``reference/lightgbm-algorithms.m
   ``min(1/2, 1 - max_conflict_rate)`` of the sampled rows) never joins an existing bundle: it
   opens its own, which sparser features may still join when the budget allows (the dominant
   level of a one-hot attribute hosts the other levels, which never conflict with it).
+* **No bundle possible.** Two features off their default bin on ``a`` and ``b`` of ``K``
+  sampled rows are both off it on at least ``a + b - K`` rows, so the non-default counts alone
+  can prove that no feature joins another's bundle (:func:`no_bundle_possible`; every dense
+  column of continuous data): the bundles are then all single features
+  (:meth:`FeatureBundler.fit_unbundled`) and the pairwise counts need not be computed.
 * **Column cap.** A bundle's column holds ``1 + sum(n_bins - 1)`` bins, capped at 256 (uint8
   columns). uint16 bundles (up to 65536 bins) are used only when they cut the number of columns
   by at least ``WIDE_COLUMN_COST`` (see :meth:`FeatureBundler.fit` and docs/architecture.md).
@@ -50,8 +55,8 @@ from oocgbdt.kernels.bundling import (bin_sparse_entries, bundle_columns, bundle
 
 __all__ = [
     "ConflictCounts", "FeatureBundler", "chunk_conflicts", "merge_conflicts", "conflict_mode",
-    "greedy_bundles", "greedy_bundles_row_sets", "bundling_order", "sample_pattern", "bundle_chunk",
-    "DENSE_COUNTS_BYTES", "WIDE_COLUMN_COST",
+    "greedy_bundles", "greedy_bundles_row_sets", "bundling_order", "no_bundle_possible",
+    "sample_pattern", "bundle_chunk", "DENSE_COUNTS_BYTES", "WIDE_COLUMN_COST",
 ]
 
 #: Largest dense F x F conflict-count matrix (int32) kept in memory; wider data counts conflicts
@@ -395,6 +400,60 @@ def greedy_bundles_row_sets(order, row_sets, n_rows, budget, n_bins, max_bins, d
     return bundles, capped
 
 
+def no_bundle_possible(nnz, n_rows, max_conflict_rate, is_trivial) -> bool:
+    """True if, whatever the pairwise conflicts, no feature can join another feature's bundle.
+
+    Parameters
+    ----------
+    nnz : ndarray of shape (n_features,), int
+        Sampled rows where each feature is off its default bin (``ConflictCounts.nnz``); a
+        negative entry means unknown.
+    n_rows : int
+        K, the number of sampled rows.
+    max_conflict_rate : float
+    is_trivial : ndarray of shape (n_features,), bool
+        Trivial features are never bundled.
+
+    Returns
+    -------
+    bool
+        True only if every non-trivial feature ``f`` is dense (``nnz_f / K >
+        min(1/2, 1 - max_conflict_rate)``, the rule of :meth:`FeatureBundler.fit`: it opens its
+        own bundle) or, for every other non-trivial feature ``g``,
+        ``max(0, nnz_f + nnz_g - K) > min(budget, nnz_f // 2)`` with
+        ``budget = floor(max_conflict_rate * K)``. The left side is a lower bound of the rows
+        where ``f`` and ``g`` are both off their default bin (inclusion-exclusion over ``K``
+        rows), hence of ``f``'s conflicts with any bundle that holds ``g``; above the budget or
+        above half of ``f``'s own rows, :func:`greedy_bundles` and
+        :func:`greedy_bundles_row_sets` never put ``f`` there. Then every bundle is a single
+        feature: :meth:`FeatureBundler.fit_unbundled` gives :meth:`FeatureBundler.fit`'s
+        result without the pairwise counts. False when unknown (a negative or impossible
+        count).
+
+    Notes
+    -----
+    Source of the bundling rule: LightGBM ``FastFeatureBundling`` / ``FindGroups``
+    (``src/io/dataset.cpp``), as restated in the module docstring; the bound is oocgbdt's.
+    """
+    nnz = np.asarray(nnz, dtype=np.int64)
+    is_trivial = np.asarray(is_trivial, dtype=bool)
+    k = int(n_rows)
+    rate = float(max_conflict_rate)
+    c = nnz[~is_trivial]
+    if c.size <= 1:
+        return True
+    if (c < 0).any() or (c > k).any():
+        return False
+    budget = int(math.floor(rate * k))
+    dense = c / max(k, 1) > min(0.5, 1.0 - rate)  # as FeatureBundler.fit
+    two = np.argsort(c, kind="stable")[:2]
+    # smallest count over the other features: the second smallest for the smallest one
+    other = np.where(np.arange(c.size) == two[0], c[two[1]], c[two[0]])
+    lower = np.maximum(0, c + other - k)
+    blocked = dense | (lower > np.minimum(budget, c // 2))
+    return bool(blocked.all())
+
+
 # ---------------------------------------------------------------------------------------------
 # FeatureBundler
 # ---------------------------------------------------------------------------------------------
@@ -502,6 +561,44 @@ class FeatureBundler:
         self.n_sample_rows_ = k
         self.max_conflicts_ = budget
         self.sample_conflicts_ = self._sample_conflicts(counts)
+        return self
+
+    def fit_unbundled(self, n_rows, n_bins, default_bins, is_trivial, pair_counts=True):
+        """The result of :meth:`fit` when :func:`no_bundle_possible` holds, without the counts.
+
+        Every non-trivial feature is a bundle of its own (one column for the leaf totals if all
+        are trivial), with the layout, budget and statistics :meth:`fit` sets then.
+
+        Parameters
+        ----------
+        n_rows : int
+            K, the number of sampled rows (``ConflictCounts.n_rows``).
+        n_bins, default_bins, is_trivial : ndarray of shape (n_features,)
+            From the fitted BinMapper.
+        pair_counts : bool, default True
+            Whether :meth:`fit` would have been given pairwise counts (``conflict_mode`` is
+            ``"counts"``): ``sample_conflicts_`` is then 0, else None.
+
+        Returns
+        -------
+        self
+        """
+        rate = self._check()
+        n_bins = np.asarray(n_bins, dtype=np.int64)
+        default_bins = np.asarray(default_bins, dtype=np.int64)
+        is_trivial = np.asarray(is_trivial, dtype=bool)
+        k = int(n_rows)
+        bundles = [[int(f)] for f in np.flatnonzero(~is_trivial)]
+        # fit: uint16 when a feature has more than 256 bins; else uint8 (single features never
+        # hit the cap, so the wide layout is not tried)
+        layout = "uint16" if int(n_bins.max(initial=1)) > MAX_BINS_NARROW else "uint8"
+        if not bundles:
+            bundles = [[0]]
+        self._set_layout(bundles, n_bins, default_bins)
+        self.layout_ = layout
+        self.n_sample_rows_ = k
+        self.max_conflicts_ = int(math.floor(rate * k))
+        self.sample_conflicts_ = 0 if pair_counts else None
         return self
 
     def _sample_conflicts(self, counts):

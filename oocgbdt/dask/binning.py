@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from oocgbdt.core.bin_mapper import BinMapper
 
-__all__ = ["sample_row_indices", "fit_bin_mapper", "bin_blocks"]
+__all__ = ["sample_row_indices", "sample_key", "fit_bin_mapper", "bin_blocks"]
 
 
 def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | None:
@@ -22,6 +22,13 @@ def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | No
         return None
     rng = np.random.default_rng(seed)
     return np.sort(rng.choice(n_rows, size=n_sample, replace=False))
+
+
+def sample_key(X: da.Array, params: dict) -> tuple:
+    """What determines the bin sample of ``X``: its Dask name and shape, and the sampling
+    parameters (``bin_construct_sample_cnt``, ``seed``; see :func:`sample_row_indices`)."""
+    return (X.name, tuple(int(n) for n in X.shape), int(params["bin_construct_sample_cnt"]),
+            int(params["seed"]))
 
 
 def fit_bin_mapper(X: da.Array, params: dict, compute, on_sample=None) -> BinMapper:
@@ -37,6 +44,13 @@ def fit_bin_mapper(X: da.Array, params: dict, compute, on_sample=None) -> BinMap
     on_sample : callable, optional
         Called with the sampled rows (ndarray or scipy.sparse, float32) before fitting; the
         disk cache hashes them into its fingerprint.
+
+    Returns
+    -------
+    BinMapper
+        Fitted on the sample, with ``_sample_key = sample_key(X, params)``: the EFB layer
+        (:func:`oocgbdt.dask.bundling.fit_bundler`) uses the mapper's per-feature non-default
+        counts of the sample only when it is the bin sample of the same ``X``.
     """
     n_rows = X.shape[0]
     idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]), int(params["seed"]))
@@ -48,7 +62,9 @@ def fit_bin_mapper(X: da.Array, params: dict, compute, on_sample=None) -> BinMap
                        zero_as_missing=bool(params["zero_as_missing"]),
                        feature_pre_filter=bool(params["feature_pre_filter"]),
                        min_data_in_leaf=int(params["min_data_in_leaf"]))
-    return mapper.fit(sample if sp.issparse(sample) else np.asarray(sample), n_rows)
+    mapper.fit(sample if sp.issparse(sample) else np.asarray(sample), n_rows)
+    mapper._sample_key = sample_key(X, params)
+    return mapper
 
 
 def _bin_block(block, bin_mapper):

@@ -6,8 +6,10 @@ rows drawn from ``seed`` over the global row range, all rows when fewer) and cou
 features are off their default bin and where two are off it together
 (:func:`oocgbdt.core.bundler.chunk_conflicts`); the counts are added in a fan-in tree of
 ``split_every`` (:func:`oocgbdt.core.bundler.merge_conflicts`) and only the merged counts reach
-the client, which runs the greedy bundling. :func:`bundle_blocks` then gives ``X_bundled`` as a
-lazy ``map_blocks`` over the raw chunks (binned, then merged; sparse chunks in one step).
+the client, which runs the greedy bundling. When the bin mapper's non-default counts of the same
+sample already prove that no two features can share a bundle (dense data), that compute is
+skipped. :func:`bundle_blocks` then gives ``X_bundled`` as a lazy ``map_blocks`` over the raw
+chunks (binned, then merged; sparse chunks in one step).
 """
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ import dask.array as da
 import numpy as np
 
 from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, bundle_chunk, chunk_conflicts,
-                                  conflict_mode, merge_conflicts, sample_pattern)
-from oocgbdt.dask.binning import sample_row_indices
+                                  conflict_mode, merge_conflicts, no_bundle_possible,
+                                  sample_pattern)
+from oocgbdt.dask.binning import sample_key, sample_row_indices
 
-__all__ = ["fit_bundler", "conflict_counts", "bundle_blocks", "count_lost_values"]
+__all__ = ["fit_bundler", "conflict_counts", "sample_nondefault_counts", "bundle_blocks",
+           "count_lost_values"]
 
 
 def _count_chunk(block, local_rows, bin_mapper, mode, row_offset):
@@ -67,10 +71,44 @@ def conflict_counts(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt
     return compute(parts[0])
 
 
+def sample_nondefault_counts(X: da.Array, bin_mapper, params: dict):
+    """The non-default counts :func:`conflict_counts` would find (``ConflictCounts.nnz``), known
+    without reading ``X`` again, or None.
+
+    They are the mapper's ``sample_nondefault_counts_`` when the mapper was fitted by
+    :func:`oocgbdt.dask.binning.fit_bin_mapper` on the bin sample of this same ``X`` (same Dask
+    name, shape, ``bin_construct_sample_cnt`` and ``seed``), ``X`` is float32 (the sparse
+    conflict pass bins stored entries at their own precision, the mapper saw them as float32)
+    and every count is known; otherwise None.
+    """
+    counts = getattr(bin_mapper, "sample_nondefault_counts_", None)
+    if counts is None or getattr(bin_mapper, "_sample_key", None) != sample_key(X, params):
+        return None
+    n_rows, n_sample = int(X.shape[0]), int(params["bin_construct_sample_cnt"])
+    if bin_mapper.n_samples_fit_ != min(n_rows, n_sample):  # the rows conflict_counts reads
+        return None
+    if X.dtype != np.float32 or (np.asarray(counts) < 0).any():
+        return None
+    return np.asarray(counts, dtype=np.int64)
+
+
 def fit_bundler(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt-efb") -> FeatureBundler:
-    """Count conflicts blockwise (:func:`conflict_counts`) and fit a :class:`FeatureBundler`."""
+    """Count conflicts blockwise (:func:`conflict_counts`) and fit a :class:`FeatureBundler`.
+
+    When the bin mapper already knows the non-default counts of this sample
+    (:func:`sample_nondefault_counts`) and they prove that no feature can join another's bundle
+    (:func:`oocgbdt.core.bundler.no_bundle_possible`, e.g. dense continuous columns), the pass
+    over ``X`` is skipped: :meth:`FeatureBundler.fit_unbundled` gives the bundler the counts
+    would give.
+    """
+    rate = float(params["max_conflict_rate"])
+    nnz = sample_nondefault_counts(X, bin_mapper, params)
+    if nnz is not None and no_bundle_possible(nnz, bin_mapper.n_samples_fit_, rate, bin_mapper.is_trivial_):
+        return FeatureBundler(rate).fit_unbundled(
+            bin_mapper.n_samples_fit_, bin_mapper.n_bins_, bin_mapper.default_bins_,
+            bin_mapper.is_trivial_, pair_counts=conflict_mode(X.shape[1]) == "counts")
     counts = conflict_counts(X, bin_mapper, params, compute, key=key)
-    return FeatureBundler(float(params["max_conflict_rate"])).fit(
+    return FeatureBundler(rate).fit(
         counts, bin_mapper.n_bins_, bin_mapper.default_bins_, bin_mapper.is_trivial_)
 
 

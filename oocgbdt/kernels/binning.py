@@ -42,6 +42,7 @@ __all__ = [
     "split_sample_columns",
     "radix_sort_float32",
     "counts_in_bins",
+    "count_at_most",
     "greedy_find_bin",
     "greedy_find_bin_naive",
     "find_bin_with_zero_as_one_bin",
@@ -374,9 +375,10 @@ _SPLIT_BLOCK = 256
 
 
 @njit
-def split_sample_columns(X, f0, f1, values, n_values, n_nan):
+def split_sample_columns(X, f0, f1, values, n_values, n_nan, n_tiny):
     """Per feature of ``X[:, f0:f1]``, its non-NaN values with ``|v| > kZeroThreshold`` (the
-    values ``FindBin`` sees; the rest are zeros) and its number of NaNs.
+    values ``FindBin`` sees; the rest are zeros), its number of NaNs and its number of
+    "tiny" values ``0 < |v| <= kZeroThreshold`` (zeros for ``FindBin``, but binned by value).
 
     Parameters
     ----------
@@ -386,7 +388,7 @@ def split_sample_columns(X, f0, f1, values, n_values, n_nan):
         The features handled, ``f0 <= f < f1``.
     values : ndarray of shape (>= f1 - f0, >= K), float32
         OUT: ``values[f - f0, :n_values[f - f0]]`` in row order.
-    n_values, n_nan : ndarray of shape (>= f1 - f0,), int64
+    n_values, n_nan, n_tiny : ndarray of shape (>= f1 - f0,), int64
         OUT.
 
     Notes
@@ -402,20 +404,25 @@ def split_sample_columns(X, f0, f1, values, n_values, n_nan):
     for g in range(n_f):
         n_values[g] = 0
         n_nan[g] = 0
+        n_tiny[g] = 0
     for i0 in range(0, n, _SPLIT_BLOCK):
         i1 = min(n, i0 + _SPLIT_BLOCK)
         for g in range(n_f):
             f = f0 + g
             k = n_values[g]
             nan = n_nan[g]
+            tiny = n_tiny[g]
             for i in range(i0, i1):
                 x = X[i, f]
                 is_nan = np.isnan(x)
+                a = abs(np.float64(x))
                 values[g, k] = x  # overwritten unless kept; k <= i < K
-                k += (not is_nan) and abs(np.float64(x)) > K_ZERO_THRESHOLD
+                k += a > K_ZERO_THRESHOLD  # False for NaN
                 nan += is_nan
+                tiny += (a <= K_ZERO_THRESHOLD) and a != 0.0
             n_values[g] = k
             n_nan[g] = nan
+            n_tiny[g] = tiny
 
 
 @njit
@@ -473,6 +480,29 @@ def radix_sort_float32(v, scratch):
     for i in range(n):
         k = src[i]
         bits[i] = k & ~sign if k & sign else ~k
+
+
+@njit
+def count_at_most(sorted_values, t):
+    """``#{i : float64(sorted_values[i]) <= t}`` by binary search (float32 values are compared
+    as float64, as :func:`map_to_bins` compares them with a bound; ``np.searchsorted`` would
+    round a Python-float ``t`` to float32).
+
+    Parameters
+    ----------
+    sorted_values : ndarray of shape (n,), float32 or float64
+        Sorted ascending, no NaN.
+    t : float
+    """
+    lo = 0
+    hi = sorted_values.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if np.float64(sorted_values[mid]) <= t:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 @njit

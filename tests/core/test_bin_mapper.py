@@ -502,6 +502,38 @@ def test_fit_does_not_depend_on_feature_groups_or_threads(monkeypatch, group, cp
     _assert_fit_equals_naive(BinMapper().fit(X, 1000), ref)
 
 
+@pytest.mark.parametrize("params", [{}, dict(max_bin=7), dict(zero_as_missing=True),
+                                    dict(use_missing=False), dict(min_data_in_bin=1, max_bin=2)])
+@pytest.mark.parametrize("seed", range(3))
+def test_sample_nondefault_counts_equal_transform(seed, params):
+    """Per feature, the sampled rows transform does not put in the default bin, counted by fit
+    without binning the sample; -1 exactly for the features with values 0 < |v| <= kZ."""
+    import scipy.sparse as sp
+    X = _awkward_sample(seed)
+    tiny = ((np.abs(X.astype(np.float64)) <= KZ) & (X != 0)).any(axis=0)
+    assert tiny.any() and not tiny.all()
+    for sample in (X, np.asfortranarray(X), sp.csr_matrix(X)):
+        bm = BinMapper(**params).fit(sample, 10_000)
+        truth = (bm.transform(X) != bm.default_bins_[None, :]).sum(axis=0)
+        np.testing.assert_array_equal(bm.sample_nondefault_counts_, np.where(tiny, -1, truth))
+        assert bm.sample_nondefault_counts_.dtype == np.int64
+
+
+def test_sample_nondefault_counts_unknown_after_duplicates_or_from_dict():
+    import scipy.sparse as sp
+    X = _awkward_sample(0, n=200)[:, :5]
+    coo = sp.coo_matrix(X)
+    dup = sp.coo_matrix((np.concatenate([coo.data, [1.0, 2.0]]),
+                         (np.concatenate([coo.row, [0, 0]]), np.concatenate([coo.col, [1, 1]]))),
+                        shape=X.shape)
+    assert (BinMapper().fit(dup, 200).sample_nondefault_counts_ == -1).all()
+    bm = BinMapper().fit(X, 200)
+    assert (bm.sample_nondefault_counts_ >= 0).any()
+    assert BinMapper.from_dict(bm.to_dict()).sample_nondefault_counts_ is None
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(bm)).sample_nondefault_counts_,
+                                  bm.sample_nondefault_counts_)
+
+
 def test_fit_equals_the_numpy_reference_on_a_large_continuous_sample():
     """200,000 rows (the default bin sample): many more distinct values than bins."""
     rng = np.random.default_rng(11)

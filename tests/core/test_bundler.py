@@ -7,7 +7,7 @@ from oocgbdt.core import bundler as bundler_mod
 from oocgbdt.core.bin_mapper import BinMapper
 from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, bundle_chunk, bundling_order,
                                   chunk_conflicts, greedy_bundles, greedy_bundles_row_sets,
-                                  merge_conflicts, sample_pattern)
+                                  merge_conflicts, no_bundle_possible, sample_pattern)
 
 # Seed 000's five features with a conflict threshold of 1 (edges F0-F1 = 6, F0-F3 = 1 and
 # F1-F2 = 1 are the seed's; the other weights are chosen so that every remaining pairing
@@ -192,3 +192,94 @@ def test_expand_index_points_at_each_feature_bin():
             elif k != d[f]:
                 ref[off[f] + k] = b.column_offsets_[c] + encode_bin(k, int(b.feature_start_[f]), int(d[f]), False)
     np.testing.assert_array_equal(b.expand_index(off), ref)
+
+
+# ---------------------------------------------------------------------------------------------
+# no_bundle_possible: the non-default counts alone prove that every bundle is a single feature
+# ---------------------------------------------------------------------------------------------
+
+
+def _random_pattern(rng, k, F):
+    """Boolean sample patterns with shares of non-default rows drawn around the thresholds that
+    matter (1/2, 1 - rate, the budget), complements of each other, and empty/full columns."""
+    shares = rng.choice([0.0, 0.01, 0.05, 0.3, 0.45, 0.5, 0.51, 0.55, 0.9, 0.95, 0.99, 1.0], F)
+    P = rng.random((k, F)) < shares
+    for f in range(1, F):
+        if rng.random() < 0.2:  # exact complement of another column: never conflicts with it
+            P[:, f] = ~P[:, int(rng.integers(0, f))]
+        elif rng.random() < 0.1:  # exactly half of the rows
+            P[:, f] = np.arange(k) < k // 2
+    return P
+
+
+def _all_equal(a, b):
+    assert a.to_dict() == b.to_dict()
+    for name in ("feature_column_", "feature_start_", "feature_raw_", "column_n_bins_",
+                 "column_offsets_", "column_fill_", "n_bins_", "default_bins_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.dtype_ == b.dtype_ and a.n_columns == b.n_columns
+
+
+def test_no_bundle_possible_is_sound_against_the_greedy_bundling():
+    """Whenever the bound says no bundle is possible, FeatureBundler.fit on the real pairwise
+    counts (and on row sets) bundles nothing, and fit_unbundled gives the identical bundler;
+    over random patterns where the bound fires in some cases and real bundles form in others."""
+    fired = bundled = 0
+    for seed in range(150):
+        rng = np.random.default_rng(seed)
+        k, F = int(rng.integers(1, 120)), int(rng.integers(1, 9))
+        P = _random_pattern(rng, k, F)
+        n_bins = rng.choice([2, 3, 40, 255, 256, 300], F)
+        default_bins = rng.integers(0, 2, F)
+        for rate in (0.0, 0.01, 0.1, 0.4, 0.6, 0.95):
+            trivial = rng.random(F) < 0.15
+            for mode in ("counts", "rows"):
+                counts = chunk_conflicts(P, mode)
+                full = FeatureBundler(rate).fit(counts, n_bins, default_bins, trivial)
+                if no_bundle_possible(counts.nnz, k, rate, trivial):
+                    fired += 1
+                    assert all(len(b) == 1 for b in full.bundles_), (seed, rate, mode)
+                    _all_equal(full, FeatureBundler(rate).fit_unbundled(
+                        k, n_bins, default_bins, trivial, pair_counts=mode == "counts"))
+                else:
+                    bundled += any(len(b) > 1 for b in full.bundles_)
+    assert fired > 100 and bundled > 100, (fired, bundled)
+
+
+def test_no_bundle_possible_cases_by_hand():
+    k = 100
+    no_trivial = np.zeros(3, dtype=bool)
+    # dense features (> K/2 non-default rows at rate 0) open their own bundles
+    assert no_bundle_possible([51, 100, 60], k, 0.0, no_trivial)
+    # two features with exactly half of the rows may be complements: they can share a bundle
+    assert not no_bundle_possible([50, 50, 100], k, 0.0, no_trivial)
+    # a sparse feature next to a full one conflicts on all its rows (> budget 0): blocked
+    assert no_bundle_possible([3, 100, 100], k, 0.0, no_trivial)
+    # ... unless the budget allows it: 3 conflicts <= floor(0.05 * 100), but 3 > 3 // 2 rows
+    assert no_bundle_possible([3, 100, 100], k, 0.05, no_trivial)
+    assert not no_bundle_possible([3, 97, 100], k, 0.05, no_trivial)  # 0 forced conflicts
+    # trivial features are never bundled; one non-trivial feature: nothing to bundle
+    assert no_bundle_possible([0, 0, 7], k, 0.0, np.array([True, True, False]))
+    assert not no_bundle_possible([0, 0, 7], k, 0.0, no_trivial)
+    # unknown or impossible counts: no proof
+    assert not no_bundle_possible([-1, 100, 100], k, 0.0, no_trivial)
+    assert not no_bundle_possible([101, 100, 100], k, 0.0, no_trivial)
+    # with a high conflict rate a feature is dense above 1 - rate of the rows; below it, a
+    # forced overlap of 15 + 90 - 100 = 5 rows is within half of its own 15 rows
+    assert no_bundle_possible([25, 90, 95], k, 0.8, no_trivial)
+    assert not no_bundle_possible([15, 90, 95], k, 0.8, no_trivial)
+    assert no_bundle_possible([15, 97, 95], k, 0.8, no_trivial)  # 15 + 95 - 100 = 10 > 7
+
+
+def test_fit_unbundled_layouts():
+    """All trivial: one column for the leaf totals; a feature over 256 bins: uint16 layout."""
+    n_bins, default_bins = np.array([5, 3, 300]), np.array([0, 1, 0])
+    for trivial in ([True, True, True], [False, True, False], [False, False, True]):
+        trivial = np.array(trivial)
+        for mode in ("counts", "rows"):
+            counts = chunk_conflicts(np.ones((10, 3), dtype=bool), mode)
+            full = FeatureBundler(0.0).fit(counts, n_bins, default_bins, trivial)
+            _all_equal(full, FeatureBundler(0.0).fit_unbundled(10, n_bins, default_bins, trivial,
+                                                               pair_counts=mode == "counts"))
+    with pytest.raises(ValueError, match="max_conflict_rate"):
+        FeatureBundler(1.5).fit_unbundled(10, n_bins, default_bins, np.zeros(3, dtype=bool))

@@ -210,3 +210,113 @@ def test_bundling_composes_with_row_sampling_and_screening(shared_data, extra):
     on = oocgbdt.train(p, X, y, verbose=False)
     off = oocgbdt.train(dict(p, enable_bundle=False), X, y, verbose=False)
     _same_models(on, off, X)
+
+
+def _fit_both_ways(Xd, params, monkeypatch=None):
+    """fit_bundler, and FeatureBundler.fit on the counts conflict_counts gives (the full path);
+    plus whether fit_bundler read X again."""
+    import oocgbdt.dask.bundling as dask_bundling
+    from oocgbdt.core.bundler import FeatureBundler
+    from oocgbdt.dask.binning import fit_bin_mapper
+    from oocgbdt.params import resolve_params
+
+    p = resolve_params(params)
+    compute = lambda a: a.compute(scheduler="threads")
+    bm = fit_bin_mapper(Xd, p, compute)
+    calls = []
+    real = dask_bundling.conflict_counts
+    monkeypatch.setattr(dask_bundling, "conflict_counts", lambda *a, **k: calls.append(1) or real(*a, **k))
+    fast = dask_bundling.fit_bundler(Xd, bm, p, compute)
+    counts = real(Xd, bm, p, compute)
+    full = FeatureBundler(float(p["max_conflict_rate"])).fit(counts, bm.n_bins_, bm.default_bins_,
+                                                              bm.is_trivial_)
+    return fast, full, bool(calls), bm, counts
+
+
+def _same_bundler(a, b):
+    assert a.to_dict() == b.to_dict()
+    for name in ("feature_column_", "feature_start_", "feature_raw_", "column_n_bins_",
+                 "column_offsets_", "column_fill_"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert a.dtype_ == b.dtype_
+
+
+@pytest.mark.parametrize("params", [dict(), dict(max_conflict_rate=0.3), dict(max_bin=1000),
+                                    dict(bin_construct_sample_cnt=700, seed=3)])
+def test_dense_data_skips_the_conflict_pass_with_the_same_bundler(monkeypatch, params):
+    """Dense continuous columns (some with NaNs, some with many zeros, one constant): the bin
+    mapper's counts prove no bundle is possible, fit_bundler does not read X again, and its
+    bundler is the one the full conflict count gives; in row-set mode (very wide data) too."""
+    import dask.array as da
+
+    from oocgbdt.core import bundler as bundler_mod
+
+    rng = np.random.default_rng(0)
+    n = 3000
+    X = rng.normal(size=(n, 12)).astype(np.float32)
+    X[rng.random((n, 12)) < 0.05] = np.nan
+    X[:, 3] = np.where(rng.random(n) < 0.4, 0.0, X[:, 3])  # 60% off the zero bin: still dense
+    X[:, 7] = 5.0  # trivial
+    Xd = da.from_array(X, chunks=(700, 12))
+    fast, full, read_x, bm, counts = _fit_both_ways(Xd, params, monkeypatch)
+    assert not read_x
+    np.testing.assert_array_equal(bm.sample_nondefault_counts_, counts.nnz)
+    _same_bundler(fast, full)
+    assert all(len(b) == 1 for b in fast.bundles_) and fast.n_columns == 11
+    monkeypatch.setattr(bundler_mod, "DENSE_COUNTS_BYTES", 0)  # as for F > 8192
+    fast, full, read_x, _, _ = _fit_both_ways(Xd, params, monkeypatch)
+    assert not read_x and fast.sample_conflicts_ is None
+    _same_bundler(fast, full)
+
+
+@pytest.mark.parametrize("params", [dict(), dict(max_conflict_rate=0.1), dict(bin_construct_sample_cnt=500)])
+def test_sparse_one_hot_data_bundles_as_before(monkeypatch, params):
+    """One-hot columns (dense and sparse chunks): bundling is possible, so the conflicts are
+    counted, and the bundles are those of the full count."""
+    import dask.array as da
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    levels = rng.integers(0, 6, size=(n, 4))
+    X = np.zeros((n, 24), dtype=np.float32)
+    for a in range(4):
+        X[np.arange(n), 6 * a + levels[:, a]] = 1.0
+    X = np.concatenate([X, rng.normal(size=(n, 2)).astype(np.float32)], axis=1)
+    for Xd in (da.from_array(X, chunks=(500, 26)),
+               da.from_array(sp.csr_matrix(X), chunks=(500, 26), asarray=False)):
+        fast, full, read_x, bm, counts = _fit_both_ways(Xd, params, monkeypatch)
+        assert read_x
+        _same_bundler(fast, full)
+        assert any(len(b) > 1 for b in fast.bundles_)
+        np.testing.assert_array_equal(bm.sample_nondefault_counts_, counts.nnz)
+
+
+def test_no_skip_without_the_mappers_counts_of_this_sample(monkeypatch):
+    """A mapper fitted on other rows, rebuilt from a dict, or float64 input: the counts are not
+    trusted and the conflicts are counted."""
+    import dask.array as da
+
+    import oocgbdt.dask.bundling as dask_bundling
+    from oocgbdt.core.bin_mapper import BinMapper
+    from oocgbdt.dask.binning import fit_bin_mapper
+    from oocgbdt.params import resolve_params
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(1000, 5)).astype(np.float32)
+    p = resolve_params({})
+    compute = lambda a: a.compute(scheduler="threads")
+    Xd = da.from_array(X, chunks=(300, 5))
+    bm = fit_bin_mapper(Xd, p, compute)
+    other = da.from_array(X[::-1].copy(), chunks=(300, 5))
+    assert dask_bundling.sample_nondefault_counts(Xd, bm, p) is not None
+    assert dask_bundling.sample_nondefault_counts(other, bm, p) is None
+    assert dask_bundling.sample_nondefault_counts(Xd, bm, dict(p, seed=p["seed"] + 1)) is None
+    assert dask_bundling.sample_nondefault_counts(Xd, BinMapper.from_dict(bm.to_dict()), p) is None
+    X64 = da.from_array(X.astype(np.float64), chunks=(300, 5))  # its own sample and mapper
+    assert dask_bundling.sample_nondefault_counts(X64, fit_bin_mapper(X64, p, compute), p) is None
+    calls = []
+    real = dask_bundling.conflict_counts
+    monkeypatch.setattr(dask_bundling, "conflict_counts", lambda *a, **k: calls.append(1) or real(*a, **k))
+    dask_bundling.fit_bundler(other, bm, p, compute)
+    assert calls

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from oocgbdt._dtypes import K_ZERO_THRESHOLD as KZ
 from oocgbdt._dtypes import MISSING_NAN, MISSING_NONE, MISSING_ZERO
 from oocgbdt.kernels.binning import (
+    count_at_most,
     counts_in_bins,
     find_bin_with_zero_as_one_bin,
     find_distinct_values,
@@ -395,8 +396,9 @@ def test_find_distinct_values_equals_the_numpy_reference(seed):
 
 @pytest.mark.parametrize("layout", ["C", "F", "strided"])
 def test_split_sample_columns_equals_numpy_masks(layout):
-    """Per feature: the non-NaN values with |v| > kZ in row order, and the NaN count, over row
-    counts around the 256-row block and feature ranges that do not start at 0."""
+    """Per feature: the non-NaN values with |v| > kZ in row order, the NaN count and the count
+    of 0 < |v| <= kZ, over row counts around the 256-row block and feature ranges that do not
+    start at 0."""
     rng = np.random.default_rng(3)
     pool = np.array([np.nan, 0.0, -0.0, KZ, -KZ, 1e-36, -1e-36, np.float32(KZ) * 2, 1.0, -2.5, np.inf,
                      -np.inf, 1e-45], dtype=np.float32)
@@ -413,11 +415,13 @@ def test_split_sample_columns_equals_numpy_masks(layout):
             values = np.full((f1 - f0, n), 99.0, dtype=np.float32)
             n_values = np.full(f1 - f0, -1, dtype=np.int64)
             n_nan = np.full(f1 - f0, -1, dtype=np.int64)
-            split_sample_columns(X, f0, f1, values, n_values, n_nan)
+            n_tiny = np.full(f1 - f0, -1, dtype=np.int64)
+            split_sample_columns(X, f0, f1, values, n_values, n_nan, n_tiny)
             for g, f in enumerate(range(f0, f1)):
                 col = X[:, f].astype(np.float64)
                 keep = ~np.isnan(col) & (np.abs(col) > KZ)
                 assert n_nan[g] == np.isnan(col).sum()
+                assert n_tiny[g] == ((np.abs(col) <= KZ) & (col != 0)).sum()
                 assert n_values[g] == keep.sum()
                 np.testing.assert_array_equal(values[g, :n_values[g]].view(np.uint32),
                                               X[:, f][keep].view(np.uint32))
@@ -437,3 +441,16 @@ def test_counts_in_bins_equals_searchsorted(seed):
         counts_in_bins(d, c, bounds, n_searchable, out)
         b = np.minimum(np.searchsorted(bounds[:n_searchable], d, side="left"), n_searchable - 1)
         np.testing.assert_array_equal(out, np.bincount(b, weights=c, minlength=len(bounds)).astype(np.int64))
+
+
+def test_count_at_most_compares_in_float64():
+    """float32 values against float64 thresholds that float32 cannot hold (np.searchsorted
+    with a Python float would round the threshold to float32)."""
+    rng = np.random.default_rng(4)
+    v = np.sort(_awkward_float32(rng, 3000))
+    v64 = v.astype(np.float64)
+    ts = np.concatenate([v64[::50], np.nextafter(v64[::50], np.inf), np.nextafter(v64[::50], -np.inf),
+                         [np.inf, -np.inf, 0.0, up(1.0, 2), up(1.0, 0)]])
+    for t in ts:
+        assert count_at_most(v, float(t)) == np.count_nonzero(v64 <= t), t
+    assert count_at_most(v[:0], 1.0) == 0
