@@ -37,7 +37,6 @@ from oocgbdt.kernels.binning import (
     find_bin_with_zero_as_one_bin,
     find_distinct_values_naive,
     map_to_bins,
-    radix_sort_float32,
     split_sample_columns,
 )
 from oocgbdt.kernels.bundling import bundle_sparse_rows
@@ -584,9 +583,9 @@ def _find_bin_of_values(values, n_nan, n_tiny, max_bin, min_data_in_bin, use_mis
     (C-contiguous float32 ndarray, any order; sorted in place), its number of sampled NaNs and
     its number of sampled values with ``0 < |v| <= kZ``.
 
-    The float32 values are sorted as float32 by a radix sort
-    (:func:`oocgbdt.kernels.binning.radix_sort_float32`; the cast to float64 is exact and keeps
-    the order, and equal values have equal bits since zeros are excluded) and reduced to
+    The float32 values are sorted as float32 (NumPy's sort, in place; the cast to float64 is
+    exact and keeps the order, and equal values have equal bits since zeros are excluded) and
+    reduced to
     distinct values by one numba pass
     (:func:`oocgbdt.kernels.binning.distinct_of_sorted`); the bin counts come from one merge of
     the sorted distinct values with the bounds (:func:`oocgbdt.kernels.binning.counts_in_bins`).
@@ -608,7 +607,7 @@ def _find_bin_of_values(values, n_nan, n_tiny, max_bin, min_data_in_bin, use_mis
     na_cnt = n_nan if missing_type == MISSING_NAN else 0
     zero_cnt = total_sample_cnt - values.shape[0] - na_cnt
 
-    radix_sort_float32(values, np.empty(2 * values.shape[0], dtype=np.uint32))
+    values.sort()
     distinct, counts = distinct_of_sorted(values, zero_cnt)
     min_value = float(distinct[0])
     max_value = float(distinct[-1])

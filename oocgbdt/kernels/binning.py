@@ -2,7 +2,7 @@
 
 Data flow position: first stage after input. :class:`oocgbdt.core.bin_mapper.BinMapper` finds
 each feature's bin upper bounds once, on a row sample, with the helpers below
-(:func:`split_sample_columns`, :func:`radix_sort_float32`, :func:`find_distinct_values`,
+(:func:`split_sample_columns`, :func:`find_distinct_values`,
 :func:`greedy_find_bin`, :func:`find_bin_with_zero_as_one_bin`, :func:`counts_in_bins`); every
 chunk is then binned by the numba kernel :func:`map_to_bins`. The ``*_naive`` functions are
 NumPy/Python twins of the numba ones, used by the tests.
@@ -40,7 +40,6 @@ __all__ = [
     "find_distinct_values_naive",
     "distinct_of_sorted",
     "split_sample_columns",
-    "radix_sort_float32",
     "counts_in_bins",
     "count_at_most",
     "greedy_find_bin",
@@ -423,63 +422,6 @@ def split_sample_columns(X, f0, f1, values, n_values, n_nan, n_tiny):
             n_values[g] = k
             n_nan[g] = nan
             n_tiny[g] = tiny
-
-
-@njit
-def radix_sort_float32(v, scratch):
-    """Sort float32 values without NaN in place, ascending (an LSD radix sort).
-
-    Parameters
-    ----------
-    v : ndarray of shape (n,), float32, C-contiguous
-        IN/OUT. Must hold no NaN.
-    scratch : ndarray of shape (>= 2 * n,), uint32
-        Work space.
-
-    Notes
-    -----
-    The order of ``np.sort`` (-0.0 before 0.0, which ``np.sort`` leaves in either order): each
-    value's bits are mapped to a uint32 key that orders as the floats do (negative: all bits
-    flipped; positive: the sign bit set), the keys are sorted by three stable counting passes
-    of 11 bits (a pass whose digit is the same for every key is skipped) and mapped back.
-    6x faster than ``np.sort`` on 200,000 float32 values (0.8 ms against 5.0 ms).
-    """
-    n = v.shape[0]
-    if n <= 1:
-        return
-    bits = v.view(np.uint32)
-    keys = scratch[:n]
-    other = scratch[n:2 * n]
-    sign = np.uint32(0x80000000)
-    mask = np.uint32(0x7FF)
-    hist = np.zeros((3, 2048), dtype=np.int64)
-    for i in range(n):
-        b = bits[i]
-        k = ~b if b & sign else b | sign
-        keys[i] = k
-        hist[0, k & mask] += 1
-        hist[1, (k >> np.uint32(11)) & mask] += 1
-        hist[2, k >> np.uint32(22)] += 1
-    src = keys
-    dst = other
-    for p in range(3):
-        shift = np.uint32(11 * p)
-        if hist[p, (src[0] >> shift) & mask] == n:
-            continue  # one bucket: the pass would copy the keys unchanged
-        total = 0
-        for d in range(2048):
-            c = hist[p, d]
-            hist[p, d] = total
-            total += c
-        for i in range(n):
-            k = src[i]
-            d = (k >> shift) & mask
-            dst[hist[p, d]] = k
-            hist[p, d] += 1
-        src, dst = dst, src
-    for i in range(n):
-        k = src[i]
-        bits[i] = k & ~sign if k & sign else ~k
 
 
 @njit

@@ -18,7 +18,6 @@ from oocgbdt.kernels.binning import (
     greedy_find_bin_naive,
     map_to_bins,
     map_to_bins_naive,
-    radix_sort_float32,
     split_sample_columns,
     value_to_bin,
 )
@@ -331,7 +330,7 @@ def test_greedy_find_bin_equals_the_python_reference_on_many_distinct_values(see
 
 
 # ---------------------------------------------------------------------------------------------
-# fit-time kernels: radix sort, distinct values, sample split, counts per bin
+# fit-time kernels: distinct values, sample split, counts per bin
 # ---------------------------------------------------------------------------------------------
 
 
@@ -348,28 +347,6 @@ def _awkward_float32(rng, n):
     ]
     v = rng.permutation(np.concatenate(parts))[:n]
     return v[(v != 0) & (np.abs(v.astype(np.float64)) > KZ)]
-
-
-@pytest.mark.parametrize("seed", range(8))
-def test_radix_sort_float32_equals_np_sort(seed):
-    """Bit for bit np.sort's order on NaN-free non-zero float32, and with zeros the same
-    values (np.sort leaves -0.0 and 0.0 in any order)."""
-    rng = np.random.default_rng(seed)
-    for n in (0, 1, 2, 3, 100, 5000):
-        v = _awkward_float32(rng, n)
-        got = v.copy()
-        radix_sort_float32(got, np.empty(2 * got.size, dtype=np.uint32))
-        np.testing.assert_array_equal(got.view(np.uint32), np.sort(v).view(np.uint32))
-    # one digit shared by every key (passes skipped), all negative, all equal
-    for v in (np.arange(1, 500, dtype=np.float32), -np.arange(1, 500, dtype=np.float32)[::-1].copy(),
-              np.full(300, 7.5, dtype=np.float32), np.array([3.0, -2.0], dtype=np.float32)):
-        w = rng.permutation(v)
-        radix_sort_float32(w, np.empty(2 * w.size, dtype=np.uint32))
-        np.testing.assert_array_equal(w.view(np.uint32), np.sort(v).view(np.uint32))
-    z = rng.choice(np.array([0.0, -0.0, 1.0, -1.0], dtype=np.float32), 1000)
-    got = z.copy()
-    radix_sort_float32(got, np.empty(2 * got.size, dtype=np.uint32))
-    np.testing.assert_array_equal(got, np.sort(z))
 
 
 @pytest.mark.parametrize("seed", range(8))
