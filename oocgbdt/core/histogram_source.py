@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from oocgbdt.core.backend import LocalBackend, reduce_levels
-from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, built_histogram,
-                                chunk_root, chunk_split_many, finish_root, finish_split_many,
-                                histograms_only, root_histogram, sibling_histogram, sum_histograms,
+from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, chunk_root,
+                                chunk_split_many, finish_root, finish_split_many, histograms_only,
+                                pass_histogram, pass_records, sum_histograms,
                                 tree_rows_only)
 
 __all__ = ["HistogramSource"]
@@ -123,8 +123,9 @@ class HistogramSource:
         self._rows = b.map(chunk_root, self.chunks, [self.class_idx] * n, [self.meta] * n,
                            [self.max_leaves] * n, key=f"{self.key}-root")
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
-        res = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
-        self._hist = {0: b.submit(root_histogram, parts, self.meta, key=f"{self.key}-hist-root")}
+        found = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
+        res = b.submit(pass_records, found, key=f"{self.key}-records-root")
+        self._hist = {0: b.submit(pass_histogram, found, key=f"{self.key}-hist-root")}
         self.n_passes += 1
         self.n_hist_built += 1
         self._drop_partials()  # queued before the wait: see _drop_partials
@@ -199,16 +200,14 @@ class HistogramSource:
                            [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
-        res = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
-                       key=f"{tag}-find")
+        found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
+                         key=f"{tag}-find")
+        res = b.submit(pass_records, found, key=f"{tag}-records")
         built = plan.built()
-        for j, (i, side) in enumerate(built):
-            _, leaf, right_leaf, _, parent = todo[i]
-            child, other = (right_leaf, leaf) if side else (leaf, right_leaf)
-            self._hist[child] = b.submit(built_histogram, parts, j, key=f"{tag}-built-{child}")
-            if build[i] != BUILD_BOTH:
-                self._hist[other] = b.submit(sibling_histogram, parent, parts, j,
-                                             key=f"{tag}-sibling-{other}")
+        for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
+            for side, child in ((0, leaf), (1, right_leaf)):
+                self._hist[child] = b.submit(pass_histogram, found, i, side,
+                                             key=f"{tag}-hist-{child}")
         self.n_passes += 1
         self.n_hist_built += len(built)
         self.n_hist_subtracted += 2 * len(todo) - len(built)
