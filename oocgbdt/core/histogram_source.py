@@ -136,13 +136,19 @@ class HistogramSource:
         return totals, split
 
     def _sum_pass(self, results, key):
-        """The pass's partial histograms summed once, as a one-element list: the fan-in levels
-        (``split_every``), then the last level summed in one step, which the split search and
+        """The pass's partial histograms summed once, as a one-element list: consecutive pairs,
+        then the fan-in levels (``split_every``), then the last level summed in one step, which the split search and
         the keep-histogram steps all read (each used to sum the last level again). The
         reduction reads the partial histograms alone (:func:`histograms_only`): a partial sent
         to another worker does not carry the chunk's row order."""
         b = self.backend
         hists = b.map(histograms_only, results, key=f"{key}-hists")
+        if len(hists) > 2:
+            # Consecutive pairs first: partitions sit on workers in contiguous blocks, so a pair
+            # is summed where both partials are and only half of them move (the grouping
+            # depends on the number of partitions alone, never on the workers).
+            hists = [b.submit(sum_histograms, hists[i:i + 2], key=f"{key}-pair-{i // 2}")
+                     if i + 1 < len(hists) else hists[i] for i in range(0, len(hists), 2)]
         parts = reduce_levels(b, sum_histograms, hists, self.split_every, key)
         return [b.submit(sum_histograms, parts, key=f"{key}-last")]
 
