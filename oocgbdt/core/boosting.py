@@ -44,8 +44,9 @@ class BoostResult:
     (``cpu_seconds``: robust to other processes on a shared machine; only meaningful where the
     loop's tasks run in this process), seconds waiting for split records, and, on a backend that times
     its tasks (:class:`~oocgbdt.core.backend.LocalBackend`), seconds routing rows and building
-    histograms (``seconds_histogram``), summing and subtracting histograms (``seconds_reduce``)
-    and searching splits (``seconds_split_search``).
+    histograms (``seconds_histogram``), summing partial histograms over chunks
+    (``seconds_reduce``) and, per pass, the last sum, the siblings' subtraction and the split
+    search (``seconds_split_search``).
     """
 
     trees: list
@@ -206,10 +207,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                     stats.update(
                         seconds_histogram=(spent.get("chunk_root", 0.0)
                                            + spent.get("chunk_split_many", 0.0)),
-                        seconds_reduce=(spent.get("sum_histograms", 0.0)
-                                        + spent.get("built_histogram", 0.0)
-                                        + spent.get("sibling_histogram", 0.0)
-                                        + spent.get("root_histogram", 0.0)),
+                        seconds_reduce=spent.get("sum_histograms", 0.0),
                         seconds_split_search=(spent.get("finish_root", 0.0)
                                               + spent.get("finish_split_many", 0.0)))
                 result.tree_stats.append(stats)

@@ -24,8 +24,8 @@ __all__ = [
     "ChunkData", "TreeRows", "tree_rows_only", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
     "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "chunk_split_many", "chunk_apply_tree",
     "histograms_only",
-    "sum_histograms", "root_histogram", "built_histogram", "sibling_histogram", "finish_root",
-    "finish_split_many",
+    "sum_histograms", "root_histogram", "finish_root", "finish_split_many", "pass_records",
+    "pass_histogram",
     "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
 ]
 
@@ -70,20 +70,38 @@ class ChunkData:
         return self.X_binned.shape[0]
 
 
+#: A sampled round whose rows are at most this share of a chunk's rows copies them into a compact
+#: subset (bins, gradients, hessians) for the tree (LightGBM's bagging subset rule,
+#: ``average_bag_rate <= 0.5`` in ``src/boosting/bagging.hpp``): every pass then reads
+#: consecutive rows instead of every third or fourth row of the chunk.
+SUBSET_MAX_FRACTION = 0.5
+
+
 @dataclass(frozen=True)
 class TreeRows:
     """Rows of one chunk grouped by leaf of the tree being grown (LightGBM's DataPartition).
 
-    Leaf ``l`` owns ``order[leaf_begin[l]:leaf_begin[l] + leaf_count[l]]``.
+    Leaf ``l`` owns ``order[leaf_begin[l]:leaf_begin[l] + leaf_count[l]]``. These are row
+    numbers of the chunk, or, when the tree works on a compact subset of the round's rows
+    (``subset`` is not None; see :data:`SUBSET_MAX_FRACTION`), positions in that subset:
+    ``subset = (rows, X_binned, gradients, hessians)``, the chunk's row numbers of the subset
+    (ascending) and their bins and this tree's gradients and hessians, copied once at the root.
     """
 
     order: np.ndarray       # (n_rows of this round,) int32
     leaf_begin: np.ndarray  # (n_leaves,) int64
     leaf_count: np.ndarray  # (n_leaves,) int64
+    subset: tuple | None = None
 
     def rows_of(self, leaf: int) -> np.ndarray:
+        """Positions of leaf ``leaf``'s rows in the arrays the tree reads (see the class)."""
         b = self.leaf_begin[leaf]
         return self.order[b:b + self.leaf_count[leaf]]
+
+    def chunk_rows_of(self, leaf: int) -> np.ndarray:
+        """The chunk's row numbers of leaf ``leaf``'s rows, shape (leaf_count[leaf],), int32."""
+        pos = self.rows_of(leaf)
+        return pos if self.subset is None else self.subset[0][pos]
 
 
 def chunk_bins(data: ChunkData) -> np.ndarray:
@@ -141,12 +159,19 @@ def chunk_gradients(data: ChunkData, objective) -> ChunkData:
                    rows=None)
 
 
-def _histogram(X: np.ndarray, data: ChunkData, class_idx: int, rows: np.ndarray,
+def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows: np.ndarray,
                meta: FeatureMeta) -> np.ndarray:
     hist = np.zeros((meta.n_hist_bins, 3), dtype=HIST_DTYPE)
-    build_histogram(X, meta.hist_offsets, meta.hist_columns,
-                    data.gradients[class_idx], data.hessians[class_idx], rows, hist)
+    build_histogram(X, meta.hist_offsets, meta.hist_columns, gradients, hessians, rows, hist)
     return hist
+
+
+def _tree_inputs(data: ChunkData, rows: TreeRows, class_idx: int):
+    """``(X_binned, gradients, hessians)`` that ``rows`` index: the tree's compact subset, or the
+    chunk's own arrays (bins read from the cache once per call)."""
+    if rows.subset is not None:
+        return rows.subset[1:]
+    return chunk_bins(data), data.gradients[class_idx], data.hessians[class_idx]
 
 
 def _feature_column(X: np.ndarray, meta: FeatureMeta, f: int) -> np.ndarray:
@@ -168,21 +193,33 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
     appended after the bundle rows: its sum gives the root totals exactly as without bundling
     (:func:`oocgbdt.core.split.leaf_totals`). :func:`root_histogram` drops it again.
     """
-    order = np.arange(data.n_rows, dtype=LEAF_DTYPE) if data.rows is None else data.rows.copy()
+    X = chunk_bins(data)
+    grad, hess = data.gradients[class_idx], data.hessians[class_idx]
+    subset = None
+    if data.rows is None:
+        order = np.arange(data.n_rows, dtype=LEAF_DTYPE)
+    elif (isinstance(data.X_binned, np.ndarray)
+          and data.rows.shape[0] <= SUBSET_MAX_FRACTION * data.n_rows):
+        # A compact copy of the round's rows, in the same (ascending) order: every histogram
+        # adds the same values in the same order as on the whole chunk. Not with the disk
+        # cache, whose bins are read per pass so that memory stays bounded.
+        X, grad, hess = X[data.rows], grad[data.rows], hess[data.rows]
+        subset = (data.rows, X, grad, hess)
+        order = np.arange(data.rows.shape[0], dtype=LEAF_DTYPE)
+    else:
+        order = data.rows.copy()
     begin = np.zeros(max_leaves, dtype=np.int64)
     count = np.zeros(max_leaves, dtype=np.int64)
     count[0] = order.shape[0]
-    rows = TreeRows(order, begin, count)
-    X = chunk_bins(data)
-    hist = _histogram(X, data, class_idx, rows.order, meta)
+    rows = TreeRows(order, begin, count, subset)
+    hist = _histogram(X, grad, hess, rows.order, meta)
     if meta.bundled:
         f = meta.totals_feature
         if meta.feature_column[f] >= 0:
             nb = int(meta.n_bins[f])
             extra = np.zeros((nb, 3), dtype=HIST_DTYPE)
             build_histogram(_feature_column(X, meta, f)[:, None], np.array([0, nb], dtype=np.int64),
-                            np.zeros(1, dtype=np.int64), data.gradients[class_idx],
-                            data.hessians[class_idx], rows.order, extra)
+                            np.zeros(1, dtype=np.int64), grad, hess, rows.order, extra)
         else:  # no searchable feature: the first built column's slice sums to the leaf as well
             c = int(meta.hist_columns[0])
             extra = hist[meta.column_offsets[c]:meta.column_offsets[c + 1]].copy()
@@ -239,7 +276,7 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
         so :func:`sum_histograms` adds passes' partials as it adds single histograms).
     """
     rows = tree_rows_only(prev)
-    X = chunk_bins(data)
+    X, grad, hess = _tree_inputs(data, rows, class_idx)
     order = rows.order.copy()
     leaf_begin = rows.leaf_begin.copy()
     leaf_count = rows.leaf_count.copy()
@@ -259,13 +296,13 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
         leaf_count[leaf] = n_left
         leaf_begin[right_leaf] = begin + n_left
         leaf_count[right_leaf] = count - n_left
-    new_rows = TreeRows(order, leaf_begin, leaf_count)
+    new_rows = TreeRows(order, leaf_begin, leaf_count, rows.subset)
     built = plan.built()
     hist = np.zeros((len(built), meta.n_hist_bins, 3), dtype=HIST_DTYPE)
     for j, (i, side) in enumerate(built):
         leaf = plan.right_leaves[i] if side else plan.leaves[i]
-        build_histogram(X, meta.hist_offsets, meta.hist_columns, data.gradients[class_idx],
-                        data.hessians[class_idx], new_rows.rows_of(leaf), hist[j])
+        build_histogram(X, meta.hist_offsets, meta.hist_columns, grad, hess,
+                        new_rows.rows_of(leaf), hist[j])
     return new_rows, hist
 
 
@@ -294,45 +331,49 @@ def sum_histograms(parts) -> np.ndarray:
 def root_histogram(parts, meta: FeatureMeta) -> np.ndarray:
     """The root histogram kept for later passes: the summed parts without the totals rows that
     :func:`chunk_root` appends when bundling."""
-    hist = sum_histograms(parts)
+    return _without_totals_rows(sum_histograms(parts), meta)
+
+
+def _without_totals_rows(hist: np.ndarray, meta: FeatureMeta) -> np.ndarray:
     return hist[:meta.n_hist_bins] if hist.shape[0] > meta.n_hist_bins else hist
 
 
 def finish_root(parts, meta: FeatureMeta, params: SplitParams):
-    """Final task of the root pass: ``(totals, best split or None, feature_gains)`` (small).
+    """Final task of the root pass: ``((totals, best split or None, feature_gains), histogram)``.
 
-    ``parts`` are the last level's partial histograms (or chunk results), summed here.
-    ``feature_gains`` (n_features,) is each feature's best split gain (``-inf``: none).
+    ``parts`` are the last level's partial histograms (or chunk results), summed here once.
+    ``feature_gains`` (n_features,) is each feature's best split gain (``-inf``: none). The
+    first item is what the client reads (small; :func:`pass_records`); the second is the root's
+    histogram, shape (n_hist_bins, 3), kept for later passes (:func:`pass_histogram`), without
+    the totals rows of :func:`chunk_root`.
     """
     hist = sum_histograms(parts)
     totals = leaf_totals(hist, meta)
+    kept = _without_totals_rows(hist, meta)
     if totals.count < 2 * params.min_data_in_leaf:  # LightGBM's BeforeFindBestSplit, see below
-        return totals, None, np.full(meta.n_bins.shape[0], -np.inf)
+        return (totals, None, np.full(meta.n_bins.shape[0], -np.inf)), kept
     split, gains = best_split(hist, totals, meta, params)
-    return totals, split, gains
+    return (totals, split, gains), kept
 
 
-def _parts_sum_at(parts, j: int) -> np.ndarray:
-    """Sum of slot ``j`` of stacked partial histograms (or ``(TreeRows, stacked)`` results)."""
-    hists = [p[1] if isinstance(p, tuple) else p for p in parts]
-    out = hists[0][j].copy()
-    for h in hists[1:]:
-        out += h[j]
-    return out
+def pass_records(result):
+    """The small part of a :func:`finish_root` / :func:`finish_split_many` result: what the
+    client waits for (split records and feature gains)."""
+    return result[0]
 
 
-def built_histogram(parts, j: int) -> np.ndarray:
-    """Kept copy of a directly built child: slot ``j`` of a pass's stacked partials, summed."""
-    return _parts_sum_at(parts, j)
-
-
-def sibling_histogram(parent: np.ndarray, parts, j: int) -> np.ndarray:
-    """Kept copy of a built child's sibling: its parent minus slot ``j`` of the summed partials."""
-    return parent - _parts_sum_at(parts, j)
+def pass_histogram(result, *index):
+    """A histogram kept from a :func:`finish_root` (no ``index``) or :func:`finish_split_many`
+    (``index = (split, side)``) result: the same array, not a copy."""
+    hist = result[1]
+    for i in index:
+        hist = hist[i]
+    return hist
 
 
 def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params: SplitParams):
-    """Final task of a split pass: both children's best splits for every split of ``plan``.
+    """Final task of a split pass: both children's best splits for every split of ``plan``, and
+    both children's histograms.
 
     Parameters
     ----------
@@ -346,18 +387,26 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
 
     Returns
     -------
-    records : list of ``(left SplitInfo or None, right SplitInfo or None)``, one per split
-    feature_gains : ndarray of shape (n_features,), dtype float64
-        Each feature's best split gain over every searched child (``-inf``: none).
-
-    The copies of the children's histograms kept for later passes are made by
-    :func:`built_histogram` and :func:`sibling_histogram` tasks beside this one, off the path the
-    client waits on.
+    ((records, feature_gains), children)
+        ``records``: list of ``(left SplitInfo or None, right SplitInfo or None)``, one per
+        split; ``feature_gains``: ndarray of shape (n_features,), dtype float64, each feature's
+        best split gain over every searched child (``-inf``: none). This first item is what the
+        client reads (:func:`pass_records`). ``children``: per split, ``[left, right]``
+        histograms of shape (n_hist_bins, 3), float64, the built one summed from ``parts`` and
+        its sibling as parent minus it, made once here for the search and kept for later passes
+        without a copy (:func:`pass_histogram`).
     """
     built = sum_histograms(parts)
     children = [[None, None] for _ in plan.leaves]
     for j, (i, side) in enumerate(plan.built()):
-        children[i][side] = built[j]
+        # one slot: the summed array itself; several: a copy each, so a kept child does not
+        # hold its pass's other slots alive (the histogram pool counts histograms)
+        children[i][side] = built[j] if built.shape[0] == 1 else built[j].copy()
+    for i, pair in enumerate(children):
+        if pair[0] is None:
+            pair[0] = parents[i] - pair[1]
+        elif pair[1] is None:
+            pair[1] = parents[i] - pair[0]
     gains = np.full(meta.n_bins.shape[0], -np.inf)
     records = []
     small = 2 * params.min_data_in_leaf
@@ -369,16 +418,12 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
             records.append((None, None))
             continue
         pair = children[i]
-        if pair[0] is None:
-            pair[0] = parents[i] - pair[1]
-        elif pair[1] is None:
-            pair[1] = parents[i] - pair[0]
         child_meta = split.child_meta(meta)  # features without a valid split here are skipped below
         left, left_gains = best_split(pair[0], split.left, child_meta, params)
         right, right_gains = best_split(pair[1], split.right, child_meta, params)
         gains = np.maximum(gains, np.maximum(left_gains, right_gains))
         records.append((left, right))
-    return records, gains
+    return (records, gains), children
 
 
 # ---- finished trees and evaluation --------------------------------------------------------------------------

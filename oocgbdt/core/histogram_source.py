@@ -26,9 +26,9 @@ from __future__ import annotations
 import numpy as np
 
 from oocgbdt.core.backend import LocalBackend, reduce_levels
-from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, built_histogram,
-                                chunk_root, chunk_split_many, finish_root, finish_split_many,
-                                histograms_only, root_histogram, sibling_histogram, sum_histograms,
+from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, chunk_root,
+                                chunk_split_many, finish_root, finish_split_many, histograms_only,
+                                pass_histogram, pass_records, sum_histograms,
                                 tree_rows_only)
 
 __all__ = ["HistogramSource"]
@@ -123,8 +123,9 @@ class HistogramSource:
         self._rows = b.map(chunk_root, self.chunks, [self.class_idx] * n, [self.meta] * n,
                            [self.max_leaves] * n, key=f"{self.key}-root")
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
-        res = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
-        self._hist = {0: b.submit(root_histogram, parts, self.meta, key=f"{self.key}-hist-root")}
+        found = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
+        res = b.submit(pass_records, found, key=f"{self.key}-records-root")
+        self._hist = {0: b.submit(pass_histogram, found, key=f"{self.key}-hist-root")}
         self.n_passes += 1
         self.n_hist_built += 1
         self._drop_partials()  # queued before the wait: see _drop_partials
@@ -135,13 +136,19 @@ class HistogramSource:
         return totals, split
 
     def _sum_pass(self, results, key):
-        """The pass's partial histograms summed once, as a one-element list: the fan-in levels
-        (``split_every``), then the last level summed in one step, which the split search and
+        """The pass's partial histograms summed once, as a one-element list: consecutive pairs,
+        then the fan-in levels (``split_every``), then the last level summed in one step, which the split search and
         the keep-histogram steps all read (each used to sum the last level again). The
         reduction reads the partial histograms alone (:func:`histograms_only`): a partial sent
         to another worker does not carry the chunk's row order."""
         b = self.backend
         hists = b.map(histograms_only, results, key=f"{key}-hists")
+        if len(hists) > 2:
+            # Consecutive pairs first: partitions sit on workers in contiguous blocks, so a pair
+            # is summed where both partials are and only half of them move (the grouping
+            # depends on the number of partitions alone, never on the workers).
+            hists = [b.submit(sum_histograms, hists[i:i + 2], key=f"{key}-pair-{i // 2}")
+                     if i + 1 < len(hists) else hists[i] for i in range(0, len(hists), 2)]
         parts = reduce_levels(b, sum_histograms, hists, self.split_every, key)
         return [b.submit(sum_histograms, parts, key=f"{key}-last")]
 
@@ -199,16 +206,14 @@ class HistogramSource:
                            [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
-        res = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
-                       key=f"{tag}-find")
+        found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
+                         key=f"{tag}-find")
+        res = b.submit(pass_records, found, key=f"{tag}-records")
         built = plan.built()
-        for j, (i, side) in enumerate(built):
-            _, leaf, right_leaf, _, parent = todo[i]
-            child, other = (right_leaf, leaf) if side else (leaf, right_leaf)
-            self._hist[child] = b.submit(built_histogram, parts, j, key=f"{tag}-built-{child}")
-            if build[i] != BUILD_BOTH:
-                self._hist[other] = b.submit(sibling_histogram, parent, parts, j,
-                                             key=f"{tag}-sibling-{other}")
+        for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
+            for side, child in ((0, leaf), (1, right_leaf)):
+                self._hist[child] = b.submit(pass_histogram, found, i, side,
+                                             key=f"{tag}-hist-{child}")
         self.n_passes += 1
         self.n_hist_built += len(built)
         self.n_hist_subtracted += 2 * len(todo) - len(built)

@@ -141,9 +141,20 @@ class FeatureMeta:
         return dict(split_column=self.feature_column[f], split_start=self.feature_start[f],
                     split_n_bins=self.n_bins[f].astype(np.int64), split_raw=self.feature_raw[f])
 
+    @cached_property
+    def expand_is_copy(self) -> bool:
+        """True when every feature is alone in its bundle with its own bins, in feature order
+        (dense data: EFB found nothing to merge), so the bundle layout is the per-feature one."""
+        return (self.bundled and bool(np.all(self.feature_raw))
+                and np.array_equal(self.expand_index, np.arange(self.n_total_bins)))
+
     def expand(self, hist: np.ndarray, totals: "LeafTotals") -> np.ndarray:
         """The per-feature histogram (``(n_total_bins, 3)``) of a bundle histogram; rows of
-        features outside ``feature_mask`` are left at zero."""
+        features outside ``feature_mask`` are left at zero, or, when :attr:`expand_is_copy`,
+        ``hist`` itself is returned (rows of features outside the mask as built: the split
+        search never reads them)."""
+        if self.expand_is_copy:
+            return hist
         out = np.zeros((self.n_total_bins, 3), dtype=hist.dtype)
         expand_histogram(hist, self.expand_index, self.bin_offsets, self.n_bins,
                          self.default_bins, self.feature_raw, self.feature_mask,

@@ -283,3 +283,36 @@ def test_fit_unbundled_layouts():
                                                                pair_counts=mode == "counts"))
     with pytest.raises(ValueError, match="max_conflict_rate"):
         FeatureBundler(1.5).fit_unbundled(10, n_bins, default_bins, np.zeros(3, dtype=bool))
+
+
+@pytest.mark.parametrize("bundles,copy", [([[0], [1], [2], [3]], True),
+                                          ([[0, 3], [1], [2]], False)])
+def test_best_split_skips_the_expand_only_where_it_is_a_copy(monkeypatch, bundles, copy):
+    """Singleton bundles in feature order (dense data) have the per-feature layout: the split
+    search reads the bundle histogram as is; the result equals the one through the expand
+    kernel (forced), bit for bit. Any other layout still expands."""
+    from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitParams, best_split
+    from oocgbdt.kernels.histogram import build_histogram
+    rng = np.random.default_rng(8)
+    n = 3000
+    X = rng.normal(size=(n, 4)).astype(np.float32)
+    X[:, 3] = np.where(rng.random(n) < 0.1, X[:, 3], 0)
+    X[:, 0] = np.where(X[:, 3] == 0, X[:, 0], 0)
+    bm = BinMapper(max_bin=15).fit(X, n)
+    b = FeatureBundler.from_bundles(bundles, bm.n_bins_, bm.default_bins_)
+    meta = FeatureMeta.from_bin_mapper(bm, b)
+    assert meta.expand_is_copy is copy
+    Xb = bundle_chunk(X, bm, b)[0]
+    g = rng.normal(size=n).astype(np.float32)
+    h = (0.5 + rng.random(n)).astype(np.float32)
+    hist = np.zeros((meta.n_hist_bins, 3))
+    build_histogram(Xb, meta.hist_offsets, meta.hist_columns, g, h,
+                    np.arange(n, dtype=np.int32), hist)
+    totals = LeafTotals(float(g.astype(np.float64).sum()), float(h.astype(np.float64).sum()), n)
+    params = SplitParams(min_data_in_leaf=20)
+    got, got_gains = best_split(hist, totals, meta, params)
+    monkeypatch.setattr(FeatureMeta, "expand_is_copy", False)
+    ref, ref_gains = best_split(hist, totals, meta, params)
+    assert (got.feature, got.threshold_bin, got.gain, got.default_left, got.left) == \
+        (ref.feature, ref.threshold_bin, ref.gain, ref.default_left, ref.left)
+    np.testing.assert_array_equal(got_gains, ref_gains)

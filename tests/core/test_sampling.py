@@ -291,7 +291,8 @@ def test_a_sampled_round_routes_only_selected_rows_and_updates_every_score():
     meta, sp = FeatureMeta.from_bin_mapper(bm), SplitParams.from_params(params)
     for c in sampled:
         tree_rows, hist = chunk_root(c, 0, meta, 8)
-        np.testing.assert_array_equal(tree_rows.order, c.rows)
+        assert tree_rows.subset is not None  # under half of each chunk's rows: a compact copy
+        np.testing.assert_array_equal(tree_rows.chunk_rows_of(0), c.rows)
         assert hist[:, 2].sum() == len(c.rows) * X.shape[1]  # one count per row per feature
     source = HistogramSource(sampled, 0, meta, sp, 8, backend=backend, key="t")
     tree, _ = TreeGrower(source, sp, meta.missing_types, 8, -1).grow(bm.bin_upper_bounds_, 0.1, 0)
@@ -304,3 +305,39 @@ def test_a_sampled_round_routes_only_selected_rows_and_updates_every_score():
     from oocgbdt.core.booster import Booster
     expected = Booster([tree], [0.0], params, X.shape[1]).predict(X, raw_score=True)
     np.testing.assert_allclose(delta, expected, rtol=0, atol=1e-12)
+
+
+
+@pytest.mark.parametrize("strategy", [dict(data_sample_strategy="goss"),
+                                      dict(bagging_fraction=0.3, bagging_freq=1)])
+@pytest.mark.parametrize("sparse_columns", [0, 6])
+def test_compact_subset_trains_the_same_model_bit_for_bit(monkeypatch, strategy, sparse_columns):
+    """A sampled round's compact copy of its rows (``SUBSET_MAX_FRACTION``) changes where the
+    rows are read from, not what is added: the model equals the one trained on the whole chunks
+    (the subset disabled), bit for bit; with mutually exclusive sparse columns, through EFB
+    bundles too."""
+    import oocgbdt.core.chunk as chunk_mod
+    rng = np.random.default_rng(11)
+    n = 6000
+    X = rng.normal(size=(n, 5 + sparse_columns)).astype(np.float32)
+    if sparse_columns:  # one-hot-like block: at most one non-zero per row, so EFB bundles it
+        hot = rng.integers(0, sparse_columns + 4, n)
+        X[:, 5:] = 0
+        for j in range(sparse_columns):
+            X[hot == j, 5 + j] = rng.integers(1, 6, (hot == j).sum())  # few bins: one uint8 bundle
+    y = (X[:, 0] * X[:, 1] + X[:, 2] + (X[:, 5:].sum(axis=1) if sparse_columns else 0)
+         + rng.normal(scale=0.5, size=n) > 0).astype(np.float64)
+    params = dict(objective="binary", n_estimators=14, num_leaves=12, learning_rate=0.2,
+                  chunk_size=1500, verbose=False, **strategy)
+
+    def fit(fraction):
+        monkeypatch.setattr(chunk_mod, "SUBSET_MAX_FRACTION", fraction)
+        return oocgbdt.train(params, X, y)
+
+    compact, whole = fit(0.5), fit(0.0)
+    if sparse_columns:
+        assert any(len(b) > 1 for b in compact.bundles_)  # the one-hot block was bundled
+    assert sum(s["n_rows"] for s in compact.tree_stats) < 0.7 * n * 14  # rounds did sample
+    assert compact.to_dict() == whole.to_dict()
+    np.testing.assert_array_equal(compact.predict(X, raw_score=True),
+                                  whole.predict(X, raw_score=True))
