@@ -143,10 +143,13 @@ class HistogramSource:
         to another worker does not carry the chunk's row order."""
         b = self.backend
         hists = b.map(histograms_only, results, key=f"{key}-hists")
-        if len(hists) > 2:
+        if 2 < len(hists) <= 2 * self.split_every:
             # Consecutive pairs first: partitions sit on workers in contiguous blocks, so a pair
             # is summed where both partials are and only half of them move (the grouping
-            # depends on the number of partitions alone, never on the workers).
+            # depends on the number of partitions alone, never on the workers). Only for a few
+            # partitions, where a pass is short and the move is a large part of it: the pair
+            # sums are one more array per pair held during the pass, which with many
+            # partitions (data larger than memory) would add half the partials' memory.
             hists = [b.submit(sum_histograms, hists[i:i + 2], key=f"{key}-pair-{i // 2}")
                      if i + 1 < len(hists) else hists[i] for i in range(0, len(hists), 2)]
         parts = reduce_levels(b, sum_histograms, hists, self.split_every, key)
