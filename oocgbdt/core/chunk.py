@@ -328,6 +328,14 @@ def sum_histograms(parts) -> np.ndarray:
     return out
 
 
+def _summed(parts) -> np.ndarray:
+    """:func:`sum_histograms` of ``parts``, without its copy when there is one part (the pass's
+    last-level sum, which nothing modifies: the finish steps only read it)."""
+    if len(parts) == 1:
+        return parts[0][1] if isinstance(parts[0], tuple) else parts[0]
+    return sum_histograms(parts)
+
+
 def root_histogram(parts, meta: FeatureMeta) -> np.ndarray:
     """The root histogram kept for later passes: the summed parts without the totals rows that
     :func:`chunk_root` appends when bundling."""
@@ -347,7 +355,7 @@ def finish_root(parts, meta: FeatureMeta, params: SplitParams):
     histogram, shape (n_hist_bins, 3), kept for later passes (:func:`pass_histogram`), without
     the totals rows of :func:`chunk_root`.
     """
-    hist = sum_histograms(parts)
+    hist = _summed(parts)
     totals = leaf_totals(hist, meta)
     kept = _without_totals_rows(hist, meta)
     if totals.count < 2 * params.min_data_in_leaf:  # LightGBM's BeforeFindBestSplit, see below
@@ -396,7 +404,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         its sibling as parent minus it, made once here for the search and kept for later passes
         without a copy (:func:`pass_histogram`).
     """
-    built = sum_histograms(parts)
+    built = _summed(parts)
     children = [[None, None] for _ in plan.leaves]
     for j, (i, side) in enumerate(plan.built()):
         # one slot: the summed array itself; several: a copy each, so a kept child does not
