@@ -585,8 +585,7 @@ def _find_bin_of_values(values, n_nan, n_tiny, max_bin, min_data_in_bin, use_mis
 
     The float32 values are sorted as float32 (NumPy's sort, in place; the cast to float64 is
     exact and keeps the order, and equal values have equal bits since zeros are excluded) and
-    reduced to
-    distinct values by one numba pass
+    reduced to distinct values by one numba pass
     (:func:`oocgbdt.kernels.binning.distinct_of_sorted`); the bin counts come from one merge of
     the sorted distinct values with the bounds (:func:`oocgbdt.kernels.binning.counts_in_bins`).
 

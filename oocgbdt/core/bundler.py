@@ -459,6 +459,12 @@ def no_bundle_possible(nnz, n_rows, max_conflict_rate, is_trivial) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+def _feature_arrays(n_bins, default_bins, is_trivial):
+    """The BinMapper's per-feature arrays as :meth:`FeatureBundler.fit` reads them."""
+    return (np.asarray(n_bins, dtype=np.int64), np.asarray(default_bins, dtype=np.int64),
+            np.asarray(is_trivial, dtype=bool))
+
+
 class FeatureBundler:
     """Group features into bundles that share one histogram column, and lay the columns out.
 
@@ -525,9 +531,7 @@ class FeatureBundler:
         self
         """
         rate = self._check()
-        n_bins = np.asarray(n_bins, dtype=np.int64)
-        default_bins = np.asarray(default_bins, dtype=np.int64)
-        is_trivial = np.asarray(is_trivial, dtype=bool)
+        n_bins, default_bins, is_trivial = _feature_arrays(n_bins, default_bins, is_trivial)
         n_features = n_bins.shape[0]
         k = int(counts.n_rows)
         budget = int(math.floor(rate * k))
@@ -584,9 +588,7 @@ class FeatureBundler:
         self
         """
         rate = self._check()
-        n_bins = np.asarray(n_bins, dtype=np.int64)
-        default_bins = np.asarray(default_bins, dtype=np.int64)
-        is_trivial = np.asarray(is_trivial, dtype=bool)
+        n_bins, default_bins, is_trivial = _feature_arrays(n_bins, default_bins, is_trivial)
         k = int(n_rows)
         bundles = [[int(f)] for f in np.flatnonzero(~is_trivial)]
         # fit: uint16 when a feature has more than 256 bins; else uint8 (single features never

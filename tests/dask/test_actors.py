@@ -218,7 +218,7 @@ def test_partials_of_one_pass_at_most_between_passes(client):
     assert len(held) > 5 and max(max(h) for h in held) == 0, held  # 4 partitions, 2 a shard
 
 
-def test_a_pass_moves_one_partial_per_remote_pair(client):
+def test_a_pass_moves_one_partial_per_remote_pair(client, monkeypatch):
     """Partials are summed in consecutive pairs first: with 4 partitions in blocks of 2 on 2
     shards, each pass pushes one summed partial between the shards, not two raw ones (the
     model is the one trained in-process: the grouping does not depend on the workers)."""
@@ -228,28 +228,26 @@ def test_a_pass_moves_one_partial_per_remote_pair(client):
     X = rng.normal(size=(4000, 6)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=4000) > 0).astype(float)
     pushed = []
-    orig = tr.ActorBackend
 
-    class Spy(orig):
+    def n_pushed(backend):
+        return sum(len(op[1]) for ops in backend._ops for op in ops if op[0] == "push")
+
+    class Spy(tr.ActorBackend):
         def map(self, fn, *iterables, key=None, consume=None):
             if fn.__name__ == "histograms_only":  # a pass begins: count its pushes from here
                 pushed.append(0)
             return super().map(fn, *iterables, key=key, consume=consume)
 
         def _push_inputs(self, args, o):
-            before = sum(len(op[1]) for ops in self._ops for op in ops if op[0] == "push")
+            before = n_pushed(self)
             super()._push_inputs(args, o)
-            after = sum(len(op[1]) for ops in self._ops for op in ops if op[0] == "push")
             if pushed:
-                pushed[-1] += after - before
+                pushed[-1] += n_pushed(self) - before
 
     params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
                   partition_rows=1000, n_estimators=3, verbose=False)
-    tr.ActorBackend = Spy
-    try:
-        got = oocgbdt.train(params, X, y, client=client)
-    finally:
-        tr.ActorBackend = orig
+    monkeypatch.setattr(tr, "ActorBackend", Spy)
+    got = oocgbdt.train(params, X, y, client=client)
     assert len(pushed) > 5 and set(pushed) == {1}, pushed
     ref = oocgbdt.train(params, X, y)
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
