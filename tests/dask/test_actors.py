@@ -85,19 +85,23 @@ def test_consumed_inputs_are_freed_as_each_output_is_made(client):
         n = 12
         refs = actors.map(_Tracked, list(range(n)))
         actors.gather(refs)  # maps are deferred: a gather runs them
+        actors.wait()  # a gather returns once its values exist; the batch may still be running
         assert _Tracked.alive == n  # processes=False: the shards share this process's counter
         n_live_limit[0] = n + 1  # the inputs, at most one older value beyond them, no more
         refs = actors.map(_next_gen, refs, [1] * n, consume=0)
         assert [v.v for v in actors.gather(refs)] == [i + 1 for i in range(n)]
+        actors.wait()
         assert _Tracked.alive == n
         n_live_limit[0] = 10**9
         old = refs
         refs = actors.map(_next_gen, old, [1] * n)  # no consume: both generations live
         actors.gather(refs)
+        actors.wait()
         assert _Tracked.alive == 2 * n
         del old
         gc.collect()
         assert actors.gather(actors.map(_value, refs)) == [i + 2 for i in range(n)]  # + drops
+        actors.wait()
         assert _Tracked.alive == n
         local = LocalBackend()
         assert [v.v for v in local.map(_next_gen, [_Tracked(0)], [2], consume=0)] == [2]
@@ -251,3 +255,37 @@ def test_a_pass_moves_one_partial_per_remote_pair(client, monkeypatch):
     assert len(pushed) > 5 and set(pushed) == {1}, pushed
     ref = oocgbdt.train(params, X, y)
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
+
+
+def test_actors_are_made_after_the_bin_sample_and_the_cache_write(client, monkeypatch,
+                                                                   tmp_path):
+    """The shards (state that dies with its worker) are made on the workers the cluster has
+    once the bins are fitted and the disk cache is written: a worker restarted at its memory
+    limit during those phases would otherwise have taken its shard with it, and partitions
+    pinned to its old address would wait forever."""
+    import zarr
+
+    import oocgbdt
+    import oocgbdt.dask.training as tr
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(3000, 6)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(scale=0.5, size=3000) > 0).astype(float)
+    path = tmp_path / "cache"
+    events = []
+    real_fit = tr.fit_bin_mapper
+
+    def fit(*args, **kwargs):
+        events.append("bins")
+        return real_fit(*args, **kwargs)
+
+    class Spy(tr.ActorBackend):
+        def __init__(self, *args, **kwargs):
+            complete = zarr.open_group(str(path), mode="r").attrs.get("complete", False)
+            events.append(("actors", complete))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(tr, "fit_bin_mapper", fit)
+    monkeypatch.setattr(tr, "ActorBackend", Spy)
+    oocgbdt.train(dict(objective="binary", num_leaves=7, n_estimators=2, chunk_size=500,
+                       cache="disk", cache_path=str(path), verbose=False), X, y, client=client)
+    assert events == ["bins", ("actors", True)], events
