@@ -57,6 +57,7 @@ import mmap
 import os
 import shutil
 import sys
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -101,6 +102,8 @@ BIN_SETTINGS = ("max_bin", "min_data_in_bin", "bin_construct_sample_cnt", "seed"
                 "max_conflict_rate")
 #: File that tells the write tasks of a failed write pass to stop (see :func:`abort_writes`).
 ABORT_MARKER = "ABORTED"
+#: A piece is written to ``<piece>`` + this + a random hex name, then renamed into place.
+PIECE_TMP_SUFFIX = ".tmp-"
 #: Rows hashed at each end of every set.
 EDGE_ROWS = 8
 #: Bytes per row and output kept in memory whatever the cache (ChunkData): float64 raw score (8),
@@ -359,7 +362,10 @@ def create_cache(path, parts: dict, set_names, bytes_binned: int) -> None:
 
 def finish_cache(path, pieces: dict, seconds_write: float) -> None:
     """Record every partition's pieces (``{set: [[Piece, ...] per partition]}``: rows, raw,
-    EFB conflicts) and mark the cache complete (reusable)."""
+    EFB conflicts) and mark the cache complete (reusable). Temporary piece directories left by
+    write attempts whose worker died (see :func:`write_piece`) are removed first."""
+    for leftover in Path(path).glob(f"*/*/*{PIECE_TMP_SUFFIX}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
     root = zarr.open_group(str(path), mode="r+")
     root.attrs.update({"pieces": {k: [[[int(q.rows), bool(q.raw), [int(c) for c in q.conflicts]]
                                        for q in part] for part in v]
@@ -422,7 +428,11 @@ def write_piece(array_path: str, blocks, bin_mapper, bundler=None) -> Piece:
     Parameters
     ----------
     array_path : str
-        The piece's array directory (``<partition path>/<j>``); must not exist yet.
+        The piece's array directory (``<partition path>/<j>``). The piece is written under a
+        temporary name beside it and renamed into place, so a reader never sees half a piece.
+        If the directory exists already, an earlier attempt of this same task wrote it (Dask
+        re-runs a task whose worker died, e.g. killed at its memory limit, after the rename):
+        it is kept as it is, never overwritten; what this attempt wrote is removed.
     blocks : list of ndarray or scipy.sparse matrix, each of shape (rows_i, n_features)
         Consecutive raw storage chunks.
     bin_mapper, bundler : fitted BinMapper and FeatureBundler (or None)
@@ -435,22 +445,27 @@ def write_piece(array_path: str, blocks, bin_mapper, bundler=None) -> Piece:
     ------
     RuntimeError
         The write pass was aborted (another piece failed): nothing is written.
-    zarr.errors.ContainsArrayError
-        ``array_path`` holds an array already (never overwritten).
     """
     _check_not_aborted(array_path)
     cols, conflicts = bin_raw_blocks(blocks, bin_mapper, bundler)
     _check_not_aborted(array_path)
     compress = compression_ratio(cols) <= COMPRESS_BELOW
-    arr = zarr.create_array(store=array_path, shape=cols.shape, chunks=cols.shape,
+    tmp = f"{array_path}{PIECE_TMP_SUFFIX}{uuid.uuid4().hex}"
+    arr = zarr.create_array(store=tmp, shape=cols.shape, chunks=cols.shape,
                             dtype=cols.dtype, compressors=[CODEC] if compress else None,
                             zarr_format=3, overwrite=False)
     arr[...] = cols
     raw = False
     if not compress and (cols.dtype.itemsize == 1 or sys.byteorder == "little"):
-        chunk = os.path.join(array_path, "c", *(["0"] * cols.ndim))
+        chunk = os.path.join(tmp, "c", *(["0"] * cols.ndim))
         # Zarr writes no chunk that equals the fill value (all zeros): read those through Zarr.
         raw = os.path.isfile(chunk) and os.path.getsize(chunk) == cols.nbytes
+    try:
+        os.rename(tmp, array_path)  # atomic; fails if array_path exists and is not empty
+    except OSError:
+        if not os.path.isdir(array_path):
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)  # an earlier attempt's piece stays
     return Piece(int(cols.shape[0]), bool(raw), conflicts)
 
 

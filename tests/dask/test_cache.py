@@ -18,6 +18,7 @@ from sklearn.datasets import load_svmlight_file
 
 import oocgbdt
 import oocgbdt.core.chunk
+import oocgbdt.dask.cache as cache_mod
 import oocgbdt.dask.training as training
 from oocgbdt.core.chunk import chunk_bins
 from oocgbdt.dask.cache import (PIECE_RAW_BYTES, CachedBins, Piece, cached_bins, cached_partition,
@@ -107,8 +108,15 @@ def test_cached_bins_read_back_the_partition_bit_for_bit(tmp_path, pieces):
     np.testing.assert_array_equal(ref.read(), bm.transform(X[:edges[-1]]))  # oracle: bin it whole
     np.testing.assert_array_equal(disk.y, mem.y)
     assert disk.n_rows == edges[-1]
-    with pytest.raises(Exception):  # never overwrites an existing piece
-        write_piece(os.path.join(path, "0"), blocks[:1], bm)
+    # A re-run of a piece's task (its worker died after the piece was renamed into place)
+    # keeps the piece there, never overwrites it, and leaves no temporary directory behind.
+    piece = os.path.join(path, "0")
+    before = {f: open(os.path.join(d, f), "rb").read() for d, _, fs in os.walk(piece) for f in fs}
+    again = write_piece(piece, [X[:500] * 2], bm)  # other values: must not reach the piece
+    after = {f: open(os.path.join(d, f), "rb").read() for d, _, fs in os.walk(piece) for f in fs}
+    assert after == before and again.rows == 500
+    assert sorted(os.listdir(path)) == sorted(str(j) for j in range(len(pieces)))
+    np.testing.assert_array_equal(chunk_bins(disk), mem.X_binned)
 
 
 def test_piece_groups_bound_the_raw_bytes_of_a_write_task():
@@ -457,3 +465,26 @@ def test_fingerprint_does_not_need_the_bin_sample_hook(tmp_path, monkeypatch):
     again = oocgbdt.train(dict(PARAMS, cache="disk", cache_path=path), X, y, verbose=False)
     assert again.cache_report["reused"]
     _same(first, again, X)
+
+
+def test_a_rerun_piece_task_reuses_its_piece_and_leaves_no_temporary_files(tmp_path,
+                                                                             monkeypatch):
+    """Dask re-runs a task whose worker died. A piece task that died mid-write left its
+    temporary directory; one that died after renaming its piece into place left the piece.
+    Simulated here by running each piece task twice around a leftover: the fit trains the
+    model of an undisturbed fit, and the kept cache holds no temporary directory."""
+    X, y = _synthetic(n=3000)
+    ref = oocgbdt.train(dict(PARAMS, cache="disk"), X, y, verbose=False)
+    real = training.write_piece
+
+    def twice(array_path, *args, **kwargs):
+        os.makedirs(array_path + cache_mod.PIECE_TMP_SUFFIX + "dead", exist_ok=True)
+        real(array_path, *args, **kwargs)  # the attempt whose worker "died" after the rename
+        return real(array_path, *args, **kwargs)
+
+    monkeypatch.setattr(training, "write_piece", twice)
+    path = tmp_path / "cache"
+    got = oocgbdt.train(dict(PARAMS, cache="disk", cache_path=str(path)), X, y, verbose=False)
+    _same(ref, got, X)
+    assert not [p for p in path.rglob("*") if cache_mod.PIECE_TMP_SUFFIX in p.name]
+    assert got.cache_report["kept"]
