@@ -24,7 +24,7 @@ __all__ = [
     "ChunkData", "TreeRows", "tree_rows_only", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
     "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "chunk_split_many", "chunk_apply_tree",
     "histograms_only",
-    "sum_histograms", "root_histogram", "finish_root", "finish_split_many", "pass_records",
+    "sum_histograms", "finish_root", "finish_split_many", "pass_records",
     "pass_histogram",
     "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
 ]
@@ -191,7 +191,7 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
 
     With bundling, the histogram of feature ``meta.totals_feature`` decoded from its bundle is
     appended after the bundle rows: its sum gives the root totals exactly as without bundling
-    (:func:`oocgbdt.core.split.leaf_totals`). :func:`root_histogram` drops it again.
+    (:func:`oocgbdt.core.split.leaf_totals`). :func:`finish_root` drops it again.
     """
     X = chunk_bins(data)
     grad, hess = data.gradients[class_idx], data.hessians[class_idx]
@@ -320,26 +320,16 @@ def histograms_only(result):
 
 
 def sum_histograms(parts) -> np.ndarray:
-    """Combine step of the fan-in tree: add histograms (or ``(TreeRows, histogram)`` results)."""
-    hists = [p[1] if isinstance(p, tuple) else p for p in parts]
+    """Combine step of the fan-in tree: add histograms (or ``(TreeRows, histogram)`` results).
+    One part is returned as it is, not copied: nothing modifies a histogram once made (the
+    finish steps subtract into new arrays), so a copy would only cost its bytes."""
+    hists = [histograms_only(p) for p in parts]
+    if len(hists) == 1:
+        return hists[0]
     out = hists[0].copy()
     for h in hists[1:]:
         out += h
     return out
-
-
-def _summed(parts) -> np.ndarray:
-    """:func:`sum_histograms` of ``parts``, without its copy when there is one part (the pass's
-    last-level sum, which nothing modifies: the finish steps only read it)."""
-    if len(parts) == 1:
-        return parts[0][1] if isinstance(parts[0], tuple) else parts[0]
-    return sum_histograms(parts)
-
-
-def root_histogram(parts, meta: FeatureMeta) -> np.ndarray:
-    """The root histogram kept for later passes: the summed parts without the totals rows that
-    :func:`chunk_root` appends when bundling."""
-    return _without_totals_rows(sum_histograms(parts), meta)
 
 
 def _without_totals_rows(hist: np.ndarray, meta: FeatureMeta) -> np.ndarray:
@@ -355,7 +345,7 @@ def finish_root(parts, meta: FeatureMeta, params: SplitParams):
     histogram, shape (n_hist_bins, 3), kept for later passes (:func:`pass_histogram`), without
     the totals rows of :func:`chunk_root`.
     """
-    hist = _summed(parts)
+    hist = sum_histograms(parts)
     totals = leaf_totals(hist, meta)
     kept = _without_totals_rows(hist, meta)
     if totals.count < 2 * params.min_data_in_leaf:  # LightGBM's BeforeFindBestSplit, see below
@@ -404,7 +394,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         its sibling as parent minus it, made once here for the search and kept for later passes
         without a copy (:func:`pass_histogram`).
     """
-    built = _summed(parts)
+    built = sum_histograms(parts)
     children = [[None, None] for _ in plan.leaves]
     for j, (i, side) in enumerate(plan.built()):
         # one slot: the summed array itself; several: a copy each, so a kept child does not

@@ -137,10 +137,10 @@ class HistogramSource:
 
     def _sum_pass(self, results, key):
         """The pass's partial histograms summed once, as a one-element list: consecutive pairs,
-        then the fan-in levels (``split_every``), then the last level summed in one step, which the split search and
-        the keep-histogram steps all read (each used to sum the last level again). The
-        reduction reads the partial histograms alone (:func:`histograms_only`): a partial sent
-        to another worker does not carry the chunk's row order."""
+        then the fan-in levels (``split_every``), then the last level summed in one step, which
+        the finish step reads. The reduction reads the partial histograms alone
+        (:func:`histograms_only`): a partial sent to another worker does not carry the chunk's
+        row order."""
         b = self.backend
         hists = b.map(histograms_only, results, key=f"{key}-hists")
         if 2 < len(hists) <= 2 * self.split_every:
