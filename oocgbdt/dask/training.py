@@ -381,7 +381,6 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             else:
                 backend = DaskBackend(c)
                 compute = _client_compute(c)
-            n_workers = 0 if local else len(c.scheduler_info()["workers"])
             try:
                 samples = []
                 bin_mapper = fit_bin_mapper(Xd, params, lambda a: compute(a)[0],
@@ -451,15 +450,15 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                                    for q in pieces[s]])
                         for s, Xs, ys, ws in sets}
                 eval_keys = [(name, f"eval_{i}") for i, (name, *_) in enumerate(evals)]
+                # The workers the cluster has now, after the bin sample and the cache write.
+                n_workers = 0 if local else len(c.scheduler_info()["workers"])
                 if n_workers > 1:
                     # Several workers: one actor per worker holds its block of partitions, and
                     # the loop calls the actors directly (see oocgbdt.dask.actors). Made only
-                    # now, on the workers the cluster has after the bin sample and the cache
-                    # write: a worker restarted during those (memory) would have lost its actor,
-                    # and partitions pinned to its old address would wait for it forever.
-                    n_workers = len(c.scheduler_info()["workers"])
-                    if n_workers > 1:
-                        backend = ActorBackend(c)
+                    # now: a worker restarted during the phases above (at its memory limit)
+                    # would have lost its actor, and partitions pinned to its old address would
+                    # wait for it forever.
+                    backend = ActorBackend(c)
                 loaded, conflict_stats = _load_partitions(task_sets, c,
                                                           backend if n_workers > 1 else None)
                 del task_sets  # the graphs that read raw X; only ChunkData handles stay
