@@ -558,14 +558,18 @@ class FeatureBundler:
                 wide, _ = run(MAX_BINS_WIDE)
                 if WIDE_COLUMN_COST * len(wide) <= len(bundles):
                     bundles, layout = wide, "uint16"
+        self._set_fitted(bundles, layout, n_bins, default_bins, k, budget)
+        self.sample_conflicts_ = self._sample_conflicts(counts)
+        return self
+
+    def _set_fitted(self, bundles, layout, n_bins, default_bins, k, budget):
+        """The fitted attributes :meth:`fit` and :meth:`fit_unbundled` share."""
         if not bundles:  # every feature is trivial: keep one column for the leaf totals
             bundles = [[0]]
         self._set_layout(bundles, n_bins, default_bins)
         self.layout_ = layout
         self.n_sample_rows_ = k
         self.max_conflicts_ = budget
-        self.sample_conflicts_ = self._sample_conflicts(counts)
-        return self
 
     def fit_unbundled(self, n_rows, n_bins, default_bins, is_trivial, pair_counts=True):
         """The result of :meth:`fit` when :func:`no_bundle_possible` holds, without the counts.
@@ -594,12 +598,7 @@ class FeatureBundler:
         # fit: uint16 when a feature has more than 256 bins; else uint8 (single features never
         # hit the cap, so the wide layout is not tried)
         layout = "uint16" if int(n_bins.max(initial=1)) > MAX_BINS_NARROW else "uint8"
-        if not bundles:
-            bundles = [[0]]
-        self._set_layout(bundles, n_bins, default_bins)
-        self.layout_ = layout
-        self.n_sample_rows_ = k
-        self.max_conflicts_ = int(math.floor(rate * k))
+        self._set_fitted(bundles, layout, n_bins, default_bins, k, int(math.floor(rate * k)))
         self.sample_conflicts_ = 0 if pair_counts else None
         return self
 
