@@ -596,13 +596,7 @@ def _find_bin_of_values(values, n_nan, n_tiny, max_bin, min_data_in_bin, use_mis
     binary searches. Values ``0 < |v| <= kZ`` would need their own search: with any of them the
     count is -1 (unknown).
     """
-    has_nan = n_nan > 0
-    if not use_missing:
-        missing_type = MISSING_NONE
-    elif zero_as_missing:
-        missing_type = MISSING_ZERO
-    else:
-        missing_type = MISSING_NAN if has_nan else MISSING_NONE
+    missing_type = _missing_type(n_nan > 0, use_missing, zero_as_missing)
     na_cnt = n_nan if missing_type == MISSING_NAN else 0
     zero_cnt = total_sample_cnt - values.shape[0] - na_cnt
 
@@ -611,34 +605,17 @@ def _find_bin_of_values(values, n_nan, n_tiny, max_bin, min_data_in_bin, use_mis
     min_value = float(distinct[0])
     max_value = float(distinct[-1])
 
-    if missing_type == MISSING_NAN:
-        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin - 1, total_sample_cnt - na_cnt,
-                                               min_data_in_bin)
-        bounds.append(math.nan)
-    else:
-        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin, total_sample_cnt, min_data_in_bin)
-        if missing_type == MISSING_ZERO and len(bounds) == 2:
-            missing_type = MISSING_NONE
-    bounds = np.asarray(bounds, dtype=np.float64)
+    bounds, missing_type, n_searchable = _bounds(distinct, counts, missing_type, na_cnt, max_bin,
+                                                 total_sample_cnt, min_data_in_bin)
     n_bins = bounds.shape[0]
 
     # counts per bin: distinct value i goes to the first non-NaN bin with v <= bound
-    n_searchable = n_bins - 1 if missing_type == MISSING_NAN else n_bins
     cnt_in_bin = np.zeros(n_bins, dtype=np.int64)
     counts_in_bins(distinct, counts, bounds, n_searchable, cnt_in_bin)
     if missing_type == MISSING_NAN:
         cnt_in_bin[-1] = na_cnt
-
-    is_trivial = n_bins <= 1
-    if not is_trivial and pre_filter and _need_filter(cnt_in_bin, total_sample_cnt, filter_cnt):
-        is_trivial = True
-
-    # LightGBM computes these only for non-trivial features; they are defined for all here.
-    default_bin = int(np.minimum(np.searchsorted(bounds[:n_searchable], 0.0, side="left"),
-                                 n_searchable - 1))
-    most_freq_bin = int(np.argmax(cnt_in_bin))
-    if most_freq_bin != default_bin and cnt_in_bin[most_freq_bin] / total_sample_cnt < K_SPARSE_THRESHOLD:
-        most_freq_bin = default_bin
+    is_trivial, default_bin, most_freq_bin = _bin_roles(bounds, n_searchable, cnt_in_bin, pre_filter,
+                                                        filter_cnt, total_sample_cnt)
 
     nondefault_cnt = -1
     if n_tiny == 0:
@@ -654,33 +631,14 @@ def _find_bin_naive(column, max_bin, min_data_in_bin, use_missing, zero_as_missi
                     filter_cnt, total_sample_cnt=None):
     """NumPy reference of :func:`_find_bin` (the test oracle; LightGBM ``BinMapper::FindBin``,
     numerical): the same result, through :func:`find_distinct_values_naive` (float64 sort) and
-    ``np.searchsorted``.
-
-    Parameters
-    ----------
-    column : ndarray of shape (K,) or (k <= K,), dtype float32
-        The sampled values of one feature; when shorter than ``total_sample_cnt``, the missing
-        ``K - k`` values are zeros (a sparse column's stored entries).
-    total_sample_cnt : int, optional
-        K (default ``len(column)``).
-
-    Returns
-    -------
-    tuple
-        ``(bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value)``.
+    ``np.searchsorted``. Parameters as :func:`_find_bin`'s; returns its first seven results.
     """
     x = column.astype(np.float64)
     total_sample_cnt = x.shape[0] if total_sample_cnt is None else int(total_sample_cnt)
     is_nan = np.isnan(x)
     # c_api.cpp: only |v| > kZeroThreshold (and NaN) reach FindBin; the rest are zeros.
     values = x[~is_nan & (np.abs(x) > K_ZERO_THRESHOLD)]
-    has_nan = bool(is_nan.any())
-    if not use_missing:
-        missing_type = MISSING_NONE
-    elif zero_as_missing:
-        missing_type = MISSING_ZERO
-    else:
-        missing_type = MISSING_NAN if has_nan else MISSING_NONE
+    missing_type = _missing_type(bool(is_nan.any()), use_missing, zero_as_missing)
     na_cnt = int(is_nan.sum()) if missing_type == MISSING_NAN else 0
     zero_cnt = total_sample_cnt - values.shape[0] - na_cnt
 
@@ -688,36 +646,62 @@ def _find_bin_naive(column, max_bin, min_data_in_bin, use_missing, zero_as_missi
     min_value = float(distinct[0])
     max_value = float(distinct[-1])
 
-    if missing_type == MISSING_NAN:
-        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin - 1, total_sample_cnt - na_cnt,
-                                               min_data_in_bin)
-        bounds.append(math.nan)
-    else:
-        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin, total_sample_cnt, min_data_in_bin)
-        if missing_type == MISSING_ZERO and len(bounds) == 2:
-            missing_type = MISSING_NONE
-    bounds = np.asarray(bounds, dtype=np.float64)
+    bounds, missing_type, n_searchable = _bounds(distinct, counts, missing_type, na_cnt, max_bin,
+                                                 total_sample_cnt, min_data_in_bin)
     n_bins = bounds.shape[0]
 
     # counts per bin: distinct value i goes to the first non-NaN bin with v <= bound
-    n_searchable = n_bins - 1 if missing_type == MISSING_NAN else n_bins
     bin_of_value = np.minimum(np.searchsorted(bounds[:n_searchable], distinct, side="left"),
                               n_searchable - 1)
     cnt_in_bin = np.bincount(bin_of_value, weights=counts, minlength=n_bins).astype(np.int64)
     if missing_type == MISSING_NAN:
         cnt_in_bin[-1] = na_cnt
+    is_trivial, default_bin, most_freq_bin = _bin_roles(bounds, n_searchable, cnt_in_bin, pre_filter,
+                                                        filter_cnt, total_sample_cnt)
+    return bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value
 
-    is_trivial = n_bins <= 1
+
+def _missing_type(has_nan, use_missing, zero_as_missing):
+    """LightGBM's missing type of a feature (``BinMapper::FindBin``), before the bounds."""
+    if not use_missing:
+        return MISSING_NONE
+    if zero_as_missing:
+        return MISSING_ZERO
+    return MISSING_NAN if has_nan else MISSING_NONE
+
+
+def _bounds(distinct, counts, missing_type, na_cnt, max_bin, total_sample_cnt, min_data_in_bin):
+    """``(bounds, missing_type, n_searchable)`` from a feature's distinct sampled values and
+    their counts: float64 upper bounds (a NaN-type feature's last one NaN), the missing type
+    (a zero-as-missing feature with one non-zero bin has none) and the bins a value can be
+    searched in (all but the NaN bin)."""
+    if missing_type == MISSING_NAN:
+        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin - 1,
+                                               total_sample_cnt - na_cnt, min_data_in_bin)
+        bounds.append(math.nan)
+    else:
+        bounds = find_bin_with_zero_as_one_bin(distinct, counts, max_bin, total_sample_cnt,
+                                               min_data_in_bin)
+        if missing_type == MISSING_ZERO and len(bounds) == 2:
+            missing_type = MISSING_NONE
+    bounds = np.asarray(bounds, dtype=np.float64)
+    n_searchable = bounds.shape[0] - 1 if missing_type == MISSING_NAN else bounds.shape[0]
+    return bounds, missing_type, n_searchable
+
+
+def _bin_roles(bounds, n_searchable, cnt_in_bin, pre_filter, filter_cnt, total_sample_cnt):
+    """``(is_trivial, default_bin, most_freq_bin)`` of a feature from its bounds and its
+    sampled count per bin."""
+    is_trivial = bounds.shape[0] <= 1
     if not is_trivial and pre_filter and _need_filter(cnt_in_bin, total_sample_cnt, filter_cnt):
         is_trivial = True
-
     # LightGBM computes these only for non-trivial features; they are defined for all here.
     default_bin = int(np.minimum(np.searchsorted(bounds[:n_searchable], 0.0, side="left"),
                                  n_searchable - 1))
     most_freq_bin = int(np.argmax(cnt_in_bin))
     if most_freq_bin != default_bin and cnt_in_bin[most_freq_bin] / total_sample_cnt < K_SPARSE_THRESHOLD:
         most_freq_bin = default_bin
-    return bounds, missing_type, default_bin, most_freq_bin, is_trivial, min_value, max_value
+    return is_trivial, default_bin, most_freq_bin
 
 
 def _need_filter(cnt_in_bin, total_cnt, filter_cnt):
