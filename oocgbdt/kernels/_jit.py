@@ -1,12 +1,22 @@
-"""This module contains the JIT policy shared by every numba kernel.
+"""This module contains the JIT policy shared by every numba kernel, and the one LLVM intrinsic
+the kernels use (:func:`prefetch`).
 
 Kernels are compiled with ``cache=True`` (compile once per machine, not per process) and
 ``nogil=True`` (Dask runs chunks on threads; kernels must release the GIL). They are serial:
 Dask already runs one task per chunk in parallel.
 """
 import numba
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
-__all__ = ["njit"]
+__all__ = ["njit", "prefetch", "PREFETCH_ROWS"]
+
+#: How many rows ahead the row-gathering kernels prefetch (measured on 500k x 100 uint8 bins,
+#: a tenth of the rows scattered: 4, 8, 16 and 32 rows ahead give 1.84, 1.74, 1.81 and 1.88 ns
+#: per histogram cell, against 2.90 without prefetching).
+PREFETCH_ROWS = 8
 
 
 def njit(*args, **kwargs):
@@ -14,3 +24,39 @@ def njit(*args, **kwargs):
     kwargs.setdefault("cache", True)
     kwargs.setdefault("nogil", True)
     return numba.njit(*args, **kwargs)
+
+
+@intrinsic
+def prefetch(typingctx, array, index):
+    """Hint the CPU to load ``array[index]`` into cache (LLVM ``llvm.prefetch``: read, high
+    locality, data cache); no effect on results, and never faults, even out of bounds.
+
+    Kernels that gather rows by index (``X[order[i]]``) prefetch the row a few iterations ahead,
+    as LightGBM's histogram kernels do (``PREFETCH_T0`` in ``src/io/dense_bin.hpp``): a scattered
+    row otherwise costs a cache miss that out-of-order execution cannot hide. ``array`` is an
+    array of any layout; ``index`` an integer (1-D) or a tuple of ``array.ndim`` integers.
+    """
+    sig = types.void(array, index)
+
+    def codegen(context, builder, signature, args):
+        arr_type, index_type = signature.args
+        arr = context.make_array(arr_type)(context, builder, args[0])
+        if isinstance(index_type, types.BaseTuple):
+            values = cgutils.unpack_tuple(builder, args[1], len(index_type))
+            kinds = list(index_type)
+        else:
+            values, kinds = [args[1]], [index_type]
+        indices = [context.cast(builder, v, t, types.intp) for v, t in zip(values, kinds)]
+        ptr = cgutils.get_item_pointer(context, builder, arr_type, arr, indices,
+                                       wraparound=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        # (address, rw = 0 read, locality = 3 keep in all cache levels, cache type = 1 data)
+        builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
+                          ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

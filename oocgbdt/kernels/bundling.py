@@ -24,9 +24,9 @@ Every kernel has a plain NumPy/Python ``_naive`` twin used by the tests.
 import numpy as np
 
 from .._dtypes import MISSING_NAN
-from ._jit import njit
+from ._jit import PREFETCH_ROWS, njit, prefetch
 from .binning import value_to_bin
-from .partition import goes_left_bin
+from .partition import goes_left_bin, partition_segment
 
 __all__ = [
     "encode_bin", "feature_bin_from_bundle",
@@ -446,23 +446,15 @@ def split_rows_bundled(column, order, begin, count, threshold_bin, default_left,
     Parameters are those of ``split_rows`` (``column`` is the bundle column), plus the split
     feature's layout ``start``, ``n_bins`` and ``raw`` (see the module docstring).
     """
-    n_left = 0
-    for i in range(begin, begin + count):
+    goes_left = np.empty(count, dtype=np.bool_)
+    end = begin + count
+    for i in range(begin, end):
+        if i + PREFETCH_ROWS < end:
+            prefetch(column, order[i + PREFETCH_ROWS])
         b = feature_bin_from_bundle(column[order[i]], start, n_bins, default_bin, raw)
-        if goes_left_bin(b, threshold_bin, default_left, missing_type, default_bin, nan_bin):
-            n_left += 1
-    left_pos = begin
-    right_pos = begin + n_left
-    for i in range(begin, begin + count):
-        r = order[i]
-        b = feature_bin_from_bundle(column[r], start, n_bins, default_bin, raw)
-        if goes_left_bin(b, threshold_bin, default_left, missing_type, default_bin, nan_bin):
-            out_order[left_pos] = r
-            left_pos += 1
-        else:
-            out_order[right_pos] = r
-            right_pos += 1
-    return n_left
+        goes_left[i - begin] = goes_left_bin(b, threshold_bin, default_left, missing_type,
+                                             default_bin, nan_bin)
+    return partition_segment(order, begin, goes_left, out_order)
 
 
 def split_rows_bundled_naive(column, order, begin, count, threshold_bin, default_left, missing_type,

@@ -6,9 +6,9 @@ leaf_count[l]]``. Splitting a leaf stably partitions its segment, left rows firs
 """
 import numpy as np
 
-from oocgbdt.kernels._jit import njit
+from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
 
-__all__ = ["split_rows", "split_rows_naive", "goes_left_bin"]
+__all__ = ["split_rows", "split_rows_naive", "goes_left_bin", "partition_segment"]
 
 
 @njit
@@ -22,9 +22,37 @@ def goes_left_bin(b, threshold_bin, default_left, missing_type, default_bin, nan
 
 
 @njit
+def partition_segment(order, begin, goes_left, out_order):
+    """Stably partition ``order[begin:begin + len(goes_left)]`` into ``out_order`` (same
+    positions), rows with ``goes_left`` first; returns the number of left rows.
+
+    ``goes_left`` : ndarray of shape (count,), dtype bool, the decision for each row of the
+    segment, in segment order.
+    """
+    count = goes_left.shape[0]
+    n_left = 0
+    for i in range(count):
+        n_left += goes_left[i]
+    left_pos = begin
+    right_pos = begin + n_left
+    for i in range(count):
+        r = order[begin + i]
+        if goes_left[i]:
+            out_order[left_pos] = r
+            left_pos += 1
+        else:
+            out_order[right_pos] = r
+            right_pos += 1
+    return n_left
+
+
+@njit
 def split_rows(column, order, begin, count, threshold_bin, default_left, missing_type, default_bin,
                nan_bin, out_order):
     """Stably partition ``order[begin:begin+count]`` by the split; returns the number of left rows.
+
+    Each row's bin is read once, prefetched a few rows ahead (a leaf's rows are scattered over
+    the chunk, and ``column`` is usually a strided column of the bins).
 
     Parameters
     ----------
@@ -35,22 +63,14 @@ def split_rows(column, order, begin, count, threshold_bin, default_left, missing
     default_bin : int (the bin of 0.0); nan_bin : int (the NaN bin, ``n_bins - 1``)
     out_order : ndarray of shape (n_rows,), dtype int32              # OUT  only the segment is written
     """
-    n_left = 0
-    for i in range(begin, begin + count):
-        r = order[i]
-        if goes_left_bin(column[r], threshold_bin, default_left, missing_type, default_bin, nan_bin):
-            n_left += 1
-    left_pos = begin
-    right_pos = begin + n_left
-    for i in range(begin, begin + count):
-        r = order[i]
-        if goes_left_bin(column[r], threshold_bin, default_left, missing_type, default_bin, nan_bin):
-            out_order[left_pos] = r
-            left_pos += 1
-        else:
-            out_order[right_pos] = r
-            right_pos += 1
-    return n_left
+    goes_left = np.empty(count, dtype=np.bool_)
+    end = begin + count
+    for i in range(begin, end):
+        if i + PREFETCH_ROWS < end:
+            prefetch(column, order[i + PREFETCH_ROWS])
+        goes_left[i - begin] = goes_left_bin(column[order[i]], threshold_bin, default_left,
+                                             missing_type, default_bin, nan_bin)
+    return partition_segment(order, begin, goes_left, out_order)
 
 
 def split_rows_naive(column, order, begin, count, threshold_bin, default_left, missing_type,
