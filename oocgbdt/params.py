@@ -441,6 +441,16 @@ _TABLE = [
         "grow_policy='depthwise'.",
     ),
     Param(
+        "lookahead_leaves", 2, (), "int", _range(0, integer=True),
+        "With exact leaf-wise growth (grow_policy='leafwise', max_leaves_per_pass=1): each pass "
+        "over the data also splits up to this many of the next best open leaves ahead of their "
+        "turn, so that later steps of best-first growth find their splits made and cost no "
+        "pass. The tree is the same for every value (splits are still applied best first, and "
+        "each leaf's histogram adds the same rows in the same order); only the passes per tree "
+        "and the work on leaves split ahead that the num_leaves budget never reaches change. "
+        "Ignored by the other growth policies.",
+    ),
+    Param(
         "histogram_pool_size", -1.0, ("hist_pool_size",), "float", _range(),
         "Upper bound, in MB, on the leaf histograms kept between passes of one tree (LightGBM's "
         "histogram_pool_size); <= 0 means no bound (NaN and infinities are refused). Over the bound, the open leaves with the "

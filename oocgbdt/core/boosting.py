@@ -169,12 +169,15 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 timed = getattr(backend, "seconds", None)
                 timed = None if timed is None else dict(timed)
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
-                source = HistogramSource(chunks, k, round_meta_h, sp_h, int(params["num_leaves"]),
+                # Leaves split ahead of their turn take source ids up to 2 x num_leaves.
+                source = HistogramSource(chunks, k, round_meta_h, sp_h,
+                                         2 * int(params["num_leaves"]),
                                          backend=backend, split_every=split_every, key=tree_key,
                                          max_cached=max_cached)
                 grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
                                     params["max_depth"], grow_policy=params["grow_policy"],
-                                    max_leaves_per_pass=params["max_leaves_per_pass"])
+                                    max_leaves_per_pass=params["max_leaves_per_pass"],
+                                    lookahead_leaves=params["lookahead_leaves"])
                 tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, lr, k)
                 source.close()
                 if source.feature_gains is not None:

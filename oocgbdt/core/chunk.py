@@ -387,8 +387,10 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
     -------
     ((records, feature_gains), children)
         ``records``: list of ``(left SplitInfo or None, right SplitInfo or None)``, one per
-        split; ``feature_gains``: ndarray of shape (n_features,), dtype float64, each feature's
-        best split gain over every searched child (``-inf``: none). This first item is what the
+        split; ``feature_gains``: ndarray of shape (n_splits, n_features), dtype float64, per
+        split each feature's best split gain over its two children (``-inf``: none; per split,
+        so that a grower splitting leaves ahead of their turn counts only the splits it applies,
+        see :meth:`~oocgbdt.core.histogram_source.HistogramSource.commit`). This first item is what the
         client reads (:func:`pass_records`). ``children``: per split, ``[left, right]``
         histograms of shape (n_hist_bins, 3), float64, the built one summed from ``parts`` and
         its sibling as parent minus it, made once here for the search and kept for later passes
@@ -405,7 +407,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
             pair[0] = parents[i] - pair[1]
         elif pair[1] is None:
             pair[1] = parents[i] - pair[0]
-    gains = np.full(meta.n_bins.shape[0], -np.inf)
+    gains = np.full((len(plan.splits), meta.n_bins.shape[0]), -np.inf)
     records = []
     small = 2 * params.min_data_in_leaf
     for i, split in enumerate(plan.splits):
@@ -419,7 +421,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         child_meta = split.child_meta(meta)  # features without a valid split here are skipped below
         left, left_gains = best_split(pair[0], split.left, child_meta, params)
         right, right_gains = best_split(pair[1], split.right, child_meta, params)
-        gains = np.maximum(gains, np.maximum(left_gains, right_gains))
+        gains[i] = np.maximum(left_gains, right_gains)
         records.append((left, right))
     return (records, gains), children
 

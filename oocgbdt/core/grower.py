@@ -22,6 +22,17 @@ the same order. So when the k chosen leaves are also the next k that best-first 
 split, the trees are identical. Children at ``max_depth`` are not split further, and a split whose
 children will never be split (depth, or the tree full after the pass) needs no pass: rows reach
 their final leaves when the finished tree is applied.
+
+Splitting ahead (``lookahead_leaves``, exact best-first growth only). A leaf's best split
+depends on its own rows alone, so it is the same whenever the leaf is split. A pass that must
+split the best open leaf also splits, in the data, up to ``lookahead_leaves`` of the next best
+open leaves (routing their rows, histogramming their children and searching them) without
+applying them to the tree. The grower still applies splits one at a time, best first: when the
+best open leaf was split ahead, its children's splits are known and the step costs no pass.
+Every leaf's histogram adds the same rows in the same order either way, so the tree is identical
+to the one grown without splitting ahead; only the passes differ (and the work of leaves split
+ahead that the ``num_leaves`` budget never reaches). The data layer names leaves by the order it
+splits them, which is not the tree's order; the grower keeps the map.
 """
 from __future__ import annotations
 
@@ -53,6 +64,11 @@ class TreeGrower:
     max_leaves_per_pass : int, default 1
         Leaves split per pass with ``"leafwise"`` (1: exact best-first growth). Must be 1 with
         ``"depthwise"``, which splits every open leaf with a positive gain.
+    lookahead_leaves : int, default 0
+        With exact best-first growth (``"leafwise"``, ``max_leaves_per_pass=1``): open leaves
+        split in the data ahead of their turn by each pass (see the module docstring; the tree
+        does not change). The source's ``max_leaves`` must then be at least
+        ``2 * num_leaves``. Ignored by the other policies.
 
     Attributes
     ----------
@@ -64,7 +80,7 @@ class TreeGrower:
     """
 
     def __init__(self, source, split_params, missing_types, num_leaves, max_depth, *,
-                 grow_policy="leafwise", max_leaves_per_pass=1):
+                 grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=0):
         if grow_policy not in GROW_POLICIES:
             raise ValueError(f"grow_policy must be one of {GROW_POLICIES}, got {grow_policy!r}")
         if int(max_leaves_per_pass) < 1:
@@ -80,6 +96,9 @@ class TreeGrower:
         self.max_depth = int(max_depth)
         self.grow_policy = grow_policy
         self.max_leaves_per_pass = int(max_leaves_per_pass)
+        if int(lookahead_leaves) < 0:
+            raise ValueError(f"lookahead_leaves must be >= 0, got {lookahead_leaves}")
+        self.lookahead_leaves = int(lookahead_leaves)
         self.n_rounds = 0
         self.time_waiting = 0.0
 
@@ -95,6 +114,80 @@ class TreeGrower:
         k = budget if self.grow_policy == "depthwise" else min(budget, self.max_leaves_per_pass)
         return ranked[:k]
 
+    def _apply(self, builder, leaf, split):
+        """Apply ``split`` of ``leaf`` to the tree; returns the right child's id."""
+        sp = self.split_params
+        left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians)
+        right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians)
+        return builder.split(leaf, split, int(self.missing_types[split.feature]),
+                             builder.leaf_value[leaf], left_value, right_value)
+
+    def _split_pass(self, requests):
+        self.n_rounds += 1
+        t0 = time.perf_counter()
+        records = self.source.split_many(requests)
+        self.time_waiting += time.perf_counter() - t0
+        return records
+
+    def _grow_in_rounds(self, builder, best):
+        """Batched leaf-wise and depth-wise growth: every chosen split is applied, one pass per
+        round."""
+        while builder.n_leaves < self.num_leaves:
+            chosen = self._choose(best, self.num_leaves - builder.n_leaves)
+            if not chosen:
+                break
+            applied = [(leaf, self._apply(builder, leaf, best[leaf]), best.pop(leaf))
+                       for leaf in chosen]
+            # Children are searched only if they may be split: below max_depth and room left
+            # in the tree after this round. Otherwise no rows need routing for them.
+            room = builder.n_leaves < self.num_leaves
+            requests = [(leaf, right_leaf, split,
+                         room and self._can_split_at(builder.leaf_depth[leaf]))
+                        for leaf, right_leaf, split in applied]
+            records = self._split_pass(requests)
+            for (leaf, right_leaf, _, _), (left, right) in zip(requests, records):
+                self.source.commit(leaf)
+                best[leaf], best[right_leaf] = left, right
+
+    def _grow_best_first(self, builder, best):
+        """Exact best-first growth, splitting up to ``lookahead_leaves`` leaves ahead in each
+        pass (see the module docstring)."""
+        data_id = {0: 0}  # tree leaf -> the source's id of that leaf
+        ahead = {}        # tree leaf -> (source id of its right child, left record, right record)
+        next_id = 1
+        while builder.n_leaves < self.num_leaves:
+            ranked = sorted((l for l, s in best.items() if s is not None and s.gain > 0),
+                            key=lambda l: (-best[l].gain, l))
+            if not ranked:
+                break
+            leaf = ranked[0]
+            remaining = self.num_leaves - builder.n_leaves  # splits left, this one included
+            if leaf not in ahead:
+                # Leaves split ahead never exceed the splits left after this one, so the
+                # source's ids stay below 2 * num_leaves.
+                room_ahead = min(self.lookahead_leaves, remaining - 1 - len(ahead))
+                extra = [l for l in ranked[1:] if l not in ahead][:max(0, room_ahead)]
+                requests = []
+                for l in [leaf] + extra:
+                    # The best leaf's children are searched if the tree has room after it; a
+                    # leaf split ahead is applied only while there is room, so always search.
+                    search = (self._can_split_at(builder.leaf_depth[l] + 1)
+                              and (l != leaf or remaining > 1))
+                    requests.append((data_id[l], next_id, best[l], search))
+                    next_id += 1
+                records = self._split_pass(requests)
+                for l, (_, right_id, _, _), (left, right) in zip([leaf] + extra, requests,
+                                                                 records):
+                    ahead[l] = (right_id, left, right)
+            right_id, left, right = ahead.pop(leaf)
+            right_leaf = self._apply(builder, leaf, best.pop(leaf))
+            data_id[right_leaf] = right_id
+            if remaining > 1:
+                # The last split's children are never searched without splitting ahead either:
+                # their gains must not reach feature screening.
+                self.source.commit(data_id[leaf])
+            best[leaf], best[right_leaf] = left, right
+
     def grow(self, bin_upper_bounds, shrinkage, class_idx) -> tuple[Tree, TreeBuilder]:
         """Grow the tree; returns the :class:`Tree` and the builder (leaf values before shrinkage)."""
         sp = self.split_params
@@ -105,31 +198,10 @@ class TreeGrower:
                       if totals.sum_hessians + sp.lambda_l2 > 0 else 0.0)
         builder = TreeBuilder(totals, root_value)
         best = {0: root_split if self._can_split_at(0) else None}
-        while builder.n_leaves < self.num_leaves:
-            chosen = self._choose(best, self.num_leaves - builder.n_leaves)
-            if not chosen:
-                break
-            applied = []
-            for leaf in chosen:
-                split = best.pop(leaf)
-                parent_value = builder.leaf_value[leaf]
-                left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians)
-                right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians)
-                right_leaf = builder.split(leaf, split, int(self.missing_types[split.feature]),
-                                           parent_value, left_value, right_value)
-                applied.append((leaf, right_leaf, split))
-            # Children are searched only if they may be split: below max_depth and room left
-            # in the tree after this round. Otherwise no rows need routing for them.
-            room = builder.n_leaves < self.num_leaves
-            requests = [(leaf, right_leaf, split,
-                         room and self._can_split_at(builder.leaf_depth[leaf]))
-                        for leaf, right_leaf, split in applied]
-            self.n_rounds += 1
-            t0 = time.perf_counter()
-            records = self.source.split_many(requests)
-            self.time_waiting += time.perf_counter() - t0
-            for (leaf, right_leaf, _, _), (left, right) in zip(requests, records):
-                best[leaf], best[right_leaf] = left, right
+        if self.grow_policy == "leafwise" and self.max_leaves_per_pass == 1:
+            self._grow_best_first(builder, best)
+        else:
+            self._grow_in_rounds(builder, best)
         if builder.n_leaves == 1:
             # No split: the tree adds nothing, as in LightGBM (gbdt.cpp TrainOneIter keeps a
             # one-leaf tree's output at 0; only its first iteration would hold the init score,

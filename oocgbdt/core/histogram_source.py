@@ -65,7 +65,8 @@ class HistogramSource:
     max_hist_kept : int
         Most leaf histograms kept at once between passes.
     feature_gains : ndarray of shape (n_features,), dtype float64, or None
-        Per feature, the best split gain seen in any leaf of this tree.
+        Per feature, the best split gain seen in the root and in the children of every
+        committed split (:meth:`commit`) of this tree.
     """
 
     def __init__(self, chunks, class_idx, meta, params, max_leaves, *, backend=None,
@@ -88,6 +89,7 @@ class HistogramSource:
         self.n_hist_dropped = 0
         self.max_hist_kept = 0
         self.feature_gains = None
+        self._split_gains = {}      # split leaf -> its children's per-feature gains (uncommitted)
 
     def _record(self, gains):
         self.feature_gains = gains if self.feature_gains is None else np.maximum(self.feature_gains, gains)
@@ -222,17 +224,29 @@ class HistogramSource:
         self.n_hist_subtracted += 2 * len(todo) - len(built)
         self._drop_partials()  # queued before the wait: see _drop_partials
         records, gains = b.gather(res)
-        self._record(gains)
-        for (idx, leaf, right_leaf, _, _), (left, right) in zip(todo, records):
+        for (idx, leaf, right_leaf, _, _), (left, right), g in zip(todo, records, gains):
+            self._split_gains[leaf] = g
             out[idx] = (left, right)
             self._keep(leaf, left)
             self._keep(right_leaf, right)
         self._bound_pool()
         return out
 
+    def commit(self, leaf):
+        """Count the split of ``leaf`` made by the last :meth:`split_many` that split it into
+        :attr:`feature_gains` (its children's best gains per feature): the grower calls this for
+        each split it applies to the tree. A split never committed (made ahead of its turn and
+        then not needed) leaves no trace in the gains that feature screening reads."""
+        gains = self._split_gains.pop(leaf, None)
+        if gains is not None:
+            self._record(gains)
+
     def split(self, leaf, right_leaf, split):
-        """Apply one split (a one-request :meth:`split_many`); returns ``(left, right)``."""
-        return self.split_many([(leaf, right_leaf, split, True)])[0]
+        """Apply one split (a one-request :meth:`split_many`, committed); returns
+        ``(left, right)``."""
+        out = self.split_many([(leaf, right_leaf, split, True)])[0]
+        self.commit(leaf)
+        return out
 
     def forget(self, leaf):
         """Free the histogram of a leaf that will not be split."""
@@ -244,3 +258,4 @@ class HistogramSource:
         self._rows = None
         self._hist.clear()
         self._gain.clear()
+        self._split_gains.clear()

@@ -57,15 +57,17 @@ def _chunks(Xb, g, h, sizes):
 
 
 def _grow(bm, Xb, g, h, *, num_leaves, max_depth=-1, policy="leafwise", k=1, max_cached=None,
-          source_cls=HistogramSource, sizes=(1000, 2500, 1500, 1000), split_every=2):
+          source_cls=HistogramSource, sizes=(1000, 2500, 1500, 1000), split_every=2,
+          lookahead=0):
     """Grow one tree with the code under test (4 chunks, fan-in 2: the reduction has levels)."""
     meta = FeatureMeta.from_bin_mapper(bm)
     sp = SplitParams.from_params(resolve_params(dict(min_data_in_leaf=20)))
     chunks = _chunks(Xb, g, h, sizes)
-    source = source_cls(chunks, 0, meta, sp, num_leaves, backend=LocalBackend(), key="t",
-                        split_every=split_every, max_cached=max_cached)
+    source = source_cls(chunks, 0, meta, sp, num_leaves * (2 if lookahead else 1),
+                        backend=LocalBackend(), key="t", split_every=split_every,
+                        max_cached=max_cached)
     grower = TreeGrower(source, sp, meta.missing_types, num_leaves, max_depth, grow_policy=policy,
-                        max_leaves_per_pass=k)
+                        max_leaves_per_pass=k, lookahead_leaves=lookahead)
     tree, builder = grower.grow(bm.bin_upper_bounds_, 1.0, 0)
     return tree, source
 
@@ -312,6 +314,67 @@ def test_batched_leafwise_splits_the_k_best_open_leaves(k):
     _assert_same_tree(tree, nodes, leaf_rows, g, h)
 
 
+# ---- splitting ahead (lookahead_leaves) ----------------------------------------------------------
+
+@pytest.mark.parametrize("num_leaves,max_depth", [(31, -1), (7, -1), (31, 3), (63, -1)])
+def test_splitting_ahead_grows_the_same_tree_in_fewer_passes(num_leaves, max_depth):
+    """Leaves split ahead of their turn: the same tree, bit for bit, and the same feature gains
+    (only applied splits count), as exact best-first growth without it, which the oracle checks;
+    passes only fall."""
+    bm, Xb, g, h = _data()
+    exact, exact_source = _grow(bm, Xb, g, h, num_leaves=num_leaves, max_depth=max_depth)
+    nodes, leaf_rows, _ = _naive_grow(bm, Xb, g, h, num_leaves=num_leaves, max_depth=max_depth)
+    _assert_same_tree(exact, nodes, leaf_rows, g, h)
+    passes = [exact_source.n_passes]
+    for lookahead in (1, 2, 5):
+        tree, source = _grow(bm, Xb, g, h, num_leaves=num_leaves, max_depth=max_depth,
+                             lookahead=lookahead)
+        for name in ("split_feature", "threshold_bin", "default_left", "left_child",
+                     "right_child", "leaf_value", "leaf_count", "internal_value",
+                     "internal_count", "split_gain"):
+            np.testing.assert_array_equal(getattr(tree, name), getattr(exact, name), name)
+        np.testing.assert_array_equal(source.feature_gains, exact_source.feature_gains)
+        passes.append(source.n_passes)
+    assert passes[1] <= passes[0] and passes[2] <= passes[0]
+    if num_leaves >= 31 and max_depth <= 0:
+        assert passes[2] < 0.6 * passes[0], passes
+
+
+def test_splitting_ahead_with_a_bounded_pool_matches_the_oracle():
+    """With 2 kept histograms, leaves split ahead compete for the pool and some are histogrammed
+    from both children's rows: the tree is still best-first growth's (oracle, within rounding)."""
+    bm, Xb, g, h = _data()
+    nodes, leaf_rows, _ = _naive_grow(bm, Xb, g, h, num_leaves=31)
+    tree, source = _grow(bm, Xb, g, h, num_leaves=31, max_cached=2, lookahead=2)
+    assert source.n_hist_dropped > 0 and source.max_hist_kept <= 2
+    _assert_same_tree(tree, nodes, leaf_rows, g, h)
+
+
+def test_splitting_ahead_through_train_gives_the_same_model():
+    """Through ``train``: multiclass with EFB bundles, GOSS and EMA feature screening; the saved
+    model is the same for every lookahead_leaves but that parameter itself."""
+    rng = np.random.default_rng(3)
+    n = 6000
+    X = rng.normal(size=(n, 8)).astype(np.float32)
+    onehot = np.zeros((n, 6), np.float32)  # mutually exclusive columns: bundled by EFB
+    onehot[np.arange(n), rng.integers(0, 6, n)] = rng.integers(1, 4, n)
+    X = np.hstack([X, onehot])
+    y = (np.digitize(X[:, 0] + X[:, 8] - X[:, 9] + 0.5 * rng.normal(size=n), [-0.5, 0.7]))
+    base = dict(objective="multiclass", num_class=3, n_estimators=6, chunk_size=1500,
+                num_leaves=15, min_data_in_leaf=10, data_sample_strategy="goss",
+                feature_screening="ema", screening_warmup=2, screening_ratio=0.5, verbose=False)
+    models = []
+    for lookahead in (0, 2, 4):
+        booster = oocgbdt.train(dict(base, lookahead_leaves=lookahead), X, y)
+        d = booster.to_dict()
+        assert d["params"].pop("lookahead_leaves") == lookahead
+        models.append((d, np.mean([s["n_passes"] for s in booster.tree_stats])))
+    assert [8, 9, 10, 11, 12, 13] in models[0][0]["bundles"]
+    for d, passes in models[1:]:
+        assert d == models[0][0]
+        assert passes < models[0][1]
+
+
 def test_expected_passes_formula():
     assert _expected_passes_leafwise(31, 1) == 30  # 1 root pass + 29 split passes
     assert _expected_passes_leafwise(31, 2) == 16
@@ -324,7 +387,7 @@ def test_tree_stats_passes_for_every_policy():
     X = rng.normal(size=(8000, 5)).astype(np.float32)
     y = X @ np.arange(1, 6) + np.sin(3 * X[:, 0]) + rng.normal(size=8000)
     base = dict(objective="regression", n_estimators=3, chunk_size=3000, num_leaves=31)
-    cases = [(dict(max_leaves_per_pass=1), 30), (dict(max_leaves_per_pass=4), 9),
+    cases = [(dict(max_leaves_per_pass=1, lookahead_leaves=0), 30), (dict(max_leaves_per_pass=4), 9),
              (dict(grow_policy="depthwise"), 5), (dict(grow_policy="depthwise", max_depth=3), 3)]
     for extra, passes in cases:
         booster = oocgbdt.train(dict(base, **extra), X, y, verbose=False)

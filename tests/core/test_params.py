@@ -104,7 +104,7 @@ def test_every_alias_resolves(alias):
         "data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.05,
         "bagging_fraction": 0.5, "bagging_freq": 2, "bagging_seed": 11,
         "enable_bundle": False, "max_conflict_rate": 0.25, "grow_policy": "depthwise",
-        "max_leaves_per_pass": 4, "histogram_pool_size": 64.0, "cache": "disk",
+        "max_leaves_per_pass": 4, "lookahead_leaves": 3, "histogram_pool_size": 64.0, "cache": "disk",
         "cache_path": "/tmp/oocgbdt-cache", "cache_memory_fraction": 0.25, "partition_rows": 1000,
     }[canonical]
     r = resolve_params({alias: value})
