@@ -17,6 +17,7 @@ from tqdm.auto import tqdm
 
 from oocgbdt.core.backend import tree_reduce
 from oocgbdt.core.chunk import (chunk_add_score, chunk_apply_tree, chunk_gradients,
+                                chunk_leaf_counts,
                                 chunk_label_stats, chunk_metric_partials, merge_metric_partials)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
@@ -188,6 +189,11 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 arrays_h = backend.scatter(arrays)
                 chunks = backend.map(chunk_apply_tree, chunks, [arrays_h] * n, [k] * n,
                                      key=f"{tree_key}-apply", consume=0)
+                # The tree's true leaf counts, counted as it is applied (one small gather; the
+                # next tree's pass needs the applied scores anyway).
+                counts = backend.gather(backend.map(chunk_leaf_counts, chunks,
+                                                    key=f"{tree_key}-counts"))
+                tree.set_leaf_counts(np.sum(counts, axis=0))
                 for name in eval_chunks:
                     ec = eval_chunks[name]
                     eval_chunks[name] = backend.map(chunk_apply_tree, ec, [arrays_h] * len(ec),

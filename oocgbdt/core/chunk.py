@@ -23,6 +23,7 @@ from oocgbdt.kernels.predict import predict_binned
 __all__ = [
     "ChunkData", "TreeRows", "tree_rows_only", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
     "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "chunk_split_many", "chunk_apply_tree",
+    "chunk_leaf_counts",
     "histograms_only",
     "sum_histograms", "finish_root", "finish_split_many", "pass_records",
     "pass_histogram",
@@ -54,6 +55,9 @@ class ChunkData:
     conflicts : tuple of int
         ``(conflicting rows, lost values)`` of merging this chunk into bundles (``(0, 0)``
         without bundling).
+    leaf_counts : ndarray of shape (n_leaves,), dtype int64, or None
+        Rows of this round (``rows``, else every row) in each leaf of the last tree applied
+        (:func:`chunk_apply_tree`); None before the first.
     """
 
     X_binned: np.ndarray
@@ -64,6 +68,7 @@ class ChunkData:
     hessians: np.ndarray | None = None
     rows: np.ndarray | None = None
     conflicts: tuple = (0, 0)
+    leaf_counts: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -387,7 +392,8 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
     -------
     ((records, feature_gains), children)
         ``records``: list of ``(left SplitInfo or None, right SplitInfo or None)``, one per
-        split; ``feature_gains``: ndarray of shape (n_splits, n_features), dtype float64, per
+        split, searched with the children's true row counts (read off their histograms; the
+        split's own SplitInfo estimates them from hessians); ``feature_gains``: ndarray of shape (n_splits, n_features), dtype float64, per
         split each feature's best split gain over its two children (``-inf``: none; per split,
         so that a grower splitting leaves ahead of their turn counts only the splits it applies,
         see :meth:`~oocgbdt.core.histogram_source.HistogramSource.commit`). This first item is what the
@@ -411,16 +417,20 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
     records = []
     small = 2 * params.min_data_in_leaf
     for i, split in enumerate(plan.splits):
-        if split.left.count < small and split.right.count < small:
+        pair = children[i]
+        # The children's true row counts (the split's own are estimated from hessians).
+        counts = (float(pair[0][0, 2]), float(pair[1][0, 2]))
+        if counts[0] < small and counts[1] < small:
             # LightGBM (SerialTreeLearner::BeforeFindBestSplit) searches neither sibling when
             # both hold fewer than 2 x min_data_in_leaf rows (true counts): with min_data_in_leaf
             # checked on hessian-estimated counts, a search could otherwise still split them.
             records.append((None, None))
             continue
-        pair = children[i]
         child_meta = split.child_meta(meta)  # features without a valid split here are skipped below
-        left, left_gains = best_split(pair[0], split.left, child_meta, params)
-        right, right_gains = best_split(pair[1], split.right, child_meta, params)
+        left, left_gains = best_split(pair[0], replace(split.left, count=counts[0]), child_meta,
+                                      params)
+        right, right_gains = best_split(pair[1], replace(split.right, count=counts[1]),
+                                        child_meta, params)
         gains[i] = np.maximum(left_gains, right_gains)
         records.append((left, right))
     return (records, gains), children
@@ -429,26 +439,39 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
 # ---- finished trees and evaluation --------------------------------------------------------------------------
 
 def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int) -> ChunkData:
-    """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores.
+    """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores,
+    and count the round's rows in each leaf (``ChunkData.leaf_counts``).
 
     ``tree_arrays`` comes from :meth:`oocgbdt.core.tree.Tree.binned_arrays`, plus, for bundled
     chunks, :meth:`oocgbdt.core.split.FeatureMeta.node_arrays` (each node's feature is then read
     off its bundle column). Used for training and evaluation chunks alike; returns a new ChunkData.
     """
-    raw = data.raw_score.copy()
-    out = raw[class_idx]
     t = tree_arrays
     X = chunk_bins(data)
+    n_leaves = t["leaf_value"].shape[0]
+    # One walk gives each row's leaf (the walk adds leaf numbers into zeros); the score then
+    # gets its leaf's value, the same single addition per row as adding the value in the walk.
+    leaf = np.zeros(X.shape[0], dtype=np.float64)
+    numbers = np.arange(n_leaves, dtype=np.float64)
     if "split_column" in t:
         predict_binned_bundled(X, t["split_column"], t["split_start"], t["split_n_bins"],
                                t["split_raw"], t["threshold_bin"], t["default_left"],
                                t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
-                               t["right_child"], t["leaf_value"], out)
+                               t["right_child"], numbers, leaf)
     else:
         predict_binned(X, t["split_feature"], t["threshold_bin"], t["default_left"],
                        t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
-                       t["right_child"], t["leaf_value"], out)
-    return replace(data, raw_score=raw)
+                       t["right_child"], numbers, leaf)
+    leaf = leaf.astype(np.intp)
+    raw = data.raw_score.copy()
+    raw[class_idx] += t["leaf_value"][leaf]
+    counted = leaf if data.rows is None else leaf[data.rows]
+    return replace(data, raw_score=raw, leaf_counts=np.bincount(counted, minlength=n_leaves))
+
+
+def chunk_leaf_counts(data: ChunkData) -> np.ndarray:
+    """``data.leaf_counts`` (gathered, and added over chunks, for the tree's true leaf counts)."""
+    return data.leaf_counts
 
 
 def chunk_metric_partials(data: ChunkData, metrics, objective):

@@ -163,9 +163,11 @@ class TreeGrower:
             leaf = ranked[0]
             remaining = self.num_leaves - builder.n_leaves  # splits left, this one included
             if leaf not in ahead:
-                # Leaves split ahead never exceed the splits left after this one, so the
-                # source's ids stay below 2 * num_leaves.
-                room_ahead = min(self.lookahead_leaves, remaining - 1 - len(ahead))
+                # At most the splits left after this one. Each split in the data takes a new
+                # source id: this pass's, plus at most remaining - 1 later ones, must stay
+                # below the source's 2 * num_leaves.
+                room_ahead = min(self.lookahead_leaves, remaining - 1,
+                                 2 * self.num_leaves - next_id - remaining)
                 extra = [l for l in ranked[1:] if l not in ahead][:max(0, room_ahead)]
                 requests = []
                 for l in [leaf] + extra:

@@ -158,7 +158,7 @@ class FeatureMeta:
         out = np.zeros((self.n_total_bins, 3), dtype=hist.dtype)
         expand_histogram(hist, self.expand_index, self.bin_offsets, self.n_bins,
                          self.default_bins, self.feature_raw, self.feature_mask,
-                         totals.sum_gradients, totals.sum_hessians, totals.count, out)
+                         totals.sum_gradients, totals.sum_hessians, out)
         return out
 
 
@@ -220,7 +220,9 @@ class SplitInfo:
 
 
 def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
-    """Totals of a leaf read off its histogram (every built feature's slice sums to the leaf).
+    """Totals of a leaf read off its histogram: sums of gradients and hessians over one built
+    feature's slice (every slice sums to the leaf), the row count from ``hist[0, 2]`` (see
+    :mod:`oocgbdt.kernels.histogram`).
 
     With bundling, a root histogram carries the slice of feature ``meta.totals_feature``
     decoded from its bundle after its ``n_hist_bins`` rows (see
@@ -228,12 +230,12 @@ def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
     bit-identical totals.
     """
     if meta.bundled:
-        s = hist[meta.n_hist_bins:].sum(axis=0)
+        s = hist[meta.n_hist_bins:, :2].sum(axis=0)
     else:
         f = meta.built_columns[0]
         lo, hi = meta.bin_offsets[f], meta.bin_offsets[f + 1]
-        s = hist[lo:hi].sum(axis=0)
-    return LeafTotals(float(s[0]), float(s[1]), float(s[2]))
+        s = hist[lo:hi, :2].sum(axis=0)
+    return LeafTotals(float(s[0]), float(s[1]), float(hist[0, 2]))
 
 
 def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,

@@ -65,6 +65,22 @@ class Tree:
     def n_leaves(self) -> int:
         return int(self.leaf_value.shape[0])
 
+    def set_leaf_counts(self, leaf_count) -> None:
+        """Set the rows of each leaf (shape (n_leaves,)) and each node's count as the sum of
+        its subtree's leaves: the true counts, counted when the finished tree is applied to the
+        rows (the counts recorded while growing are split search estimates for the last splits,
+        which no pass routes)."""
+        self.leaf_count = np.asarray(leaf_count, dtype=np.float64).copy()
+        internal = np.zeros(self.split_feature.shape[0], dtype=np.float64)
+
+        def count(child):
+            return self.leaf_count[~child] if child < 0 else internal[child]
+
+        # children have larger node numbers than their parent (nodes are numbered in split order)
+        for node in range(internal.shape[0] - 1, -1, -1):
+            internal[node] = count(self.left_child[node]) + count(self.right_child[node])
+        self.internal_count = internal
+
     @property
     def default_left(self) -> np.ndarray:
         return (self.decision_type & 2) != 0

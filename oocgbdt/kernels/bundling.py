@@ -520,8 +520,10 @@ def predict_binned_bundled_naive(X_bundled, split_column, split_start, split_n_b
 
 @njit
 def expand_histogram(hist, expand_index, bin_offsets, n_bins, default_bins, feature_raw,
-                     feature_mask, sum_g, sum_h, count, out):
-    """Per-feature histogram of one leaf from its bundle histogram.
+                     feature_mask, sum_g, sum_h, out):
+    """Per-feature histogram of one leaf from its bundle histogram: the gradient and hessian
+    fields (histograms hold no per-bin counts, see :mod:`oocgbdt.kernels.histogram`; the count
+    field of ``out`` is not written).
 
     Feature ``f``'s bin ``b`` is copied from row ``expand_index[bin_offsets[f] + b]`` of
     ``hist``. The default bin of a bundled (not raw) feature is not stored (its index is -1):
@@ -534,7 +536,7 @@ def expand_histogram(hist, expand_index, bin_offsets, n_bins, default_bins, feat
     bin_offsets : ndarray of shape (n_features + 1,), dtype int64     # IN  per-feature layout
     n_bins, default_bins : ndarray of shape (n_features,), int32      # IN
     feature_raw, feature_mask : ndarray of shape (n_features,), bool  # IN  only masked features
-    sum_g, sum_h, count : float                                       # IN  leaf totals
+    sum_g, sum_h : float                                              # IN  leaf totals
     out : ndarray of shape (n_total_bins, 3), dtype float64           # OUT masked features' rows
     """
     for f in range(n_bins.shape[0]):
@@ -544,25 +546,21 @@ def expand_histogram(hist, expand_index, bin_offsets, n_bins, default_bins, feat
         nb = n_bins[f]
         acc_g = 0.0
         acc_h = 0.0
-        acc_c = 0.0
         for b in range(nb):
             src = expand_index[lo + b]
             if src >= 0:
                 out[lo + b, 0] = hist[src, 0]
                 out[lo + b, 1] = hist[src, 1]
-                out[lo + b, 2] = hist[src, 2]
                 acc_g += hist[src, 0]
                 acc_h += hist[src, 1]
-                acc_c += hist[src, 2]
         if not feature_raw[f]:
             d = lo + default_bins[f]
             out[d, 0] = sum_g - acc_g
             out[d, 1] = sum_h - acc_h
-            out[d, 2] = count - acc_c
 
 
 def expand_histogram_naive(hist, expand_index, bin_offsets, n_bins, default_bins, feature_raw,
-                           feature_mask, sum_g, sum_h, count, out):
+                           feature_mask, sum_g, sum_h, out):
     """NumPy twin of :func:`expand_histogram`."""
     for f in range(len(n_bins)):
         if not feature_mask[f]:
@@ -570,8 +568,9 @@ def expand_histogram_naive(hist, expand_index, bin_offsets, n_bins, default_bins
         lo, hi = int(bin_offsets[f]), int(bin_offsets[f] + n_bins[f])
         idx = np.asarray(expand_index[lo:hi])
         stored = idx >= 0
-        out[lo:hi][stored] = hist[idx[stored]]
+        out[lo:hi, :2][stored] = hist[idx[stored], :2]
         if not feature_raw[f]:
             d = lo + int(default_bins[f])
-            total = np.array([sum_g, sum_h, count])
-            out[d] = total - np.add.reduce(hist[idx[stored]], axis=0) if stored.any() else total
+            total = np.array([sum_g, sum_h])
+            out[d, :2] = (total - np.add.reduce(hist[idx[stored], :2], axis=0) if stored.any()
+                          else total)

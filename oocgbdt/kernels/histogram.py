@@ -1,8 +1,15 @@
-"""This module contains the histogram kernels: per-bin sums of gradients, hessians and counts.
+"""This module contains the histogram kernels: per-bin sums of gradients and hessians, and the
+leaf's row count.
 
 Data flow position: per chunk and per boosting pass, for the rows of one leaf. Histograms use one
 flat layout over all columns: column ``j`` owns rows ``[bin_offsets[j], bin_offsets[j + 1])`` of an
-array of shape ``(n_total_bins, 3)`` whose fields are (sum_gradients, sum_hessians, count), float64.
+array of shape ``(n_total_bins, 3)``, float64, whose fields are (sum_gradients, sum_hessians,
+count). Per-bin counts are not accumulated: like LightGBM, the split search estimates them from
+hessians, and two stores per cell instead of three make the kernel about 1.3x faster (measured on
+500k x 100 uint8 bins, prefetched rows: 1.48 -> 1.08 ns per cell on every row, 1.80 -> 1.43 on a
+tenth). The count field of row 0 holds the number of rows added instead (every other count is 0):
+it sums across chunks, and a sibling's histogram derived as parent minus child carries the
+sibling's true row count, so every leaf's exact count travels with its histogram.
 """
 import numpy as np
 
@@ -24,10 +31,11 @@ def _prefetch_row(X_binned, row_indices, i, gradients, hessians):
 
 @njit
 def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, row_indices, out):
-    """Add the rows ``row_indices`` of a binned chunk into ``out``, for the listed columns only.
+    """Add the rows ``row_indices`` of a binned chunk into ``out``, for the listed columns only,
+    and their number into ``out[0, 2]`` (see the module docstring).
 
     Columns not listed are never read (feature screening builds only the selected ones); their
-    rows of ``out`` are left as they are.
+    rows of ``out`` are left as they are (but for ``out[0, 2]``).
 
     Parameters
     ----------
@@ -59,7 +67,7 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
                 b = 3 * (bin_offsets[j] + row[j])
                 flat[b] += g
                 flat[b + 1] += h
-                flat[b + 2] += 1.0
+        flat[2] += row_indices.shape[0]
         return
     for i in range(row_indices.shape[0]):
         _prefetch_row(X_binned, row_indices, i + PREFETCH_ROWS, gradients, hessians)
@@ -71,7 +79,7 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
             b = 3 * (bin_offsets[j] + X_binned[r, j])
             flat[b] += g
             flat[b + 1] += h
-            flat[b + 2] += 1.0
+    flat[2] += row_indices.shape[0]
 
 
 def build_histogram_naive(X_binned, bin_offsets, column_indices, gradients, hessians, row_indices,
@@ -79,10 +87,10 @@ def build_histogram_naive(X_binned, bin_offsets, column_indices, gradients, hess
     """NumPy twin of :func:`build_histogram` (``np.add.at``), used by tests."""
     rows = np.asarray(row_indices)
     cols = np.asarray(column_indices, dtype=np.int64)
+    out[0, 2] += rows.size
     if rows.size == 0 or cols.size == 0:
         return
     flat = (X_binned[np.ix_(rows, cols)].astype(np.int64) + bin_offsets[cols][None, :]).ravel()
     n_columns = cols.size
     np.add.at(out[:, 0], flat, np.repeat(gradients[rows].astype(np.float64), n_columns))
     np.add.at(out[:, 1], flat, np.repeat(hessians[rows].astype(np.float64), n_columns))
-    np.add.at(out[:, 2], flat, 1.0)

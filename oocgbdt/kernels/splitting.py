@@ -26,10 +26,12 @@ feature_histogram.hpp``: ``FindBestThreshold``, ``FindBestThresholdSequentially`
   bin: so does this kernel. The estimate is exact when every row has the same hessian (L2
   without weights); for logloss and softmax a row with a large hessian counts as several rows,
   so a side with fewer than ``min_data_in_leaf`` rows can be accepted (LightGBM documents
-  ``min_data_in_leaf`` as approximate for such losses). The returned left count is the TRUE
-  count (the histogram's count column): LightGBM replaces the estimate by the partition's true
-  counts before the tree and the next passes use it (``SerialTreeLearner::SplitInner``,
-  ``update_cnt``), so only the ``min_data_in_leaf`` checks see estimates.
+  ``min_data_in_leaf`` as approximate for such losses). The returned left count is that
+  estimate too, as in LightGBM's ``SplitInfo``: histograms hold no per-bin counts (two stores
+  per cell instead of three). LightGBM replaces the estimate by the partition's true counts
+  before the tree and the next passes use it (``SerialTreeLearner::SplitInner``,
+  ``update_cnt``); so does oocgbdt, from the row counts that routing adds to each child's
+  histogram (:mod:`oocgbdt.kernels.histogram`).
 * Not reproduced: with a Zero-type feature (``zero_as_missing``) whose most frequent bin is 0
   but not its zero bin, LightGBM's scan F leaves bin 0 out of the left sums (it is not stored)
   although its rows go left; here bin 0 is summed on the left, where its rows go.
@@ -75,12 +77,11 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
           res):
     # sum_h is the leaf's sum of hessians + 2 * kEpsilon (LightGBM's FindBestThreshold).
     # res: [gain, threshold_bin, left_g, left_h (+ kEpsilon), left_count]; updated when better
-    # by > margin. Counts checked against min_data are LightGBM's estimates (acc_e); the
-    # recorded left count is the true one (acc_c, from the histogram's count column).
+    # by > margin. Counts, checked against min_data and recorded, are LightGBM's estimates
+    # (acc_e): histograms hold no per-bin counts. The true counts come from routing the rows.
     if reverse:
         acc_g = 0.0
         acc_h = K_EPSILON
-        acc_c = 0.0
         acc_e = 0.0
         top = n_bins - 1
         if missing_type == 2 and not include_nan_right:
@@ -91,7 +92,6 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
             h = hist[lo + t, 1]
             acc_g += hist[lo + t, 0]
             acc_h += h
-            acc_c += hist[lo + t, 2]
             acc_e += _round_int(h * cnt_factor)
             if acc_e < min_data or acc_h < min_hess:
                 continue
@@ -107,11 +107,10 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
                 res[1] = t - 1
                 res[2] = lg
                 res[3] = lh
-                res[4] = count - acc_c
+                res[4] = count - acc_e
     else:
         acc_g = 0.0
         acc_h = K_EPSILON
-        acc_c = 0.0
         acc_e = 0.0
         if offset:
             # NaN-type feature whose most frequent bin is bin 0: LightGBM stores no bin 0
@@ -119,13 +118,11 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
             # stored bin, NaN bin included; its first threshold (bin 0) adds nothing.
             acc_g = sum_g
             acc_h = sum_h - K_EPSILON
-            acc_c = count
             acc_e = count
             for i in range(1, n_bins):
                 h = hist[lo + i, 1]
                 acc_g -= hist[lo + i, 0]
                 acc_h -= h
-                acc_c -= hist[lo + i, 2]
                 acc_e -= _round_int(h * cnt_factor)
         for t in range(0, n_bins - 1):
             if missing_type == 1 and t == default_bin:
@@ -134,7 +131,6 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
                 h = hist[lo + t, 1]
                 acc_g += hist[lo + t, 0]
                 acc_h += h
-                acc_c += hist[lo + t, 2]
                 acc_e += _round_int(h * cnt_factor)
             if acc_e < min_data or acc_h < min_hess:
                 continue
@@ -150,7 +146,7 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
                 res[1] = t
                 res[2] = acc_g
                 res[3] = acc_h
-                res[4] = acc_c
+                res[4] = acc_e
 
 
 @njit
@@ -162,6 +158,7 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
     Parameters
     ----------
     hist : ndarray of shape (n_total_bins, 3), dtype float64              # IN  the leaf's histogram
+        (fields 0 and 1 are read: sums of gradients and hessians per bin)
     bin_offsets : ndarray of shape (n_features + 1,), dtype int64         # IN  feature f's slice
     n_bins : ndarray of shape (n_features,), dtype int32                  # IN  bins incl. the NaN bin
     missing_types : ndarray of shape (n_features,), dtype uint8           # IN  0 None, 1 Zero, 2 NaN
@@ -173,7 +170,9 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
     l1, l2, min_data, min_hess, min_gain_to_split : float                 # IN  LightGBM parameters
     out : ndarray of shape (n_features, 6), dtype float64                 # OUT per feature:
         split gain (``-inf`` when no valid split), threshold bin, default_left (0/1), left sum of
-        gradients, left sum of hessians, left row count (true, from the count column).
+        gradients, left sum of hessians, left row count (LightGBM's estimate from hessians, as
+        ``FindBestThresholdSequentially`` records it; the tree's counts are the true ones, from
+        routing the rows).
     """
     if not sum_h + l2 > 0.0:
         # Every hessian of the leaf is 0 (e.g. softmax probabilities that underflowed in
@@ -275,7 +274,7 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
             left = np.arange(nb) <= t
             if missing_bin >= 0:
                 left[missing_bin] = missing_left
-            lg, lh, lc = h[left, 0].sum(), h[left, 1].sum(), h[left, 2].sum()
+            lg, lh = h[left, 0].sum(), h[left, 1].sum()
             rg, rh = sum_g - lg, sum_h - lh
             if scan == "R" or offset:
                 le = count - est[~left].sum()
@@ -285,7 +284,7 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
                 continue
             gain = gain_of(lg, lh) + gain_of(rg, rh)
             if gain > parent_gain + min_gain_to_split and (best_rec is None or gain > best + 1e-12 * abs(best)):
-                best, best_rec = gain, (t, float(missing_left), lg, lh, lc)
+                best, best_rec = gain, (t, float(missing_left), lg, lh, le)
         if best_rec is not None:
             out[f, 0] = best - parent_gain
             out[f, 1:6] = best_rec

@@ -27,11 +27,13 @@ def test_build_histogram_matches_naive(dtype, n_bins):
     general = np.zeros_like(out)
     build_histogram(X, offsets, rng.permutation(F).astype(np.int64), g, h, rows, general)
     np.testing.assert_array_equal(out, general)
-    # every feature's slice sums to the selected rows' totals (numpy oracle)
+    # every feature's slice sums to the selected rows' totals (numpy oracle); the row count
+    # is in out[0, 2] alone (no per-bin counts)
     for f in range(F):
-        s = out[offsets[f]:offsets[f + 1]].sum(axis=0)
-        np.testing.assert_allclose(s, [g[rows].astype(float).sum(), h[rows].astype(float).sum(), len(rows)],
+        s = out[offsets[f]:offsets[f + 1], :2].sum(axis=0)
+        np.testing.assert_allclose(s, [g[rows].astype(float).sum(), h[rows].astype(float).sum()],
                                    rtol=1e-10)
+    assert out[0, 2] == len(rows) and not out[1:, 2].any()
 
 
 def test_build_histogram_adds_rows_in_order_into_a_stacked_slot():
@@ -53,7 +55,7 @@ def test_build_histogram_adds_rows_in_order_into_a_stacked_slot():
             b = offsets[f] + X[r, f]
             expect[b][0] += float(g[r])
             expect[b][1] += float(h[r])
-            expect[b][2] += 1.0
+    expect[0][2] = float(len(rows))  # the leaf's row count, in row 0 only
     np.testing.assert_array_equal(stacked[1], np.array(expect))
     assert not stacked[0].any() and not stacked[2].any()
 
@@ -71,9 +73,15 @@ def test_build_histogram_only_touches_listed_columns():
     build_histogram(X, offsets, cols, g, h, rows, out)
     build_histogram_naive(X, offsets, cols, g, h, rows, ref)
     np.testing.assert_allclose(out, ref, rtol=1e-12)
+    # unlisted columns keep the sentinel, but for the row count added to out[0, 2]
+    assert out[0, 2] == 7.0 + 50
     for j in (0, 2, 4):
-        assert (out[offsets[j]:offsets[j + 1]] == 7.0).all()
-    np.testing.assert_allclose(out[4:8, 2], 7.0 + np.bincount(X[:, 1], minlength=4))
+        block = out[offsets[j]:offsets[j + 1]].copy()
+        block[0, 2] -= 50 if j == 0 else 0
+        assert (block == 7.0).all()
+    np.testing.assert_allclose(out[4:8, 0], 7.0 + np.bincount(X[:, 1], g, minlength=4))
+    np.testing.assert_allclose(out[4:8, 1], 7.0 + np.bincount(X[:, 1], minlength=4))
+    np.testing.assert_array_equal(out[4:8, 2], 7.0)
 
 
 def test_build_histogram_accepts_readonly_and_empty():
@@ -86,7 +94,8 @@ def test_build_histogram_accepts_readonly_and_empty():
     build_histogram(X, offsets, cols, g, g, np.zeros(0, np.int32), out)
     assert not out.any()
     build_histogram(X, offsets, cols, g, g, np.arange(4, dtype=np.int32), out)
-    assert out[0, 2] == 4 and out[2, 2] == 4
+    assert out[0, 2] == 4 and out[2, 2] == 0
+    assert out[0, 0] == 4 and out[2, 0] == 4 and out[1, 0] == out[3, 0] == 0
 
 
 @pytest.mark.parametrize("missing_type", [0, 1, 2])
