@@ -5,9 +5,9 @@ Data flow position: per chunk and per boosting pass, for the rows of one leaf. H
 flat layout over all columns: column ``j`` owns rows ``[bin_offsets[j], bin_offsets[j + 1])`` of an
 array of shape ``(n_total_bins, 3)``, float64, whose fields are (sum_gradients, sum_hessians,
 count). Per-bin counts are not accumulated: like LightGBM, the split search estimates them from
-hessians, and two stores per cell instead of three make the kernel about 1.3x faster (measured on
-500k x 100 uint8 bins, prefetched rows: 1.48 -> 1.08 ns per cell on every row, 1.80 -> 1.43 on a
-tenth). The count field of row 0 holds the number of rows added instead (every other count is 0):
+hessians, and two stores per cell instead of three make the kernel about 1.2-1.3x faster (measured
+on 500k x 100 uint8 bins, prefetched rows: 1.50 -> 1.12 ns per cell on every row, 1.74 -> 1.50
+on a tenth of them). The count field of row 0 holds the number of rows added instead (every other count is 0):
 it sums across chunks, and a sibling's histogram derived as parent minus child carries the
 sibling's true row count, so every leaf's exact count travels with its histogram.
 """
@@ -16,17 +16,6 @@ import numpy as np
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
 
 __all__ = ["build_histogram", "build_histogram_naive"]
-
-
-@njit
-def _prefetch_row(X_binned, row_indices, i, gradients, hessians):
-    """Prefetch the bins (every cache line of the row), gradient and hessian of the row
-    ``row_indices[i]``, if there is one (see :func:`oocgbdt.kernels._jit.prefetch`)."""
-    if i >= row_indices.shape[0]:
-        return
-    r = row_indices[i]
-    prefetch(X_binned, (r, 0))
-    prefetch(X_binned, (r, X_binned.shape[1] - 1))
 
 
 @njit
@@ -57,20 +46,30 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
     if every_column:
         # Every column in order (no screening): read each row as one contiguous slice, without
         # the column indirection (1.3x faster measured on 250k x 100; same summation order).
-        for i in range(row_indices.shape[0]):
-            _prefetch_row(X_binned, row_indices, i + PREFETCH_ROWS, gradients, hessians)
+        n_columns = X_binned.shape[1]  # == n_built
+        n_rows = row_indices.shape[0]
+        for i in range(n_rows):
+            if i + PREFETCH_ROWS < n_rows:  # inline: about 5% faster than a helper, measured
+                ahead = row_indices[i + PREFETCH_ROWS]
+                prefetch(X_binned, (ahead, 0))
+                prefetch(X_binned, (ahead, n_columns - 1))
             r = row_indices[i]
             g = np.float64(gradients[r])
             h = np.float64(hessians[r])
             row = X_binned[r]
-            for j in range(n_built):
+            for j in range(n_columns):
                 b = 3 * (bin_offsets[j] + row[j])
                 flat[b] += g
                 flat[b + 1] += h
         flat[2] += row_indices.shape[0]
         return
-    for i in range(row_indices.shape[0]):
-        _prefetch_row(X_binned, row_indices, i + PREFETCH_ROWS, gradients, hessians)
+    n_rows = row_indices.shape[0]
+    last = X_binned.shape[1] - 1
+    for i in range(n_rows):
+        if i + PREFETCH_ROWS < n_rows:
+            ahead = row_indices[i + PREFETCH_ROWS]
+            prefetch(X_binned, (ahead, 0))
+            prefetch(X_binned, (ahead, last))
         r = row_indices[i]
         g = np.float64(gradients[r])
         h = np.float64(hessians[r])
