@@ -410,9 +410,15 @@ class ActorBackend:
             self._inflight[o] = keep
 
     def _send(self):
-        """Send every shard its queued operations and the ids that died (one call each)."""
+        """Send every shard its queued operations and the ids that died (one call each).
+
+        Shards whose batch pushes values to another shard are called first: a call reaches its
+        shard about 1.5 ms after the one before it (measured on a LocalCluster of 2 processes),
+        and the shard that sums the pushed partials waits for them anyway."""
         self._reap()
-        for o, shard in enumerate(self.shards):
+        order = sorted(range(len(self.shards)),
+                       key=lambda o: not any(op[0] == "push" for op in self._ops[o]))
+        for o in order:
             ops, self._ops[o] = self._ops[o], []
             dead = self._take_dead(o)
             if ops or dead:
