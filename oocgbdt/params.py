@@ -448,7 +448,8 @@ _TABLE = [
         "pass. The tree is the same for every value (splits are still applied best first, and "
         "each leaf's histogram adds the same rows in the same order); only the passes per tree "
         "and the work on leaves split ahead that the num_leaves budget never reaches change. "
-        "Ignored by the other growth policies.",
+        "Ignored by the other growth policies, and when histogram_pool_size bounds the kept "
+        "histograms (evictions would then depend on it and change leaf values by rounding).",
     ),
     Param(
         "histogram_pool_size", -1.0, ("hist_pool_size",), "float", _range(),

@@ -96,7 +96,8 @@ _PARAMS_DOC = """
         (1: exact best-first growth; larger values mean fewer passes when streaming from disk).
     lookahead_leaves : int, default 2
         With exact best-first growth, each pass over the data also splits up to this many of
-        the next best open leaves ahead of their turn: fewer passes, the same trees.
+        the next best open leaves ahead of their turn: fewer passes, the same trees. Ignored
+        when ``histogram_pool_size`` bounds the kept histograms.
     cache : {"auto", "memory", "disk"}, default "auto"
         Where the binned rows live between passes (see :func:`oocgbdt.train`).
     cache_path : str or None, default None

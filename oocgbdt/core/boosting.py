@@ -138,6 +138,10 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
     screener = FeatureScreener.from_params(params, meta.feature_mask)
     max_cached = histogram_pool_capacity(params["histogram_pool_size"], meta.n_hist_bins)
+    # Splitting ahead never changes a tree, unless the pool evicts: then which leaves keep
+    # their histograms (and so which children are subtracted, a rounding difference) would
+    # depend on it. With a bounded pool, splits are made in their turn only.
+    lookahead = params["lookahead_leaves"] if max_cached is None else 0
     sampler = None
     if sampling_enabled(params):
         rows = backend.gather(backend.map(chunk_n_rows, chunks, key=f"{key}-nrows"))
@@ -178,7 +182,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
                                     params["max_depth"], grow_policy=params["grow_policy"],
                                     max_leaves_per_pass=params["max_leaves_per_pass"],
-                                    lookahead_leaves=params["lookahead_leaves"])
+                                    lookahead_leaves=lookahead)
                 tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, lr, k)
                 source.close()
                 if source.feature_gains is not None:

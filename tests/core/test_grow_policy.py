@@ -375,6 +375,31 @@ def test_splitting_ahead_through_train_gives_the_same_model():
         assert passes < models[0][1]
 
 
+def test_a_bounded_pool_turns_splitting_ahead_off():
+    """With a bounded histogram pool, evictions would depend on the leaves split ahead (and a
+    child built from rows rounds differently from one subtracted): lookahead_leaves is then
+    ignored, so the model and the passes are those of lookahead_leaves=0. The case is one a
+    helper found: weights over 8 orders of magnitude, where splitting ahead under this pool
+    changed leaf values."""
+    r = np.random.RandomState(11)
+    X = r.randn(3000, 10).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 2] ** 2 + 0.3 * r.randn(3000) > 0).astype(float)
+    w = 10.0 ** np.random.RandomState(5).uniform(-5, 5, 3000)
+    base = dict(objective="binary", num_leaves=63, n_estimators=1, max_bin=63,
+                min_data_in_leaf=5, verbose=False)
+    fits = {}
+    for pool in (-1.0, 0.02):
+        for lookahead in (0, 2):
+            b = oocgbdt.train(dict(base, histogram_pool_size=pool, lookahead_leaves=lookahead),
+                              X, y, sample_weight=w)
+            d = b.to_dict()
+            d["params"].pop("lookahead_leaves")
+            fits[pool, lookahead] = (d, b.tree_stats[0]["n_passes"], b.tree_stats[0]["n_hist_dropped"])
+    assert fits[0.02, 0][2] > 0  # the pool evicts
+    assert fits[0.02, 2][0] == fits[0.02, 0][0] and fits[0.02, 2][1] == fits[0.02, 0][1]
+    assert fits[-1.0, 2][0] == fits[-1.0, 0][0] and fits[-1.0, 2][1] < fits[-1.0, 0][1]
+
+
 def test_expected_passes_formula():
     assert _expected_passes_leafwise(31, 1) == 30  # 1 root pass + 29 split passes
     assert _expected_passes_leafwise(31, 2) == 16
