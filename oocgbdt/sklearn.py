@@ -94,10 +94,11 @@ _PARAMS_DOC = """
     max_leaves_per_pass : int, default 1
         With ``grow_policy="leafwise"``, split the best k open leaves per pass over the data
         (1: exact best-first growth; larger values mean fewer passes when streaming from disk).
-    lookahead_leaves : int, default 2
+    lookahead_leaves : int or None, default None
         With exact best-first growth, each pass over the data also splits up to this many of
-        the next best open leaves ahead of their turn: fewer passes, the same trees. Ignored
-        when ``histogram_pool_size`` bounds the kept histograms.
+        the next best open leaves ahead of their turn: fewer passes, the same trees. None: 2
+        on several Dask workers or with the disk cache, else 0. Ignored when
+        ``histogram_pool_size`` bounds the kept histograms.
     cache : {"auto", "memory", "disk"}, default "auto"
         Where the binned rows live between passes (see :func:`oocgbdt.train`).
     cache_path : str or None, default None
@@ -129,7 +130,7 @@ class _GBDTModel(BaseEstimator):
                  feature_screening=None, screening_ratio=0.3,
                  screening_warmup=5, screening_alpha=0.3, screening_beta=1.0,
                  early_stopping_rounds=None, metric=None, chunk_size=65536,
-                 grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=2, cache="auto",
+                 grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=None, cache="auto",
                  cache_path=None,
                  histogram_pool_size=-1.0, partition_rows=None, verbose=False):
         self.n_estimators = n_estimators

@@ -141,7 +141,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     # Splitting ahead never changes a tree, unless the pool evicts: then which leaves keep
     # their histograms (and so which children are subtracted, a rounding difference) would
     # depend on it. With a bounded pool, splits are made in their turn only.
-    lookahead = params["lookahead_leaves"] if max_cached is None else 0
+    lookahead = (params["lookahead_leaves"] or 0) if max_cached is None else 0
     sampler = None
     if sampling_enabled(params):
         rows = backend.gather(backend.map(chunk_n_rows, chunks, key=f"{key}-nrows"))

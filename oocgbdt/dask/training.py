@@ -491,6 +491,12 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                     if params["verbose"]:
                         print(bundle_report["summary"]
                               + (f" ({lost_values} values lost)" if lost_values else ""))
+                if params["lookahead_leaves"] is None:
+                    # auto: split leaves ahead where a pass is costly (round trips between
+                    # workers, or a read of the disk cache); in process the extra work on leaves
+                    # split ahead outweighs the passes saved.
+                    params = dict(params, lookahead_leaves=2 if n_workers > 1 or mode == "disk"
+                                  else 0)
                 boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
                                     metrics=metrics, verbose=params["verbose"], key=key,
                                     bundler=bundler)

@@ -400,6 +400,18 @@ def test_a_bounded_pool_turns_splitting_ahead_off():
     assert fits[-1.0, 2][0] == fits[-1.0, 0][0] and fits[-1.0, 2][1] < fits[-1.0, 0][1]
 
 
+def test_lookahead_leaves_auto_is_0_in_process():
+    """In process a pass costs little and leaves split ahead cost work: lookahead_leaves=None
+    (the default) resolves to 0, which the model records."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + rng.normal(scale=0.3, size=3000)
+    b = oocgbdt.train(dict(objective="regression", num_leaves=15, n_estimators=2,
+                           min_data_in_leaf=5, verbose=False), X, y)
+    assert b.params["lookahead_leaves"] == 0
+    assert [s["n_passes"] for s in b.tree_stats] == [14, 14]
+
+
 def test_expected_passes_formula():
     assert _expected_passes_leafwise(31, 1) == 30  # 1 root pass + 29 split passes
     assert _expected_passes_leafwise(31, 2) == 16

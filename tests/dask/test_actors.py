@@ -289,3 +289,24 @@ def test_actors_are_made_after_the_bin_sample_and_the_cache_write(client, monkey
     oocgbdt.train(dict(objective="binary", num_leaves=7, n_estimators=2, chunk_size=500,
                        cache="disk", cache_path=str(path), verbose=False), X, y, client=client)
     assert events == ["bins", ("actors", True)], events
+
+
+
+def test_lookahead_leaves_auto_splits_ahead_on_several_workers(client):
+    """lookahead_leaves=None (the default) resolves to 2 on a 2-worker cluster, where every
+    pass costs round trips; the model records it, and its trees are those of
+    lookahead_leaves=0 (splitting ahead never changes a tree), in fewer passes. (In process
+    it resolves to 0: tests/core/test_grow_policy.py.)"""
+    import oocgbdt
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(4000, 6)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(scale=0.5, size=4000) > 0.5).astype(float)
+    params = dict(objective="binary", num_leaves=15, min_data_in_leaf=5, chunk_size=1000,
+                  n_estimators=3, verbose=False)
+    auto = oocgbdt.train(params, X, y, client=client)
+    exact = oocgbdt.train(dict(params, lookahead_leaves=0), X, y, client=client)
+    assert auto.params["lookahead_leaves"] == 2 and exact.params["lookahead_leaves"] == 0
+    np.testing.assert_array_equal(auto.predict(X, raw_score=True), exact.predict(X, raw_score=True))
+    assert all(t.n_leaves == 15 for t in exact.trees)
+    assert [s["n_passes"] for s in exact.tree_stats] == [14] * 3
+    assert all(s["n_passes"] < 12 for s in auto.tree_stats)
