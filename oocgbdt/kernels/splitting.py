@@ -44,34 +44,38 @@ __all__ = ["find_best_thresholds", "find_best_thresholds_naive", "leaf_gain", "l
 
 K_EPSILON = 1e-15
 
+# Every kernel here divides by hessian sums that can be exactly 0 (float32 hessians that
+# underflowed, with min_sum_hessian_in_leaf=0): IEEE arithmetic (inf, NaN) as in LightGBM's C++,
+# where a NaN gain is never chosen, instead of numba's default ZeroDivisionError.
 
-@njit
+
+@njit(error_model="numpy")
 def _threshold_l1(s, l1):
     reg = max(0.0, abs(s) - l1)
     return reg if s >= 0 else -reg
 
 
-@njit
+@njit(error_model="numpy")
 def leaf_gain(sum_g, sum_h, l1, l2):
     """LightGBM's ``GetLeafGain`` without max_delta_step or path smoothing."""
     t = _threshold_l1(sum_g, l1)
     return t * t / (sum_h + l2)
 
 
-@njit
+@njit(error_model="numpy")
 def leaf_output(sum_g, sum_h, l1, l2):
     """LightGBM's ``CalculateSplittedLeafOutput`` without max_delta_step or path smoothing."""
     return -_threshold_l1(sum_g, l1) / (sum_h + l2)
 
 
-@njit
+@njit(error_model="numpy")
 def _round_int(x):
     """LightGBM's ``Common::RoundInt``: ``static_cast<int>(x + 0.5f)``; ``x >= 0`` here, so the
     truncation is ``floor(x + 0.5)``."""
     return np.floor(x + 0.5)
 
 
-@njit
+@njit(error_model="numpy")
 def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_right, offset,
           sum_g, sum_h, count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, margin,
           res):
@@ -149,7 +153,7 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
                 res[4] = acc_e
 
 
-@njit
+@njit(error_model="numpy")
 def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins, most_freq_bins,
                          feature_mask, sum_g, sum_h, count, l1, l2, min_data, min_hess,
                          min_gain_to_split, out):

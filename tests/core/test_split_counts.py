@@ -233,3 +233,35 @@ def test_lightgbm_binary_first_trees_still_equal_lightgbm(shared_data):
     model = lgb.train(dict(params, enable_bundle=False, deterministic=True, num_threads=1,
                            verbose=-1), lgb.Dataset(X, y), num_boost_round=n)
     _assert_same_trees(ours, model, X, n)
+
+
+def test_zero_hessian_sides_with_min_sum_hessian_0_train_as_lightgbm():
+    """min_sum_hessian_in_leaf=0 with logloss at learning_rate 1: hessians underflow to exactly
+    0 in float32 and a candidate side can hold rows but no hessian. Its gain is 0/0 (NaN) in
+    LightGBM's C++ and never chosen; the kernel used to raise ZeroDivisionError (found by a
+    helper). The trees equal LightGBM's."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1500, 8)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(size=1500) > 0).astype(float)
+    params = dict(objective="binary", learning_rate=1.0, num_leaves=7, max_bin=255,
+                  min_sum_hessian_in_leaf=0.0)
+    ours = oocgbdt.train(dict(params, n_estimators=3), X, y, verbose=False)
+    model = lgb.train(dict(params, enable_bundle=False, deterministic=True, num_threads=1,
+                           verbose=-1), lgb.Dataset(X, y), num_boost_round=3)
+    _assert_same_trees(ours, model, X, 3)
+
+
+def test_kernel_skips_a_side_without_hessian():
+    """A bin whose rows have zero hessians: with min_sum_hessian 0 the threshold that leaves it
+    alone on one side has a 0/0 gain, which is not chosen; the best split is another one."""
+    # Hessian sums of 400: the kEpsilon offsets vanish in float64, so the threshold putting bin
+    # 0 alone on the left has a left side of exactly 0 gradient and 0 hessian (gain 0/0).
+    hist = np.array([[0.0, 0.0, 0.0], [-300.0, 200.0, 0.0], [300.0, 200.0, 0.0]])
+    out = np.empty((1, 6))
+    find_best_thresholds(hist, np.array([0, 3], np.int64), np.array([3], np.int32),
+                         np.array([0], np.uint8), np.array([0], np.int32),
+                         np.array([-1], np.int32), np.array([True]), 0.0, 400.0, 30.0, 0.0, 0.0,
+                         0.0, 0.0, 0.0, out)
+    assert out[0, 1] == 1.0  # bins 0-1 left, bin 2 right
+    np.testing.assert_allclose(out[0, 0], 900.0)  # 300^2 / 200 on each side, parent gain 0
