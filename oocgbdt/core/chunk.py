@@ -393,11 +393,12 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
     ((records, feature_gains), children)
         ``records``: list of ``(left SplitInfo or None, right SplitInfo or None)``, one per
         split, searched with the children's true row counts (read off their histograms; the
-        split's own SplitInfo estimates them from hessians); ``feature_gains``: ndarray of shape (n_splits, n_features), dtype float64, per
-        split each feature's best split gain over its two children (``-inf``: none; per split,
-        so that a grower splitting leaves ahead of their turn counts only the splits it applies,
-        see :meth:`~oocgbdt.core.histogram_source.HistogramSource.commit`). This first item is what the
-        client reads (:func:`pass_records`). ``children``: per split, ``[left, right]``
+        split's own SplitInfo estimates them from hessians); ``feature_gains``: ndarray of
+        shape (n_splits, n_features), dtype float64, per split each feature's best split gain
+        over its two children (``-inf``: none; per split, so that a grower splitting leaves
+        ahead of their turn counts only the splits it applies, see
+        :meth:`~oocgbdt.core.histogram_source.HistogramSource.commit`). This first item is
+        what the client reads (:func:`pass_records`). ``children``: per split, ``[left, right]``
         histograms of shape (n_hist_bins, 3), float64, the built one summed from ``parts`` and
         its sibling as parent minus it, made once here for the search and kept for later passes
         without a copy (:func:`pass_histogram`).
