@@ -32,6 +32,7 @@ import threading
 import weakref
 
 from oocgbdt.core.backend import LocalBackend
+from oocgbdt.dask.heap import training_heap
 
 __all__ = ["ActorBackend", "Shard", "Ref", "ALL"]
 
@@ -110,6 +111,8 @@ class Shard:
         self.store = {}
         self.peers = None
         self.backend = LocalBackend(n_threads=n_threads)
+        self._heap = training_heap()  # the worker's malloc thresholds while it trains
+        self._heap.__enter__()
         self._done = 0        # batches run so far
         self._error = None    # the exception of a failed batch: later batches and fetches raise
         self._loop = None
@@ -282,6 +285,9 @@ class Shard:
     def close(self):
         self.store.clear()
         self.backend.close()
+        if self._heap is not None:
+            heap, self._heap = self._heap, None
+            heap.__exit__(None, None, None)
 
 
 class ActorBackend:

@@ -48,6 +48,7 @@ from oocgbdt.dask.cache import (EDGE_ROWS, abort_writes, cached_bins, cached_par
                                 inspect_cache_path, partition_path, piece_groups, remove_cache,
                                 stored_pieces, write_piece)
 from oocgbdt.dask.cluster import client_for_training, find_client
+from oocgbdt.dask.heap import release_heap, training_heap
 from oocgbdt.dask.io import align_rows, as_row_chunked, check_values, is_lazy, is_sparse
 from oocgbdt.dask.partitions import default_partition_rows, group_chunks, load_partition, partition_bounds
 from oocgbdt.params import resolve_params
@@ -227,18 +228,6 @@ def _compute_placed(client, actors, tasks):
     return futures
 
 
-def _release_heap():
-    """Run on every worker: collect garbage and return freed heap pages to the OS (glibc's
-    ``malloc_trim``; a no-op elsewhere)."""
-    import ctypes
-    import gc
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
-
-
 def _threaded_compute(*arrays):
     return dask.compute(*arrays, scheduler="threads")
 
@@ -262,7 +251,8 @@ def _boost_on_worker(chunks, eval_sets, boost_kwargs):
     from distributed import get_worker
     backend = LocalBackend(n_threads=get_worker().state.nthreads)
     try:
-        return boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
+        with training_heap():
+            return boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
     finally:
         backend.close()
 
@@ -465,7 +455,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 if c is not None:
                     # Reading raw partitions leaves freed heap that glibc keeps; hand it back so
                     # the workers' memory (what their limit watches) is what training holds.
-                    c.run(_release_heap)
+                    c.run(release_heap)
                 chunks = loaded["train"]
                 eval_sets = [(name, loaded[s]) for name, s in eval_keys]
                 del loaded
