@@ -52,7 +52,8 @@ class LocalBackend:
         self.seconds[fn.__name__] += time.perf_counter() - t0
         return out
 
-    def submit(self, fn, *args, key=None):
+    def submit(self, fn, *args, key=None, place=None):
+        """``fn(*args)`` now. ``place`` (where a remote backend runs the step) is ignored."""
         t0 = time.perf_counter()
         out = fn(*args)
         self.seconds[fn.__name__] += time.perf_counter() - t0

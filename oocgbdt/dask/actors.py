@@ -118,6 +118,7 @@ class Shard:
         self._loop = None
         self._event = None
         self._arrived = threading.Condition()  # values pushed by other shards (see receive)
+        self._batches = set()  # batches running (see run)
 
     def set_peers(self, peers):
         """Actor handles of every shard, by owner index (to fetch inputs owned elsewhere)."""
@@ -230,12 +231,33 @@ class Shard:
         one.__name__ = fn.__name__  # the backend's timers count it under fn's name
         self.backend.map(one, range(len(args)))
 
-    async def run(self, seq, dead=(), ops=()):
-        """Run batch number ``seq`` (after batches ``0 .. seq - 1``) on the actor thread."""
-        from distributed import get_worker
+    async def run(self, seq, dead=(), ops=(), want=None):
+        """Run batch number ``seq`` (after batches ``0 .. seq - 1``) on the actor thread.
+
+        ``want``: ids whose values the caller waits for. Then the call returns them as soon as
+        they exist (made by this batch or an earlier one) while the batch goes on, which saves
+        the caller a :meth:`fetch` call per pass; otherwise it returns when the batch has run.
+        An error of the batch is raised by this call if it comes before the values exist, else
+        by the next :meth:`run`, :meth:`fetch` or :meth:`sync`.
+        """
         await self._wait_until(lambda: self._done == seq)
         if self._error is not None:
             raise RuntimeError(f"shard {self.index}: an earlier step failed") from self._error
+        batch = asyncio.ensure_future(self._batch(seq, dead, ops))
+        self._batches.add(batch)  # a task must be referenced until done
+        batch.add_done_callback(self._batch_done)
+        if want is None:
+            await batch
+            return None
+        return await self.fetch(want)
+
+    def _batch_done(self, task):
+        self._batches.discard(task)
+        if not task.cancelled():
+            task.exception()  # kept in self._error and raised from there: retrieved here
+
+    async def _batch(self, seq, dead, ops):
+        from distributed import get_worker
         ctx = contextvars.copy_context()  # get_worker() and actor calls work on the thread
         try:
             await self._loop.run_in_executor(get_worker().executors["actor"], ctx.run,
@@ -249,6 +271,12 @@ class Shard:
         finally:
             self._done = seq + 1
             self._wake()
+
+    async def sync(self, seq):
+        """Return once batches ``0 .. seq - 1`` have run; raise the error of a failed one."""
+        await self._wait_until(lambda: self._done >= seq)
+        if self._error is not None:
+            raise RuntimeError(f"shard {self.index}: a step failed") from self._error
 
     async def fetch(self, ids):
         """The values of ``ids``, once made (by this shard's batches run so far or to come)."""
@@ -397,7 +425,23 @@ class ActorBackend:
                     sent.add(o)
                     by_owner.setdefault(r.owner, []).append(r.id)
         for p, ids in by_owner.items():
-            self._ops[p].append(("push", ids, o))
+            self._queue_push(p, ids, o)
+
+    def _queue_push(self, p, ids, o):
+        """Queue on shard ``p`` the push of ``ids`` to shard ``o`` right after the queued
+        operation that makes the last of them (first, when they were all made by earlier
+        batches): a push waits for no later operation of its shard (in a pass where every shard
+        searches a segment, each must send its slices before it waits for the others')."""
+        ops = self._ops[p]
+        want = set(ids)
+        at = 0
+        for j, op in enumerate(ops):
+            kind = op[0]
+            made = ((op[1],) if kind == "put" else (op[2],) if kind == "step"
+                    else op[2] if kind == "map" else ())
+            if want.intersection(made):
+                at = j + 1
+        ops.insert(at, ("push", ids, o))
 
     def _take_dead(self, owner):
         with self._lock:
@@ -415,27 +459,38 @@ class ActorBackend:
                     keep.append((fut, ops))
             self._inflight[o] = keep
 
-    def _send(self):
+    def _send(self, want=None):
         """Send every shard its queued operations and the ids that died (one call each).
 
+        ``want``: ids per shard whose values the caller will wait for; their shard's call
+        returns them (see :meth:`Shard.run`), and this returns those calls' futures, by shard.
         Shards whose batch pushes values to another shard are called first: a call reaches its
         shard about 1.5 ms after the one before it (measured on a LocalCluster of 2 processes),
         and the shard that sums the pushed partials waits for them anyway."""
         self._reap()
+        want = want or {}
+        replies = {}
         order = sorted(range(len(self.shards)),
                        key=lambda o: not any(op[0] == "push" for op in self._ops[o]))
         for o in order:
             ops, self._ops[o] = self._ops[o], []
             dead = self._take_dead(o)
             if ops or dead:
-                fut = self._call(o, "run", self._seq[o], dead, ops)
+                fut = self._call(o, "run", self._seq[o], dead, ops, want.get(o))
                 self._seq[o] += 1
                 self._inflight[o].append((fut, ops))
+                if o in want:
+                    replies[o] = fut
+        return replies
 
     def wait(self):
         """Send the queued operations and wait until every shard has run all it was sent."""
         self._send()
         self._reap(wait=True)
+        # A call that returned values early (gather) may have left its batch running.
+        for f in [self._call(o, "sync", self._seq[o]) for o in range(len(self.shards))
+                  if self._seq[o]]:
+            f.result()
 
     def owner_of_partition(self, i, n):
         """Shard that holds partition ``i`` of ``n``: contiguous blocks whose sizes differ by at
@@ -503,24 +558,40 @@ class ActorBackend:
             self._ops[o].append(("map", fn, ids, args, None if consume is None else gone))
         return out
 
-    def submit(self, fn, *args, key=None):
+    @property
+    def n_segments(self) -> int:
+        """Places a pass's split search can be shared out to (one per shard; see
+        :func:`oocgbdt.core.split.feature_segments`)."""
+        return len(self.shards)
+
+    def submit(self, fn, *args, key=None, place=None):
+        """Queue ``fn(*args)`` on shard ``place``, by default the shard that holds most of its
+        inputs (ties: the lowest index); the others are pushed to it."""
         counts = {}
         for r in _refs(args, []):
             if r.owner != ALL:
                 counts[r.owner] = counts.get(r.owner, 0) + 1
-        o = max(sorted(counts), key=lambda k: counts[k]) if counts else 0
+        if place is not None:
+            o = int(place) % len(self.shards)
+        else:
+            o = max(sorted(counts), key=lambda k: counts[k]) if counts else 0
         self._push_inputs(args, o)
         ref = self._new(o)
         self._ops[o].append(("step", fn, ref.id, args))
         return ref
 
     def gather(self, handles):
+        """Values of ``handles``: the queued operations are sent with the ids wanted from each
+        shard, whose call answers as soon as those values exist (one call per shard and pass;
+        a shard with nothing queued is asked with :meth:`Shard.fetch`)."""
         refs = _refs(handles, [])
         by_owner = {}
         for r in refs:
             by_owner.setdefault(0 if r.owner == ALL else r.owner, []).append(r.id)
-        self._send()
-        calls = {o: self._call(o, "fetch", ids) for o, ids in by_owner.items()}
+        calls = self._send(by_owner)
+        for o, ids in by_owner.items():
+            if o not in calls:
+                calls[o] = self._call(o, "fetch", ids)
         values = {}
         for o, c in calls.items():
             values.update(zip(by_owner[o], c.result()))

@@ -32,7 +32,8 @@ class DaskBackend:
             return self.client.map(fn, *iterables, pure=False)
         return self.client.map(fn, *iterables, key=keys, pure=False)
 
-    def submit(self, fn, *args, key=None):
+    def submit(self, fn, *args, key=None, place=None):
+        # ``place`` (a shard index of the actor backend) has no meaning for tasks: ignored.
         if key is None:
             return self.client.submit(fn, *args, pure=False)
         return self.client.submit(fn, *args, key=key, pure=False)

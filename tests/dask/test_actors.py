@@ -1,5 +1,7 @@
 """Tests of the actor backend (oocgbdt.dask.actors): same results as the in-process backend,
 deferred steps across shards, and no values left behind on the shards."""
+import threading
+
 import numpy as np
 import pytest
 from distributed import Client, LocalCluster
@@ -133,6 +135,54 @@ def test_a_failed_step_raises_on_the_caller_instead_of_hanging(client):
                 fut.result(timeout=60)
     finally:
         actors.close()
+
+
+_RELEASE = threading.Event()
+
+
+def _wait_for_release(x):
+    """A step that ends only once the test has its earlier value (or after 60 s)."""
+    return _RELEASE.wait(timeout=60)
+
+
+def _raise_after(x):
+    raise ValueError("late failure")
+
+
+def test_gather_answers_before_the_rest_of_its_batch_has_run(client):
+    """The values a gather asks for come back as soon as they exist: a step queued after them
+    in the same batch (here one that waits for the test itself) does not hold them back, and
+    the batch then runs to its end (in-process cluster: the event is shared)."""
+    _RELEASE.clear()
+    actors = ActorBackend(client)
+    try:
+        value = actors.submit(_double, 21)
+        later = actors.submit(_wait_for_release, value)
+        assert actors.gather(value) == 42  # before ``later`` can end: it waits for this
+        _RELEASE.set()
+        assert actors.gather(later) is True  # released by the test, not timed out
+    finally:
+        _RELEASE.set()
+        actors.close()
+
+
+def test_a_step_failing_after_the_gathered_values_raises_on_wait(client):
+    """A batch whose gathered values were answered early, then failed: the error is raised by
+    the next wait (and by the next gather), not lost."""
+    actors = ActorBackend(client)
+    try:
+        value = actors.submit(_double, 4)
+        actors.submit(_raise_after, value)
+        assert actors.gather(value) == 8
+        with pytest.raises(Exception, match="late failure|failed"):
+            actors.wait()
+        with pytest.raises(Exception, match="late failure|failed"):
+            actors.gather(actors.submit(_double, 1))
+    finally:
+        try:
+            actors.close()
+        except Exception:
+            pass
 
 
 def test_boost_over_actors_equals_local_and_frees_values(client):
