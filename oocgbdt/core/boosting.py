@@ -23,7 +23,7 @@ from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
 from oocgbdt.core.screening import FeatureScreener
 from oocgbdt.core.sampling import RowSampler, chunk_n_rows, sampling_enabled
-from oocgbdt.core.split import FeatureMeta, SplitParams
+from oocgbdt.core.split import FeatureMeta, SplitParams, feature_segments
 
 __all__ = ["BoostResult", "boost", "compute_init_score", "histogram_pool_capacity"]
 
@@ -95,6 +95,17 @@ def _improved(metric, score, best):
     return score > best if metric.higher_is_better else score < best
 
 
+def _segmented(backend, meta, n_segments):
+    """``(meta, segments)``: the pass's split search shared by ``n_segments`` feature segments
+    (:func:`~oocgbdt.core.split.feature_segments`), each segment's search metadata scattered,
+    and ``meta`` carrying the segments' count rows; or ``(meta, None)`` when not shared."""
+    found = feature_segments(meta, n_segments) if n_segments > 1 else None
+    if found is None:
+        return replace(meta, count_rows=()), None
+    meta = replace(meta, count_rows=tuple(lo for lo, _, _ in found[1:]))
+    return meta, [(lo, hi, backend.scatter(m)) for lo, hi, m in found]
+
+
 def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None) -> BoostResult:
     """Run the boosting rounds.
@@ -119,7 +130,13 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     sp = SplitParams.from_params(params)
-    meta_h, sp_h = backend.scatter(meta), backend.scatter(sp)
+    max_cached = histogram_pool_capacity(params["histogram_pool_size"], meta.n_hist_bins)
+    # Several shards: each reduces and searches a block of features (LightGBM's data-parallel
+    # learner). Not with a bounded pool, whose evictions count whole histograms.
+    n_segments = getattr(backend, "n_segments", 1) if max_cached is None else 1
+    meta, segments = _segmented(backend, meta, n_segments)
+    sp_h = backend.scatter(sp)
+    meta_h = backend.scatter(meta)
     n_out = objective.num_tree_per_iteration
     lr = float(params["learning_rate"])
     split_every = int(params["split_every"])
@@ -137,7 +154,6 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                    for name, ec in eval_chunks.items()}
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
     screener = FeatureScreener.from_params(params, meta.feature_mask)
-    max_cached = histogram_pool_capacity(params["histogram_pool_size"], meta.n_hist_bins)
     # Splitting ahead never changes a tree, unless the pool evicts: then which leaves keep
     # their histograms (and so which children are subtracted, a rounding difference) would
     # depend on it. With a bounded pool, splits are made in their turn only.
@@ -160,10 +176,12 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
             share = (time.perf_counter() - t_round) / n_out
             share_sampling = (time.perf_counter() - t_sample) / n_out
             share_cpu = (time.process_time() - c_round) / n_out
-            round_meta, round_meta_h = meta, meta_h
+            round_meta, round_meta_h, round_segments = meta, meta_h, segments
             if screener is not None:
                 # One selection per round, shared by a multiclass round's trees.
-                round_meta = replace(meta, feature_mask=meta.feature_mask & screener.select(rnd))
+                round_meta, round_segments = _segmented(
+                    backend, replace(meta, feature_mask=meta.feature_mask & screener.select(rnd)),
+                    n_segments)
                 round_meta_h = backend.scatter(round_meta)
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)
             round_trees = []
@@ -178,7 +196,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 source = HistogramSource(chunks, k, round_meta_h, sp_h,
                                          2 * int(params["num_leaves"]),
                                          backend=backend, split_every=split_every, key=tree_key,
-                                         max_cached=max_cached)
+                                         max_cached=max_cached, segments=round_segments)
                 grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
                                     params["max_depth"], grow_policy=params["grow_policy"],
                                     max_leaves_per_pass=params["max_leaves_per_pass"],

@@ -24,7 +24,7 @@ __all__ = [
     "ChunkData", "TreeRows", "tree_rows_only", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
     "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "chunk_split_many", "chunk_apply_tree",
     "chunk_leaf_counts",
-    "histograms_only",
+    "histograms_only", "histogram_rows",
     "sum_histograms", "finish_root", "finish_split_many", "pass_records",
     "pass_histogram",
     "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
@@ -168,6 +168,15 @@ def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows:
                meta: FeatureMeta) -> np.ndarray:
     hist = np.zeros((meta.n_hist_bins, 3), dtype=HIST_DTYPE)
     build_histogram(X, meta.hist_offsets, meta.hist_columns, gradients, hessians, rows, hist)
+    return _spread_count(hist, meta)
+
+
+def _spread_count(hist: np.ndarray, meta: FeatureMeta) -> np.ndarray:
+    """Copy the row count of built histograms (``hist[..., 0, 2]``) to the count field of
+    ``meta.count_rows`` (otherwise 0), so every feature segment of the split search carries it;
+    sums and differences of histograms then carry it in every segment, as in row 0."""
+    if meta.count_rows:
+        hist[..., list(meta.count_rows), 2] = hist[..., :1, 2]
     return hist
 
 
@@ -308,7 +317,13 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
         leaf = plan.right_leaves[i] if side else plan.leaves[i]
         build_histogram(X, meta.hist_offsets, meta.hist_columns, grad, hess,
                         new_rows.rows_of(leaf), hist[j])
-    return new_rows, hist
+    return new_rows, _spread_count(hist, meta)
+
+
+def histogram_rows(hist: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Rows ``[lo, hi)`` of a histogram, or of each of stacked histograms (a view): one feature
+    segment (:func:`oocgbdt.core.split.feature_segments`)."""
+    return hist[..., lo:hi, :]
 
 
 def tree_rows_only(prev) -> TreeRows:

@@ -23,15 +23,52 @@ the pass (no subtraction).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from oocgbdt.core.backend import LocalBackend, reduce_levels
 from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, chunk_root,
-                                chunk_split_many, finish_root, finish_split_many, histograms_only,
+                                chunk_split_many, finish_root, finish_split_many, histogram_rows,
+                                histograms_only,
                                 pass_histogram, pass_records, sum_histograms,
                                 tree_rows_only)
 
-__all__ = ["HistogramSource"]
+__all__ = ["HistogramSource", "merge_segment_records"]
+
+
+def merge_segment_records(records, gains):
+    """Merge the finish steps' results of the feature segments of one pass into what a single
+    finish step gives (:func:`~oocgbdt.core.chunk.finish_split_many`).
+
+    Parameters
+    ----------
+    records : list over segments (in feature order) of lists of ``(left, right)`` SplitInfo or None
+    gains : list over segments of ndarray of shape (n_splits, n_features)
+        ``-inf`` outside each segment's features.
+
+    Returns
+    -------
+    (records, gains)
+        Per split and child, the best segment's SplitInfo (the higher gain; on a tie the lower
+        feature, which is in the earlier segment, as ``np.argmax`` picks over all features),
+        its ``splittable`` the union of the segments' (each is False outside its features);
+        the gains are the elementwise maximum over segments.
+    """
+    merged = []
+    for per_split in zip(*records):
+        pair = []
+        for side in (0, 1):
+            best, splittable = None, None
+            for rec in (seg[side] for seg in per_split):
+                if rec is None:
+                    continue
+                splittable = rec.splittable if splittable is None else splittable | rec.splittable
+                if best is None or rec.gain > best.gain:
+                    best = rec
+            pair.append(None if best is None else replace(best, splittable=splittable))
+        merged.append(tuple(pair))
+    return merged, np.maximum.reduce(list(gains))
 
 
 class HistogramSource:
@@ -52,6 +89,13 @@ class HistogramSource:
     max_cached : int or None, default None
         At most this many leaf histograms are kept between passes (None: no bound; 0: none, so
         every split histograms both children).
+    segments : list of ``(lo, hi, search meta handle)``, or None
+        Share each split pass's reduction and search out by feature segments (see
+        :func:`~oocgbdt.core.split.feature_segments`; ``meta`` must carry their count rows):
+        segment ``k``'s slices of the partial histograms are summed and searched on the
+        backend's place ``k`` (a shard), where its slice of every kept histogram stays, and
+        the caller merges the segments' best splits. The splits found are the same, and every
+        histogram value is added in the same order. None: one final step sums and searches all.
 
     Attributes
     ----------
@@ -70,7 +114,7 @@ class HistogramSource:
     """
 
     def __init__(self, chunks, class_idx, meta, params, max_leaves, *, backend=None,
-                 split_every=8, key="oocgbdt", max_cached=None):
+                 split_every=8, key="oocgbdt", max_cached=None, segments=None):
         self.backend = backend if backend is not None else LocalBackend()
         self.chunks = list(chunks)
         self.class_idx = class_idx
@@ -80,6 +124,7 @@ class HistogramSource:
         self.split_every = split_every
         self.key = key
         self.max_cached = None if max_cached is None else max(0, int(max_cached))
+        self.segments = list(segments) if segments else None
         self._rows = None           # per-chunk handles of (TreeRows, histograms)
         self._hist = {}             # leaf -> handle of its histogram
         self._gain = {}             # leaf -> best split gain of a leaf in _hist (pool priority)
@@ -127,7 +172,11 @@ class HistogramSource:
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
         found = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
         res = b.submit(pass_records, found, key=f"{self.key}-records-root")
-        self._hist = {0: b.submit(pass_histogram, found, key=f"{self.key}-hist-root")}
+        hist = b.submit(pass_histogram, found, key=f"{self.key}-hist-root")
+        if self.segments is not None:  # views on the root's shard, pushed where searched
+            hist = [b.submit(histogram_rows, hist, lo, hi, key=f"{self.key}-hist-root-{k}")
+                    for k, (lo, hi, _) in enumerate(self.segments)]
+        self._hist = {0: hist}
         self.n_passes += 1
         self.n_hist_built += 1
         self._drop_partials()  # queued before the wait: see _drop_partials
@@ -155,6 +204,8 @@ class HistogramSource:
             hists = [b.submit(sum_histograms, hists[i:i + 2], key=f"{key}-pair-{i // 2}")
                      if i + 1 < len(hists) else hists[i] for i in range(0, len(hists), 2)]
         parts = reduce_levels(b, sum_histograms, hists, self.split_every, key)
+        if self.segments is not None:
+            return parts  # summed per segment by the finish steps (see _finish_segments)
         return [b.submit(sum_histograms, parts, key=f"{key}-last")]
 
     def _drop_partials(self):
@@ -211,19 +262,26 @@ class HistogramSource:
                            [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
-        found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
-                         key=f"{tag}-find")
-        res = b.submit(pass_records, found, key=f"{tag}-records")
+        if self.segments is None:
+            found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
+                             key=f"{tag}-find")
+            res = b.submit(pass_records, found, key=f"{tag}-records")
+            for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
+                for side, child in ((0, leaf), (1, right_leaf)):
+                    self._hist[child] = b.submit(pass_histogram, found, i, side,
+                                                 key=f"{tag}-hist-{child}")
+        else:
+            res = self._finish_segments(parents, parts, plan, todo, tag)
         built = plan.built()
-        for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
-            for side, child in ((0, leaf), (1, right_leaf)):
-                self._hist[child] = b.submit(pass_histogram, found, i, side,
-                                             key=f"{tag}-hist-{child}")
         self.n_passes += 1
         self.n_hist_built += len(built)
         self.n_hist_subtracted += 2 * len(todo) - len(built)
         self._drop_partials()  # queued before the wait: see _drop_partials
-        records, gains = b.gather(res)
+        if self.segments is None:
+            records, gains = b.gather(res)
+        else:
+            got = b.gather(res)
+            records, gains = merge_segment_records([g[0] for g in got], [g[1] for g in got])
         for (idx, leaf, right_leaf, _, _), (left, right), g in zip(todo, records, gains):
             self._split_gains[leaf] = g
             out[idx] = (left, right)
@@ -231,6 +289,29 @@ class HistogramSource:
             self._keep(right_leaf, right)
         self._bound_pool()
         return out
+
+    def _finish_segments(self, parents, parts, plan, todo, tag):
+        """Queue one finish step per feature segment, on the segment's place: it sums the
+        segment's slices of ``parts`` (the same additions, in the same order, as one final sum)
+        and searches the segment's features of every split's children, whose segment slices it
+        keeps. Returns the handles of the segments' records."""
+        b = self.backend
+        res = []
+        # Every slice first: each shard then sends the others theirs before it waits for its own.
+        slices = [[b.submit(histogram_rows, p, lo, hi, key=f"{tag}-slice-{k}-{j}")
+                   for j, p in enumerate(parts)] for k, (lo, hi, _) in enumerate(self.segments)]
+        for k, (lo, hi, seg_meta) in enumerate(self.segments):
+            seg_parents = [None if p is None else p[k] for p in parents]
+            found = b.submit(finish_split_many, seg_parents, slices[k], plan, seg_meta, self.params,
+                             key=f"{tag}-find-{k}", place=k)
+            res.append(b.submit(pass_records, found, key=f"{tag}-records-{k}", place=k))
+            for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
+                for side, child in ((0, leaf), (1, right_leaf)):
+                    if k == 0:
+                        self._hist[child] = []
+                    self._hist[child].append(b.submit(pass_histogram, found, i, side,
+                                                      key=f"{tag}-hist-{child}-{k}", place=k))
+        return res
 
     def commit(self, leaf):
         """Count the split of ``leaf`` made by the last :meth:`split_many` that split it into

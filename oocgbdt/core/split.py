@@ -13,7 +13,8 @@ import numpy as np
 from oocgbdt.kernels.bundling import expand_histogram
 from oocgbdt.kernels.splitting import find_best_thresholds, leaf_output
 
-__all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "best_split", "leaf_totals"]
+__all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "best_split", "leaf_totals",
+           "feature_segments"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,12 @@ class FeatureMeta:
         Features alone in their bundle (stored with their own bins).
     expand_index : ndarray of shape (n_total_bins,), dtype int64
         Bundle histogram row of each (feature, bin); -1 where the bin is recovered by subtraction.
+
+    When a pass's split search is shared out by feature segments (:func:`feature_segments`):
+
+    count_rows : tuple of int
+        Histogram rows besides row 0 whose count field also holds the leaf's row count (the
+        first row of every segment but the first), so each segment carries it.
     """
 
     bin_offsets: np.ndarray
@@ -62,6 +69,7 @@ class FeatureMeta:
     feature_raw: np.ndarray | None = None
     expand_index: np.ndarray | None = None
     most_freq_bins: np.ndarray | None = None
+    count_rows: tuple = ()
 
     @classmethod
     def from_bin_mapper(cls, bin_mapper, bundler=None) -> "FeatureMeta":
@@ -160,6 +168,44 @@ class FeatureMeta:
                          self.default_bins, self.feature_raw, self.feature_mask,
                          totals.sum_gradients, totals.sum_hessians, out)
         return out
+
+
+def feature_segments(meta: FeatureMeta, n_segments: int):
+    """Share a leaf's split search out by features: ``n_segments`` contiguous feature ranges
+    with about equal numbers of searchable bins (LightGBM's data-parallel learner gives each
+    machine a block of features to reduce and search, ``DataParallelTreeLearner``).
+
+    Returns
+    -------
+    list of ``(lo, hi, search_meta)``, or None
+        Per segment, its histogram rows ``[lo, hi)`` and the metadata that searches that slice
+        alone: feature offsets shifted by ``lo`` and only the segment's features searchable.
+        None when there is less than one searchable feature per segment, or when the histogram
+        layout is not the per-feature one (bundles merged by EFB).
+    """
+    if n_segments < 2 or (meta.bundled and not meta.expand_is_copy):
+        return None
+    searchable = np.flatnonzero(meta.feature_mask & (meta.n_bins > 1))
+    if searchable.size < n_segments:
+        return None
+    weight = np.where(meta.feature_mask & (meta.n_bins > 1), meta.n_bins, 0).astype(np.float64)
+    cum = np.cumsum(weight)
+    n_features = meta.n_bins.shape[0]
+    # Segment k starts at the first feature whose cumulative weight passes k / n_segments of it.
+    bounds = [0] + [int(np.searchsorted(cum, cum[-1] * k / n_segments, side="right"))
+                    for k in range(1, n_segments)] + [n_features]
+    out = []
+    for f_lo, f_hi in zip(bounds[:-1], bounds[1:]):
+        if not (f_lo < f_hi and weight[f_lo:f_hi].any()):
+            return None
+        lo, hi = int(meta.bin_offsets[f_lo]), int(meta.bin_offsets[f_hi])
+        mask = np.zeros_like(meta.feature_mask)
+        mask[f_lo:f_hi] = meta.feature_mask[f_lo:f_hi]
+        out.append((lo, hi, FeatureMeta(
+            bin_offsets=meta.bin_offsets - lo, n_bins=meta.n_bins,
+            missing_types=meta.missing_types, default_bins=meta.default_bins,
+            feature_mask=mask, most_freq_bins=meta.most_freq_bins)))
+    return out
 
 
 @dataclass(frozen=True)

@@ -274,8 +274,11 @@ def test_partials_of_one_pass_at_most_between_passes(client):
 
 def test_a_pass_moves_one_partial_per_remote_pair(client, monkeypatch):
     """Partials are summed in consecutive pairs first: with 4 partitions in blocks of 2 on 2
-    shards, each pass pushes one summed partial between the shards, not two raw ones (the
-    model is the one trained in-process: the grouping does not depend on the workers)."""
+    shards, the root pass pushes one summed partial between the shards, not two raw ones. A
+    split pass is reduced and searched by feature segment, one per shard: it pushes one slice
+    of a pair sum each way (the first split pass of a tree also the root histogram's slice of
+    the second segment, kept where the root was searched). The model is the one trained
+    in-process: neither the grouping nor the segments change a sum."""
     import oocgbdt
     import oocgbdt.dask.training as tr
     rng = np.random.default_rng(5)
@@ -302,7 +305,13 @@ def test_a_pass_moves_one_partial_per_remote_pair(client, monkeypatch):
                   partition_rows=1000, n_estimators=3, verbose=False)
     monkeypatch.setattr(tr, "ActorBackend", Spy)
     got = oocgbdt.train(params, X, y, client=client)
-    assert len(pushed) > 5 and set(pushed) == {1}, pushed
+    trees = []
+    for n in pushed:
+        if n == 1:  # a root pass starts a tree
+            trees.append([])
+        trees[-1].append(n)
+    assert len(trees) == 3 and all(len(t) > 2 for t in trees), pushed
+    assert all(t[:2] == [1, 3] and set(t[2:]) == {2} for t in trees), pushed
     ref = oocgbdt.train(params, X, y)
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
 
