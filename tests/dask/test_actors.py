@@ -61,6 +61,10 @@ class _Tracked:
         self.v = v
         type(self).alive += 1
 
+    def __setstate__(self, state):  # a gathered copy (values come back pickled) counts too
+        self.__dict__.update(state)
+        type(self).alive += 1
+
     def __del__(self):
         type(self).alive -= 1
 
