@@ -126,7 +126,7 @@ class HistogramSource:
         self.max_cached = None if max_cached is None else max(0, int(max_cached))
         self.segments = list(segments) if segments else None
         self._rows = None           # per-chunk handles of (TreeRows, histograms)
-        self._hist = {}             # leaf -> handle of its histogram
+        self._hist = {}             # leaf -> handle of its histogram (a list: one per segment)
         self._gain = {}             # leaf -> best split gain of a leaf in _hist (pool priority)
         self.n_passes = 0
         self.n_hist_built = 0

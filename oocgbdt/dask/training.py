@@ -309,6 +309,12 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         Invalid parameters or inputs, before any training work starts; a ``cache_path`` that
         exists and is not a complete oocgbdt cache (before any work), or holds the cache of
         other data or bin settings (after the bins are fitted; the store is left untouched).
+
+    Notes
+    -----
+    While a worker process trains, its glibc malloc thresholds are set to the values glibc
+    adapts to on its own when a Dask nanny had fixed them (``MALLOC_TRIM_THRESHOLD_``), and
+    set back when the fit ends (:func:`oocgbdt.dask.heap.training_heap`).
     """
     params = resolve_params(params)
     if verbose is not None:
