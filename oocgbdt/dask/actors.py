@@ -29,6 +29,7 @@ import asyncio
 import contextvars
 import itertools
 import threading
+import time
 import weakref
 
 from distributed.protocol import pickle as _pickle
@@ -39,6 +40,11 @@ from oocgbdt.dask.heap import training_heap
 __all__ = ["ActorBackend", "Shard", "Ref", "ALL"]
 
 ALL = -1  #: owner of values scattered to every shard
+#: Seconds between checks, while the caller waits for a shard, that every shard's worker is
+#: still there (see ActorBackend._result).
+LIVENESS_SECONDS = 2.0
+#: Seconds ActorBackend.close waits for each shard to clear its values.
+CLOSE_SECONDS = 10.0
 
 
 class _Key:
@@ -362,6 +368,7 @@ class ActorBackend:
         self._seq = [0 for _ in self.workers]        # next batch number per shard
         self._inflight = [[] for _ in self.workers]  # (future, ops) of batches sent
         self._pushed = {}  # id -> shards its value has been pushed to
+        self._gone = set()  # shards whose worker a call found gone (see _lost)
         futures = [client.submit(Shard, i, info[w]["nthreads"], actor=True, workers=[w],
                                  pure=False, allow_other_workers=False)
                    for i, w in enumerate(self.workers)]
@@ -406,6 +413,48 @@ class ActorBackend:
         if self.direct:
             return self._direct_call(o, method, *args)
         return getattr(self.shards[o], method)(*args)
+
+    def _lost(self) -> list:
+        """Shards whose worker is gone: a call to it failed to connect or lost its connection,
+        or the scheduler no longer holds its actor."""
+        return [o for o, f in enumerate(self._actor_futures)
+                if o in self._gone or f.status != "finished"]
+
+    def _result(self, fut, o=None):
+        """``fut.result()``, checking every :data:`LIVENESS_SECONDS` that every shard's worker
+        is still there. A shard waiting for values that a lost shard would have pushed would
+        otherwise wait forever (and the caller with it). When a call fails or a worker is lost,
+        the other shards are told to stop (:meth:`Shard.fail`), then this raises."""
+        while True:
+            try:
+                return fut.result(timeout=LIVENESS_SECONDS)
+            except TimeoutError:
+                lost = self._lost()
+                if not lost:
+                    continue
+                addresses = ", ".join(self.workers[o] for o in lost)
+                message = (f"the worker of shard(s) {lost} ({addresses}) was lost during training, "
+                           f"and with it that shard's partitions, per-row state and histograms "
+                           f"(actor state is not resilient). Train again; if the worker was "
+                           f"killed at its memory limit, give workers more memory or use "
+                           f"cache='disk'.")
+                self._stop_shards(message)
+                raise RuntimeError(message) from None
+            except Exception as e:
+                if o is not None and isinstance(e, OSError):  # CommClosedError: worker gone
+                    self._gone.add(o)
+                self._stop_shards(f"a call to a shard failed: {e!r}")
+                raise
+
+    def _stop_shards(self, message):
+        """Tell every shard whose worker is still there that training failed (without waiting):
+        steps waiting for values from other shards raise instead of waiting forever."""
+        lost = self._lost()
+        for o in range(len(self.shards)):
+            if o not in lost:
+                f = self._call(o, "fail", message)
+                if hasattr(f, "add_done_callback"):  # a direct call's concurrent future
+                    f.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved
 
     # ---- handle bookkeeping ---------------------------------------------------------------
 
@@ -463,7 +512,7 @@ class ActorBackend:
             keep = []
             for fut, ops in batches:
                 if wait or fut.done():
-                    fut.result()
+                    self._result(fut, o)
                 else:
                     keep.append((fut, ops))
             self._inflight[o] = keep
@@ -498,9 +547,9 @@ class ActorBackend:
         self._send()
         self._reap(wait=True)
         # A call that returned values early (gather) may have left its batch running.
-        for f in [self._call(o, "sync", self._seq[o]) for o in range(len(self.shards))
-                  if self._seq[o]]:
-            f.result()
+        for o, f in [(o, self._call(o, "sync", self._seq[o])) for o in range(len(self.shards))
+                     if self._seq[o]]:
+            self._result(f, o)
 
     def owner_of_partition(self, i, n):
         """Shard that holds partition ``i`` of ``n``: contiguous blocks whose sizes differ by at
@@ -604,7 +653,7 @@ class ActorBackend:
                 calls[o] = self._call(o, "fetch", ids)
         values = {}
         for o, c in calls.items():
-            values.update(zip(by_owner[o], _pickle.loads(c.result())))
+            values.update(zip(by_owner[o], _pickle.loads(self._result(c, o))))
         return _walk(handles, lambda r: values[r.id])
 
     @property
@@ -615,7 +664,7 @@ class ActorBackend:
         self.wait()
         out = {}
         for c in [self._call(o, "seconds") for o in range(len(self.shards))]:
-            for k, v in c.result().items():
+            for k, v in self._result(c).items():
                 out[k] = max(out.get(k, 0.0), v)
         return out
 
@@ -624,9 +673,14 @@ class ActorBackend:
             self.wait()
         except Exception:  # pragma: no cover - the error was raised to the caller already
             pass
-        for s in self.shards:
+        lost = self._lost() if self._actor_futures else []
+        # Every shard at once, for CLOSE_SECONDS in all: a call to a worker that has just died
+        # but is not known lost yet would wait for the connect timeout (30 s by default).
+        closing = [self._call(o, "close") for o in range(len(self.shards)) if o not in lost]
+        deadline = time.monotonic() + CLOSE_SECONDS
+        for f in closing:
             try:
-                s.close().result()
+                f.result(timeout=max(0.0, deadline - time.monotonic()))
             except Exception:  # pragma: no cover - the cluster may already be gone
                 pass
         self.shards = []

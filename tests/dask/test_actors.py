@@ -373,3 +373,66 @@ def test_lookahead_leaves_auto_splits_ahead_on_several_workers(client):
     assert all(t.n_leaves == 15 for t in exact.trees)
     assert [s["n_passes"] for s in exact.tree_stats] == [14] * 3
     assert all(s["n_passes"] < 12 for s in auto.tree_stats)
+
+
+_KILL_SCRIPT = """
+import os, sys, threading, time
+import numpy as np
+import oocgbdt
+from distributed import Client, LocalCluster
+
+
+def die():
+    os._exit(1)
+
+
+if __name__ == "__main__":
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20000, 10)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(scale=0.5, size=20000) > 0).astype(float)
+    params = dict(objective="binary", num_leaves=31, n_estimators=1000, chunk_size=2000,
+                  partition_rows=4000, verbose=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        victim = sorted(c.scheduler_info()["workers"])[1]
+
+        def killer():
+            time.sleep(6)
+            print("KILLED", flush=True)
+            try:
+                c.run(die, workers=[victim])
+            except Exception:  # its connection closes as it exits
+                pass
+
+        threading.Thread(target=killer, daemon=True).start()
+        start = time.time()
+        try:
+            oocgbdt.train(params, X, y, client=c)
+            print("NO ERROR", flush=True)
+        except Exception as e:
+            print("RAISED", type(e).__name__, round(time.time() - start, 1), flush=True)
+"""
+
+
+def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path):
+    """A worker process dies in the middle of a fit (killed 6 s after the fit starts, while
+    the shards run passes): the fit raises within seconds instead of waiting forever for the
+    other shard, which waited for values the lost shard would have pushed. This is a helper's
+    repro; it hung in every run before the liveness checks of ``ActorBackend._result``. It runs
+    in a process of its own, killed with its cluster if it hangs."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    script = tmp_path / "kill_a_worker.py"
+    script.write_text(_KILL_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("training hung after a worker was lost (killed after 120 s)")
+    assert "KILLED" in out, out
+    assert "RAISED" in out, out
