@@ -185,10 +185,10 @@ def feature_segments(meta: FeatureMeta, n_segments: int):
     """
     if n_segments < 2 or (meta.bundled and not meta.expand_is_copy):
         return None
-    searchable = np.flatnonzero(meta.feature_mask & (meta.n_bins > 1))
-    if searchable.size < n_segments:
+    searchable = meta.feature_mask & (meta.n_bins > 1)
+    if np.count_nonzero(searchable) < n_segments:
         return None
-    weight = np.where(meta.feature_mask & (meta.n_bins > 1), meta.n_bins, 0).astype(np.float64)
+    weight = np.where(searchable, meta.n_bins, 0).astype(np.float64)
     cum = np.cumsum(weight)
     n_features = meta.n_bins.shape[0]
     # Segment k starts at the first feature whose cumulative weight passes k / n_segments of it.

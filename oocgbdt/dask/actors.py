@@ -43,7 +43,7 @@ ALL = -1  #: owner of values scattered to every shard
 #: Seconds between checks, while the caller waits for a shard, that every shard's worker is
 #: still there (see ActorBackend._result).
 LIVENESS_SECONDS = 2.0
-#: Seconds ActorBackend.close waits for each shard to clear its values.
+#: Seconds ActorBackend.close waits, for all shards together, for them to clear their values.
 CLOSE_SECONDS = 10.0
 
 
@@ -100,7 +100,8 @@ class Shard:
     shard runs its batches in number order, one at a time, on the worker's actor thread. A value
     that a step needs from another shard is pushed by its owner (a ``push`` operation the caller
     queues on the owner with the step; :meth:`receive`), and the step waits for it; the caller
-    itself reads values with :meth:`fetch`, which waits until they have been made. These are
+    itself reads values with the batch's own call (:meth:`run` with ``want``) or with
+    :meth:`fetch`, both answered once the values have been made. These are
     coroutines, so a shard takes values in and answers while it computes. The caller creates
     operations in dependency order and every shard runs its own in that order, so the earliest
     unfinished operation can always proceed: no deadlock. A failed batch tells the other shards
@@ -339,16 +340,17 @@ class ActorBackend:
     Every operation (``map``, ``submit``, ``scatter``) is deferred: it is queued for the shard
     that will run it and nothing is sent until a value is needed (:meth:`gather`). Then every
     shard with queued operations gets them in one call, all shards at once, and the caller waits
-    only for the values it asked for (one more call per owning shard, answered as soon as those
-    values exist): operations queued after them (keeping histograms for later passes, dropping
-    a pass's partial histograms) finish while the caller goes on. So a boosting pass costs one
-    round trip to every shard, in parallel, plus the shard-to-shard fetches of its inputs.
+    only for the values it asked for (that same call answers as soon as those values exist):
+    operations queued after them (keeping histograms for later passes, dropping a pass's
+    partial histograms) finish while the caller goes on. So a boosting pass costs one round
+    trip to every shard, in parallel, plus the shard-to-shard pushes of its inputs.
 
     The arguments of a batch (and so the values they refer to) are kept alive on the caller
-    until the batch has finished, so no value is dropped on a shard while a batch that reads it
-    may still run. Errors of a batch are raised by the next :meth:`gather` that needs its
-    values, or at the latest by :meth:`wait` (also called by :attr:`seconds` and
-    :meth:`close`).
+    until the batch's call has answered. A value whose handle dies later is dropped on each
+    shard at the start of that shard's next batch, which begins only when the running one has
+    ended, so no value is dropped while a batch that reads it may still run. Errors of a batch
+    are raised by the next :meth:`gather` that needs its values, or at the latest by
+    :meth:`wait` (also called by :attr:`seconds` and :meth:`close`).
 
     Parameters
     ----------
@@ -491,13 +493,13 @@ class ActorBackend:
         batches): a push waits for no later operation of its shard (in a pass where every shard
         searches a segment, each must send its slices before it waits for the others')."""
         ops = self._ops[p]
-        want = set(ids)
+        pushed = set(ids)
         at = 0
         for j, op in enumerate(ops):
             kind = op[0]
             made = ((op[1],) if kind == "put" else (op[2],) if kind == "step"
                     else op[2] if kind == "map" else ())
-            if want.intersection(made):
+            if pushed.intersection(made):
                 at = j + 1
         ops.insert(at, ("push", ids, o))
 
