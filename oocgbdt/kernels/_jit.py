@@ -1,5 +1,5 @@
 """This module contains the JIT policy shared by every numba kernel, and the one LLVM intrinsic
-the kernels use (:func:`prefetch`).
+the kernels use (:func:`prefetch`, :func:`add_pair`).
 
 Kernels are compiled with ``cache=True`` (compile once per machine, not per process) and
 ``nogil=True`` (Dask runs chunks on threads; kernels must release the GIL). They are serial:
@@ -11,7 +11,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["njit", "prefetch", "PREFETCH_ROWS"]
+__all__ = ["njit", "prefetch", "add_pair", "PREFETCH_ROWS"]
 
 #: How many rows ahead the row-gathering kernels prefetch (measured on 500k x 100 uint8 bins,
 #: a tenth of the rows scattered: 4, 8, 16 and 32 rows ahead give 1.84, 1.74, 1.81 and 1.88 ns
@@ -57,6 +57,37 @@ def prefetch(typingctx, array, index):
         # (address, rw = 0 read, locality = 3 keep in all cache levels, cache type = 1 data)
         builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, 0), ir.Constant(i32, 3),
                           ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def add_pair(typingctx, array, index, first, second):
+    """``array[index] += first; array[index + 1] += second`` as one two-lane vector add (LLVM
+    ``<2 x double>``: one 16-byte load, one add, one 16-byte store).
+
+    Each lane is one IEEE-754 double addition, so the results are bit-identical to the two
+    scalar statements; numba compiles those to two scalar adds and two stores, and the histogram
+    kernel is bound by its stores (measured on 500k x 100 uint8 bins, every row: 1.12 -> 0.80 ns
+    per cell; a tenth of the rows: 1.54 -> 1.25). ``array`` is a 1-D float64 array (any
+    layout with unit stride, such as ``out.reshape(-1)``); ``index`` an integer with
+    ``index + 1`` in bounds (not checked); ``first`` and ``second`` float64.
+    """
+    sig = types.void(array, index, first, second)
+
+    def codegen(context, builder, signature, args):
+        arr_type, index_type = signature.args[0], signature.args[1]
+        arr = context.make_array(arr_type)(context, builder, args[0])
+        i = context.cast(builder, args[1], index_type, types.intp)
+        ptr = cgutils.get_item_pointer(context, builder, arr_type, arr, [i], wraparound=False)
+        pair = ir.VectorType(ir.DoubleType(), 2)
+        i32 = ir.IntType(32)
+        vptr = builder.bitcast(ptr, pair.as_pointer())
+        add = ir.Constant(pair, ir.Undefined)
+        add = builder.insert_element(add, args[2], ir.Constant(i32, 0))
+        add = builder.insert_element(add, args[3], ir.Constant(i32, 1))
+        builder.store(builder.fadd(builder.load(vptr, align=8), add), vptr, align=8)
         return context.get_dummy_value()
 
     return sig, codegen

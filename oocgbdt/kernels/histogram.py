@@ -7,13 +7,14 @@ array of shape ``(n_total_bins, 3)``, float64, whose fields are (sum_gradients, 
 count). Per-bin counts are not accumulated: like LightGBM, the split search estimates them from
 hessians, and two stores per cell instead of three make the kernel about 1.2-1.3x faster (measured
 on 500k x 100 uint8 bins, prefetched rows: 1.50 -> 1.12 ns per cell on every row, 1.74 -> 1.50
-on a tenth of them). The count field of row 0 holds the number of rows added instead (every other count is 0):
+on a tenth of them). The two adds are one vector add (:func:`~oocgbdt.kernels._jit.add_pair`),
+with the same results: 1.12 -> 0.80 and 1.54 -> 1.25 ns per cell. The count field of row 0 holds the number of rows added instead (every other count is 0):
 it sums across chunks, and a sibling's histogram derived as parent minus child carries the
 sibling's true row count, so every leaf's exact count travels with its histogram.
 """
 import numpy as np
 
-from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
+from oocgbdt.kernels._jit import PREFETCH_ROWS, add_pair, njit, prefetch
 
 __all__ = ["build_histogram", "build_histogram_naive"]
 
@@ -58,9 +59,7 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
             h = np.float64(hessians[r])
             row = X_binned[r]
             for j in range(n_columns):
-                b = 3 * (bin_offsets[j] + row[j])
-                flat[b] += g
-                flat[b + 1] += h
+                add_pair(flat, 3 * (bin_offsets[j] + row[j]), g, h)
         flat[2] += row_indices.shape[0]
         return
     n_rows = row_indices.shape[0]
@@ -75,9 +74,7 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
         h = np.float64(hessians[r])
         for k in range(n_built):
             j = column_indices[k]
-            b = 3 * (bin_offsets[j] + X_binned[r, j])
-            flat[b] += g
-            flat[b + 1] += h
+            add_pair(flat, 3 * (bin_offsets[j] + X_binned[r, j]), g, h)
     flat[2] += row_indices.shape[0]
 
 

@@ -116,3 +116,33 @@ def test_split_rows_matches_naive(missing_type, default_left):
     np.testing.assert_array_equal(out[:begin], order[:begin])
     np.testing.assert_array_equal(out[begin + count:], order[begin + count:])
     assert sorted(out[begin:begin + count]) == sorted(order[begin:begin + count])
+
+
+def test_add_pair_is_two_scalar_additions_bit_for_bit():
+    """``add_pair`` (one two-lane vector add) against plain Python float additions: the same
+    bits in the two target cells, every other cell untouched, at every offset of a flat view of
+    a (n, 3) array (so pairs start at both 16-byte-aligned and unaligned addresses)."""
+    import numba
+
+    from oocgbdt.kernels._jit import add_pair
+
+    @numba.njit
+    def apply(flat, index, first, second):
+        for k in range(index.shape[0]):
+            add_pair(flat, index[k], first[k], second[k])
+
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(40, 3)) * 10.0 ** rng.integers(-8, 8, size=(40, 3))
+    index = rng.integers(0, base.size - 1, size=500)
+    first = rng.normal(size=500) * 10.0 ** rng.integers(-8, 8, size=500)
+    second = rng.normal(size=500)
+    out = base.copy()
+    apply(out.reshape(-1), index, first, second)
+    expect = [float(v) for v in base.reshape(-1)]
+    for i, a, b in zip(index, first, second):
+        expect[i] += float(a)
+        expect[i + 1] += float(b)
+    np.testing.assert_array_equal(out.reshape(-1), np.array(expect))
+    untouched = np.ones(base.size, dtype=bool)
+    untouched[index] = untouched[index + 1] = False
+    np.testing.assert_array_equal(out.reshape(-1)[untouched], base.reshape(-1)[untouched])
