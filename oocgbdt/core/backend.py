@@ -12,7 +12,11 @@ import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["LocalBackend", "tree_reduce", "reduce_levels"]
+__all__ = ["LocalBackend", "tree_reduce", "reduce_levels", "EVERYWHERE"]
+
+#: ``place`` of a step that every place of a remote backend runs, each on its own copy of the
+#: inputs (its result is then held everywhere); a single-place backend runs it once.
+EVERYWHERE = -1
 
 
 class LocalBackend:

@@ -134,6 +134,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     # Several shards: each reduces and searches a block of features (LightGBM's data-parallel
     # learner). Not with a bounded pool, whose evictions count whole histograms.
     n_segments = getattr(backend, "n_segments", 1) if max_cached is None else 1
+    replicate = bool(getattr(backend, "replicate_search", False))
     meta, segments = _segmented(backend, meta, n_segments)
     sp_h = backend.scatter(sp)
     meta_h = backend.scatter(meta)
@@ -196,7 +197,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 source = HistogramSource(chunks, k, round_meta_h, sp_h,
                                          2 * int(params["num_leaves"]),
                                          backend=backend, split_every=split_every, key=tree_key,
-                                         max_cached=max_cached, segments=round_segments)
+                                         max_cached=max_cached, segments=round_segments,
+                                         replicate=replicate)
                 grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
                                     params["max_depth"], grow_policy=params["grow_policy"],
                                     max_leaves_per_pass=params["max_leaves_per_pass"],

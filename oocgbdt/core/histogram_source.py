@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from oocgbdt.core.backend import LocalBackend, reduce_levels
+from oocgbdt.core.backend import EVERYWHERE, LocalBackend, reduce_levels
 from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, chunk_root,
                                 chunk_split_many, finish_root, finish_split_many, histogram_rows,
                                 histograms_only,
@@ -96,6 +96,12 @@ class HistogramSource:
         backend's place ``k`` (a shard), where its slice of every kept histogram stays, and
         the caller merges the segments' best splits. The splits found are the same, and every
         histogram value is added in the same order. None: one final step sums and searches all.
+    replicate : bool, default False
+        Without segments: run the final steps (sum the last reduction level, search, keep the
+        children's histograms) at every place of the backend (``place=EVERYWHERE``), each on
+        its own copy of the partials, so that the split records and the kept histograms are
+        already everywhere (see :class:`~oocgbdt.dask.actors.SpmdBackend`). The same values
+        as one final step.
 
     Attributes
     ----------
@@ -114,7 +120,8 @@ class HistogramSource:
     """
 
     def __init__(self, chunks, class_idx, meta, params, max_leaves, *, backend=None,
-                 split_every=8, key="oocgbdt", max_cached=None, segments=None):
+                 split_every=8, key="oocgbdt", max_cached=None, segments=None,
+                 replicate=False):
         self.backend = backend if backend is not None else LocalBackend()
         self.chunks = list(chunks)
         self.class_idx = class_idx
@@ -125,6 +132,10 @@ class HistogramSource:
         self.key = key
         self.max_cached = None if max_cached is None else max(0, int(max_cached))
         self.segments = list(segments) if segments else None
+        self.replicate = bool(replicate) and self.segments is None
+        # Where the final steps run: every place at once (each sums the partials and searches
+        # on its own copy, so split records need not travel), or where their inputs are.
+        self._final = EVERYWHERE if self.replicate else None
         self._rows = None           # per-chunk handles of (TreeRows, histograms)
         self._hist = {}             # leaf -> handle of its histogram (a list: one per segment)
         self._gain = {}             # leaf -> best split gain of a leaf in _hist (pool priority)
@@ -170,9 +181,10 @@ class HistogramSource:
         self._rows = b.map(chunk_root, self.chunks, [self.class_idx] * n, [self.meta] * n,
                            [self.max_leaves] * n, key=f"{self.key}-root")
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
-        found = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root")
-        res = b.submit(pass_records, found, key=f"{self.key}-records-root")
-        hist = b.submit(pass_histogram, found, key=f"{self.key}-hist-root")
+        found = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root",
+                         place=self._final)
+        res = b.submit(pass_records, found, key=f"{self.key}-records-root", place=self._final)
+        hist = b.submit(pass_histogram, found, key=f"{self.key}-hist-root", place=self._final)
         if self.segments is not None:  # views on the root's shard, pushed where searched
             hist = [b.submit(histogram_rows, hist, lo, hi, key=f"{self.key}-hist-root-{k}")
                     for k, (lo, hi, _) in enumerate(self.segments)]
@@ -204,8 +216,8 @@ class HistogramSource:
             hists = [b.submit(sum_histograms, hists[i:i + 2], key=f"{key}-pair-{i // 2}")
                      if i + 1 < len(hists) else hists[i] for i in range(0, len(hists), 2)]
         parts = reduce_levels(b, sum_histograms, hists, self.split_every, key)
-        if self.segments is not None:
-            return parts  # summed per segment by the finish steps (see _finish_segments)
+        if self.segments is not None or self.replicate:
+            return parts  # summed by the finish steps (per segment: see _finish_segments)
         return [b.submit(sum_histograms, parts, key=f"{key}-last")]
 
     def _drop_partials(self):
@@ -264,12 +276,12 @@ class HistogramSource:
         parents = [t[4] for t in todo]
         if self.segments is None:
             found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
-                             key=f"{tag}-find")
-            res = b.submit(pass_records, found, key=f"{tag}-records")
+                             key=f"{tag}-find", place=self._final)
+            res = b.submit(pass_records, found, key=f"{tag}-records", place=self._final)
             for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
                 for side, child in ((0, leaf), (1, right_leaf)):
                     self._hist[child] = b.submit(pass_histogram, found, i, side,
-                                                 key=f"{tag}-hist-{child}")
+                                                 key=f"{tag}-hist-{child}", place=self._final)
         else:
             res = self._finish_segments(parents, parts, plan, todo, tag)
         built = plan.built()

@@ -501,6 +501,11 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                     # runs there as one task and each pass costs no scheduler round trips.
                     result = c.submit(_boost_on_worker, chunks, eval_sets, boost_kwargs,
                                       key=f"{key}-boost", pure=False).result()
+                elif n_workers > 1:
+                    # Every shard runs the loop itself, exchanging partial histograms (and split
+                    # records) with the others, with no round trip to this process (see
+                    # oocgbdt.dask.actors.SpmdBackend).
+                    result = backend.boost(chunks, eval_sets, boost_kwargs)
                 else:
                     result = boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
                 del chunks, eval_sets

@@ -246,78 +246,147 @@ def test_partitions_go_to_shards_in_contiguous_blocks():
     assert [Two(2).owner_of_partition(i, 3) for i in range(3)] == [0, 1, 1]
 
 
-def test_partials_of_one_pass_at_most_between_passes(client):
+def test_partials_of_one_pass_at_most_between_passes(client, monkeypatch):
     """Between passes a shard holds no partial histograms: the pass's ``(TreeRows, partials)``
     results are consumed by the step that keeps only the row groupings, which runs in the same
     batch as the pass (without ``consume`` they lived until the next call, and before that
-    change, two passes' worth: 8 here)."""
+    change, two passes' worth: 8 here). Checked on every shard's loop (SpmdBackend), after each
+    gather."""
     import oocgbdt
-    import oocgbdt.dask.training as tr
+    from oocgbdt.dask import actors as act
     rng = np.random.default_rng(2)
     X = rng.normal(size=(4000, 6)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=4000) > 0).astype(float)
     held = []
-    orig = tr.ActorBackend
 
-    class Spy(orig):
+    class Spy(act.SpmdBackend):
         def gather(self, handles):
             out = super().gather(handles)
             self.wait()
-            held.append([s.n_pass_results().result() for s in self.shards])
+            held.append((self.me, self.shard.n_pass_results()))
             return out
 
-    tr.ActorBackend = Spy
-    try:
-        oocgbdt.train(dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
-                           partition_rows=1000, n_estimators=3, verbose=False), X, y,
-                      client=client)
-    finally:
-        tr.ActorBackend = orig
-    assert len(held) > 5 and max(max(h) for h in held) == 0, held  # 4 partitions, 2 a shard
+    monkeypatch.setattr(act, "SpmdBackend", Spy)
+    oocgbdt.train(dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+                       partition_rows=1000, n_estimators=3, verbose=False), X, y, client=client)
+    assert {me for me, _ in held} == {0, 1} and len(held) > 10, held  # 4 partitions, 2 a shard
+    assert max(n for _, n in held) == 0, held
 
 
 def test_a_pass_moves_one_partial_per_remote_pair(client, monkeypatch):
     """Partials are summed in consecutive pairs first: with 4 partitions in blocks of 2 on 2
-    shards, the root pass pushes one summed partial between the shards, not two raw ones. A
-    split pass is reduced and searched by feature segment, one per shard: it pushes one slice
-    of a pair sum each way (the first split pass of a tree also the root histogram's slice of
-    the second segment, kept where the root was searched). The model is the one trained
-    in-process: neither the grouping nor the segments change a sum."""
+    shards, every pass (the root's and each split pass) pushes one summed partial each way as
+    step inputs, and nothing else: each shard sums the pass's partials and searches on its own
+    copy, so neither split records nor kept histograms move (SpmdBackend on 2 shards). The model is the one
+    trained in-process: neither the grouping nor the copies change a sum."""
     import oocgbdt
-    import oocgbdt.dask.training as tr
+    from oocgbdt.dask import actors as act
     rng = np.random.default_rng(5)
     X = rng.normal(size=(4000, 6)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=4000) > 0).astype(float)
-    pushed = []
+    pushed = {0: [], 1: []}
 
     def n_pushed(backend):
         return sum(len(op[1]) for ops in backend._ops for op in ops if op[0] == "push")
 
-    class Spy(tr.ActorBackend):
+    class Spy(act.SpmdBackend):
         def map(self, fn, *iterables, key=None, consume=None):
             if fn.__name__ == "histograms_only":  # a pass begins: count its pushes from here
-                pushed.append(0)
+                pushed[self.me].append(0)
             return super().map(fn, *iterables, key=key, consume=consume)
 
-        def _push_inputs(self, args, o):
+        def _push_inputs(self, args, o):  # pushes of step inputs (not gathered values)
             before = n_pushed(self)
             super()._push_inputs(args, o)
-            if pushed:
-                pushed[-1] += n_pushed(self) - before
+            if pushed[self.me]:
+                pushed[self.me][-1] += n_pushed(self) - before
 
     params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
                   partition_rows=1000, n_estimators=3, verbose=False)
-    monkeypatch.setattr(tr, "ActorBackend", Spy)
+    monkeypatch.setattr(act, "SpmdBackend", Spy)
     got = oocgbdt.train(params, X, y, client=client)
-    trees = []
-    for n in pushed:
-        if n == 1:  # a root pass starts a tree
-            trees.append([])
-        trees[-1].append(n)
-    assert len(trees) == 3 and all(len(t) > 2 for t in trees), pushed
-    assert all(t[:2] == [1, 3] and set(t[2:]) == {2} for t in trees), pushed
+    # Every shard runs the same program, so both see the same pushes (one queued per shard).
+    assert pushed[0] == pushed[1] and len(pushed[0]) > 6, pushed
+    assert set(pushed[0]) == {2}, pushed
     ref = oocgbdt.train(params, X, y)
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
+
+
+def test_three_shards_share_the_search_by_segments_and_equal_in_process():
+    """On 3 workers each shard searches a block of features and the split records are
+    exchanged (all-gathered) instead: the same model as in-process, bit for bit, including
+    with screening (the selection changes the segments each round) and GOSS."""
+    import oocgbdt
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(4500, 9)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (X[:, 0] + np.nan_to_num(X[:, 3]) ** 2 + rng.normal(scale=0.5, size=4500) > 0.7)
+    y = y.astype(float)
+    base = dict(objective="binary", num_leaves=11, min_data_in_leaf=5, chunk_size=500,
+                partition_rows=500, n_estimators=4, verbose=False)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        for extra in ({}, dict(data_sample_strategy="goss", feature_fraction=0.7)):
+            params = dict(base, **extra)
+            got = oocgbdt.train(params, X, y, client=c)
+            ref = oocgbdt.train(params, X, y)
+            np.testing.assert_array_equal(got.predict(X, raw_score=True),
+                                          ref.predict(X, raw_score=True))
+
+
+def test_a_step_failing_inside_every_shards_loop_raises_its_own_error(client, monkeypatch):
+    """A step that fails on one shard in the middle of a tree: the caller gets that error (not
+    the stop of the other shard, which was waiting for its partials), within seconds, and the
+    next fit on the same client is the in-process model."""
+    import time
+
+    import oocgbdt
+    import oocgbdt.core.histogram_source as hs
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3500, 5)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(scale=0.5, size=3500) > 0).astype(float)
+    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+                  partition_rows=1000, n_estimators=3, verbose=False)
+    orig = hs.chunk_split_many
+    calls = []
+
+    def failing(data, *args):
+        if data.y.shape[0] == 500:  # the last partition, on shard 1
+            calls.append(1)
+            if len(calls) == 3:
+                raise ValueError("injected failure")
+        return orig(data, *args)
+
+    failing.__name__ = "chunk_split_many"
+    monkeypatch.setattr(hs, "chunk_split_many", failing)
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="injected failure"):
+        oocgbdt.train(params, X, y, client=client)
+    assert time.monotonic() - t0 < 60
+    monkeypatch.setattr(hs, "chunk_split_many", orig)
+    got = oocgbdt.train(params, X, y, client=client)
+    ref = oocgbdt.train(params, X, y)
+    np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
+
+
+def test_a_step_placed_everywhere_runs_on_every_shard(client):
+    """``submit(place=ALL)``: every shard runs the step on its own copy of the inputs (pushed to
+    it), the result is held by all (owner ALL), and a later step on any shard reads it there."""
+    from oocgbdt.dask.actors import ALL
+    actors = ActorBackend(client)
+    try:
+        refs = actors.map(_double, [1.0, 2.0, 3.0, 4.0])
+        assert [r.owner for r in refs] == [0, 0, 1, 1]
+        total = actors.submit(_add, refs, place=ALL)
+        assert total.owner == ALL
+        on_1 = actors.submit(_double, total, place=1)
+        on_0 = actors.submit(_double, total, place=0)
+        assert actors.gather([total, on_0, on_1]) == [20.0, 40.0, 40.0]
+        actors.wait()
+        # each shard: its two map outputs, the other shard's two (pushed), total, and its step
+        assert [s.n_values().result() for s in actors.shards] == [6, 6]
+    finally:
+        actors.close()
 
 
 def test_actors_are_made_after_the_bin_sample_and_the_cache_write(client, monkeypatch,
