@@ -106,8 +106,13 @@ def _segmented(backend, meta, n_segments):
     return meta, [(lo, hi, backend.scatter(m)) for lo, hi, m in found]
 
 
+def progress_bar(total, verbose=True):
+    """The progress bar over boosting rounds (tqdm; disabled unless ``verbose``)."""
+    return tqdm(total=int(total), disable=not verbose, unit="round", desc="oocgbdt")
+
+
 def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
-          verbose=True, key="oocgbdt", bundler=None) -> BoostResult:
+          verbose=True, key="oocgbdt", bundler=None, progress=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -125,6 +130,9 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     eval_sets : list of ``(name, list of ChunkData handles)``
     verbose : bool
         Show a progress bar over rounds with the latest metric.
+    progress : callable, optional
+        ``progress(total)`` returns the bar to drive instead (anything with tqdm's ``update``,
+        ``set_postfix`` and ``close``); default :func:`progress_bar` with ``verbose``.
     key : str
         Prefix of task keys, unique per training run.
     """
@@ -163,8 +171,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     if sampling_enabled(params):
         rows = backend.gather(backend.map(chunk_n_rows, chunks, key=f"{key}-nrows"))
         sampler = RowSampler(params, rows)
-    bar = tqdm(total=int(params["n_estimators"]), disable=not verbose, unit="round",
-               desc="oocgbdt")
+    total = int(params["n_estimators"])
+    bar = progress(total) if progress is not None else progress_bar(total, verbose)
     try:
         for rnd in range(int(params["n_estimators"])):
             t_round, c_round = time.perf_counter(), time.process_time()

@@ -37,6 +37,7 @@ import contextvars
 import itertools
 import threading
 import time
+import uuid
 import weakref
 
 from distributed.protocol import pickle as _pickle
@@ -373,6 +374,10 @@ class Shard:
     def _boost(self, chunks, eval_sets, boost_kwargs, n_shards):
         from oocgbdt.core.boosting import boost
         as_ref = lambda k: Ref(k.owner, k.id)  # no finalizer: the caller owns these ids
+        boost_kwargs = dict(boost_kwargs)
+        topic = boost_kwargs.pop("progress_topic", None)
+        if topic is not None:
+            boost_kwargs["progress"] = lambda total: _EventBar(topic)
         backend = SpmdBackend(self, n_shards)
         try:
             result = boost(backend, _walk(chunks, as_ref),
@@ -724,24 +729,43 @@ class ActorBackend:
 
     def boost(self, chunks, eval_sets, boost_kwargs):
         """Run :func:`~oocgbdt.core.boosting.boost` on every shard at once (SPMD, see
-        :class:`SpmdBackend`) over these handles; returns shard 0's result. The progress bar,
-        when ``boost_kwargs["verbose"]``, is shard 0's (printed by its worker).
+        :class:`SpmdBackend`) over these handles; returns shard 0's result.
 
-        Raises the failure of the shard that failed first (not the :class:`PeerFailed` of
-        the shards it stopped), or a RuntimeError when a worker is lost."""
+        With ``boost_kwargs["verbose"]`` the progress bar is shown here, driven by shard 0's
+        rounds (its worker logs them as ``distributed`` events on a topic this client
+        subscribes to). Raises the failure of the shard that failed first (not the
+        :class:`PeerFailed` of the shards it stopped), or a RuntimeError when a worker is lost.
+        """
+        from oocgbdt.core.boosting import progress_bar
         self.wait()
         n = len(self.shards)
-        calls = [self._call(o, "boost", _pickle.dumps(
-            (chunks, eval_sets, dict(boost_kwargs, verbose=bool(boost_kwargs.get("verbose"))
-                                     and o == 0), n))) for o in range(n)]
+        verbose = bool(boost_kwargs.get("verbose"))
+        bar = topic = None
+        if verbose:
+            topic = f"oocgbdt-progress-{uuid.uuid4().hex}"
+            bar = progress_bar(boost_kwargs["params"]["n_estimators"])
+            self.client.subscribe_topic(topic, lambda event: _EventBar.apply(bar, event[1]))
+        kwargs = [dict(boost_kwargs, verbose=False) for _ in range(n)]
+        if topic is not None:
+            kwargs[0]["progress_topic"] = topic
+        calls = [self._call(o, "boost", _pickle.dumps((chunks, eval_sets, kwargs[o], n)))
+                 for o in range(n)]
         results, errors = [], []
-        for o, c in enumerate(calls):
-            try:
-                results.append(self._result(c, o))
-            except PeerFailed as e:
-                errors.append(e)
-            except BaseException as e:
-                errors.insert(0, e)
+        try:
+            for o, c in enumerate(calls):
+                try:
+                    results.append(self._result(c, o))
+                except PeerFailed as e:
+                    errors.append(e)
+                except BaseException as e:
+                    errors.insert(0, e)
+        finally:
+            if topic is not None:
+                self.client.unsubscribe_topic(topic)
+                if not errors:  # the last rounds' events may still be on their way
+                    n_out = boost_kwargs["objective"].num_tree_per_iteration
+                    bar.update(len(results[0].trees) // n_out - bar.n)
+                bar.close()
         if errors:
             raise errors[0]
         return results[0]
@@ -775,6 +799,34 @@ class ActorBackend:
                 pass
         self.shards = []
         self._actor_futures = []
+
+
+class _EventBar:
+    """The progress bar of a loop running on a worker: each call is logged as a
+    ``distributed`` event on ``topic``, which the caller applies to its own bar
+    (:meth:`apply`)."""
+
+    def __init__(self, topic):
+        from distributed import get_worker
+        self.topic = topic
+        self.worker = get_worker()
+
+    def update(self, n=1):
+        self.worker.log_event(self.topic, ["update", int(n)])
+
+    def set_postfix(self, postfix, refresh=True):
+        self.worker.log_event(self.topic, ["postfix", {str(k): str(v) for k, v in postfix.items()}])
+
+    def close(self):
+        pass
+
+    @staticmethod
+    def apply(bar, msg):
+        kind, value = msg
+        if kind == "update":
+            bar.update(value)
+        elif kind == "postfix":
+            bar.set_postfix(value, refresh=False)
 
 
 class SpmdBackend(ActorBackend):

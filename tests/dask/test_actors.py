@@ -505,3 +505,30 @@ def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path):
         pytest.fail("training hung after a worker was lost (killed after 120 s)")
     assert "KILLED" in out, out
     assert "RAISED" in out, out
+
+
+def test_the_progress_bar_of_a_cluster_fit_is_the_callers(client, monkeypatch):
+    """``verbose=True`` on several workers: the rounds run on the shards, but the bar is made and
+    driven here (shard 0's rounds arrive as ``distributed`` events): it ends at the number of
+    rounds, with the last metric."""
+    import oocgbdt
+    import oocgbdt.core.boosting as boosting
+    made = []
+    orig = boosting.progress_bar
+
+    def recording(total, verbose=True):
+        bar = orig(total, verbose)
+        made.append((verbose, threading.current_thread() is threading.main_thread(), bar))
+        return bar
+
+    monkeypatch.setattr(boosting, "progress_bar", recording)
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(3000, 4)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(float)
+    oocgbdt.train(dict(objective="binary", num_leaves=5, chunk_size=500, n_estimators=12,
+                       verbose=True), X, y, eval_set=[(X, y)], client=client)
+    shown = [(here, b) for verbose, here, b in made if verbose]
+    assert len(shown) == 1 and shown[0][0], made  # the caller's (this thread), not a shard's
+    bar = shown[0][1]
+    assert bar.total == 12 and bar.n == 12
+    assert "binary_logloss" in str(bar.postfix)
