@@ -111,6 +111,15 @@ def progress_bar(total, verbose=True):
     return tqdm(total=int(total), disable=not verbose, unit="round", desc="oocgbdt")
 
 
+def round_postfix(evals_result) -> dict:
+    """The progress bar's postfix after a round: the last eval set's latest metric values
+    (empty when there are none)."""
+    if not evals_result:
+        return {}
+    last = next(reversed(evals_result))
+    return {f"{last}'s {m}": f"{v[-1]:.6g}" for m, v in evals_result[last].items() if v}
+
+
 def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None) -> BoostResult:
     """Run the boosting rounds.
@@ -262,9 +271,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
             stop = _evaluate(backend, eval_chunks, metric_list, objective, evals_result, best,
                              rnd, es_rounds, params, split_every, key)
             if metric_list and eval_chunks:
-                last = next(reversed(evals_result))
-                bar.set_postfix({f"{last}'s {m}": f"{v[-1]:.6g}"
-                                 for m, v in evals_result[last].items()}, refresh=False)
+                bar.set_postfix(round_postfix(evals_result), refresh=False)
             bar.update(1)
             if stop is not None:
                 result.best_iteration = stop

@@ -37,13 +37,13 @@ import contextvars
 import itertools
 import threading
 import time
-import uuid
 import weakref
 
 from distributed.protocol import pickle as _pickle
 
 from oocgbdt.core.backend import EVERYWHERE, LocalBackend
 from oocgbdt.dask.heap import training_heap
+from oocgbdt.dask.progress import EventBar, caller_bar
 
 __all__ = ["ActorBackend", "SpmdBackend", "Shard", "Ref", "ALL", "PeerFailed"]
 
@@ -377,7 +377,7 @@ class Shard:
         boost_kwargs = dict(boost_kwargs)
         topic = boost_kwargs.pop("progress_topic", None)
         if topic is not None:
-            boost_kwargs["progress"] = lambda total: _EventBar(topic)
+            boost_kwargs["progress"] = lambda total: EventBar(topic)
         backend = SpmdBackend(self, n_shards)
         try:
             result = boost(backend, _walk(chunks, as_ref),
@@ -732,40 +732,33 @@ class ActorBackend:
         :class:`SpmdBackend`) over these handles; returns shard 0's result.
 
         With ``boost_kwargs["verbose"]`` the progress bar is shown here, driven by shard 0's
-        rounds (its worker logs them as ``distributed`` events on a topic this client
-        subscribes to). Raises the failure of the shard that failed first (not the
-        :class:`PeerFailed` of the shards it stopped), or a RuntimeError when a worker is lost.
+        rounds (:mod:`oocgbdt.dask.progress`). Raises the failure of the shard that failed
+        first (not the :class:`PeerFailed` of the shards it stopped), or a RuntimeError when a
+        worker is lost.
         """
-        from oocgbdt.core.boosting import progress_bar
         self.wait()
         n = len(self.shards)
-        verbose = bool(boost_kwargs.get("verbose"))
-        bar = topic = None
-        if verbose:
-            topic = f"oocgbdt-progress-{uuid.uuid4().hex}"
-            bar = progress_bar(boost_kwargs["params"]["n_estimators"])
-            self.client.subscribe_topic(topic, lambda event: _EventBar.apply(bar, event[1]))
-        kwargs = [dict(boost_kwargs, verbose=False) for _ in range(n)]
-        if topic is not None:
-            kwargs[0]["progress_topic"] = topic
-        calls = [self._call(o, "boost", _pickle.dumps((chunks, eval_sets, kwargs[o], n)))
-                 for o in range(n)]
         results, errors = [], []
-        try:
-            for o, c in enumerate(calls):
-                try:
-                    results.append(self._result(c, o))
-                except PeerFailed as e:
-                    errors.append(e)
-                except BaseException as e:
-                    errors.insert(0, e)
-        finally:
-            if topic is not None:
-                self.client.unsubscribe_topic(topic)
-                if not errors:  # the last rounds' events may still be on their way
-                    n_out = boost_kwargs["objective"].num_tree_per_iteration
-                    bar.update(len(results[0].trees) // n_out - bar.n)
-                bar.close()
+        with caller_bar(self.client, boost_kwargs["params"]["n_estimators"],
+                        bool(boost_kwargs.get("verbose"))) as bar:
+            kwargs = [dict(boost_kwargs, verbose=False) for _ in range(n)]
+            if bar is not None:
+                kwargs[0]["progress_topic"] = bar.topic
+            calls = [self._call(o, "boost", _pickle.dumps((chunks, eval_sets, kwargs[o], n)))
+                     for o in range(n)]
+            try:
+                for o, c in enumerate(calls):
+                    try:
+                        results.append(self._result(c, o))
+                    except PeerFailed as e:
+                        errors.append(e)
+                    except Exception as e:
+                        errors.insert(0, e)
+            except BaseException as e:  # the caller was interrupted: stop the shards' loops
+                self._stop_shards(f"the caller stopped: {e!r}")
+                raise
+            if bar is not None and not errors:
+                bar.finish(results[0], boost_kwargs["objective"].num_tree_per_iteration)
         if errors:
             raise errors[0]
         return results[0]
@@ -799,34 +792,6 @@ class ActorBackend:
                 pass
         self.shards = []
         self._actor_futures = []
-
-
-class _EventBar:
-    """The progress bar of a loop running on a worker: each call is logged as a
-    ``distributed`` event on ``topic``, which the caller applies to its own bar
-    (:meth:`apply`)."""
-
-    def __init__(self, topic):
-        from distributed import get_worker
-        self.topic = topic
-        self.worker = get_worker()
-
-    def update(self, n=1):
-        self.worker.log_event(self.topic, ["update", int(n)])
-
-    def set_postfix(self, postfix, refresh=True):
-        self.worker.log_event(self.topic, ["postfix", {str(k): str(v) for k, v in postfix.items()}])
-
-    def close(self):
-        pass
-
-    @staticmethod
-    def apply(bar, msg):
-        kind, value = msg
-        if kind == "update":
-            bar.update(value)
-        elif kind == "postfix":
-            bar.set_postfix(value, refresh=False)
 
 
 class SpmdBackend(ActorBackend):
@@ -901,8 +866,10 @@ class SpmdBackend(ActorBackend):
         self._check_pushes()
         ops, dead = self._ops[self.me], self._take_dead(self.me)
         self._ops = [[] for _ in self._ops]
-        with self._lock:
-            self._dead = [[] for _ in self._dead]
+        with self._lock:  # the other shards drop their own
+            for o, ids in enumerate(self._dead):
+                if o != self.me:
+                    ids.clear()
         if ops or dead:
             self.shard._run_ops(dead, ops, self._pushes)
         return {}

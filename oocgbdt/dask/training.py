@@ -38,6 +38,7 @@ from oocgbdt.core.chunk import chunk_conflict_stats
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.dask.actors import ActorBackend
+from oocgbdt.dask.progress import EventBar, caller_bar
 from oocgbdt.dask.backend import DaskBackend
 from oocgbdt.dask.binning import fit_bin_mapper, sample_row_indices
 from oocgbdt.dask.bundling import fit_bundler
@@ -246,10 +247,13 @@ def _check_labels_and_weights(yd, wd, evals, objective, compute):
         objective.check_labels(compute(da.unique(yd))[0])
 
 
-def _boost_on_worker(chunks, eval_sets, boost_kwargs):
-    """Task body: the boosting loop next to the data, on the worker's threads."""
+def _boost_on_worker(chunks, eval_sets, boost_kwargs, progress_topic=None):
+    """Task body: the boosting loop next to the data, on the worker's threads; its progress
+    bar, given a topic, is the caller's (:mod:`oocgbdt.dask.progress`)."""
     from distributed import get_worker
     backend = LocalBackend(n_threads=get_worker().state.nthreads)
+    if progress_topic is not None:
+        boost_kwargs = dict(boost_kwargs, progress=lambda total: EventBar(progress_topic))
     try:
         with training_heap():
             return boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
@@ -315,6 +319,11 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     While a worker process trains, its glibc malloc thresholds are set to the values glibc
     adapts to on its own when a Dask nanny had fixed them (``MALLOC_TRIM_THRESHOLD_``), and
     set back when the fit ends (:func:`oocgbdt.dask.heap.training_heap`).
+
+    On a cluster of several workers every worker runs the boosting loop over its own
+    partitions and exchanges histograms with the others (:meth:`oocgbdt.dask.actors.ActorBackend.boost`);
+    ``tree_stats``' timings are then those of the first worker. With ``verbose`` the progress
+    bar is shown in this process (the loop's rounds arrive as ``distributed`` events).
     """
     params = resolve_params(params)
     if verbose is not None:
@@ -499,8 +508,13 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 if n_workers == 1:
                     # Every chunk lives on the one worker: nothing crosses workers, so the loop
                     # runs there as one task and each pass costs no scheduler round trips.
-                    result = c.submit(_boost_on_worker, chunks, eval_sets, boost_kwargs,
-                                      key=f"{key}-boost", pure=False).result()
+                    with caller_bar(c, params["n_estimators"], params["verbose"]) as bar:
+                        result = c.submit(
+                            _boost_on_worker, chunks, eval_sets,
+                            dict(boost_kwargs, verbose=False), None if bar is None else bar.topic,
+                            key=f"{key}-boost", pure=False).result()
+                        if bar is not None:
+                            bar.finish(result, objective.num_tree_per_iteration)
                 elif n_workers > 1:
                     # Every shard runs the loop itself, exchanging partial histograms (and split
                     # records) with the others, with no round trip to this process (see

@@ -507,12 +507,14 @@ def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path):
     assert "RAISED" in out, out
 
 
-def test_the_progress_bar_of_a_cluster_fit_is_the_callers(client, monkeypatch):
-    """``verbose=True`` on several workers: the rounds run on the shards, but the bar is made and
-    driven here (shard 0's rounds arrive as ``distributed`` events): it ends at the number of
-    rounds, with the last metric."""
+@pytest.mark.parametrize("n_workers", [1, 2])
+def test_the_progress_bar_of_a_cluster_fit_is_the_callers(n_workers, monkeypatch):
+    """``verbose=True`` on a cluster: the rounds run on the workers (the one worker's task, or
+    every shard), but the bar is made and driven here (the loop's rounds arrive as
+    ``distributed`` events): it ends at the number of rounds, with the last metric."""
     import oocgbdt
     import oocgbdt.core.boosting as boosting
+    import oocgbdt.dask.progress as progress
     made = []
     orig = boosting.progress_bar
 
@@ -521,14 +523,17 @@ def test_the_progress_bar_of_a_cluster_fit_is_the_callers(client, monkeypatch):
         made.append((verbose, threading.current_thread() is threading.main_thread(), bar))
         return bar
 
-    monkeypatch.setattr(boosting, "progress_bar", recording)
+    monkeypatch.setattr(boosting, "progress_bar", recording)  # the loops' own
+    monkeypatch.setattr(progress, "progress_bar", recording)  # the caller's
     rng = np.random.default_rng(8)
     X = rng.normal(size=(3000, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(float)
-    oocgbdt.train(dict(objective="binary", num_leaves=5, chunk_size=500, n_estimators=12,
-                       verbose=True), X, y, eval_set=[(X, y)], client=client)
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        oocgbdt.train(dict(objective="binary", num_leaves=5, chunk_size=500, n_estimators=12,
+                           verbose=True), X, y, eval_set=[(X, y)], client=c)
     shown = [(here, b) for verbose, here, b in made if verbose]
-    assert len(shown) == 1 and shown[0][0], made  # the caller's (this thread), not a shard's
+    assert len(shown) == 1 and shown[0][0], made  # the caller's (this thread), not a worker's
     bar = shown[0][1]
     assert bar.total == 12 and bar.n == 12
     assert "binary_logloss" in str(bar.postfix)
