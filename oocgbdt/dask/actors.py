@@ -354,14 +354,17 @@ class Shard:
         loop makes are dropped when it ends, and the consumed training and eval chunks with
         them (the loop replaces them as it goes). A failure here is reported to the other
         shards (:meth:`fail`), whose loops then stop with :class:`PeerFailed`."""
-        from distributed import get_worker
+        from concurrent.futures import ThreadPoolExecutor
         chunks, eval_sets, boost_kwargs, n_shards = _pickle.loads(payload)
         self._loop = asyncio.get_running_loop()
-        ctx = contextvars.copy_context()
+        ctx = contextvars.copy_context()  # get_worker() and actor calls work on the thread
+        # A thread of its own, not the worker's actor thread, which every actor of the worker
+        # shares: two fits at once on one cluster would otherwise each hold one worker's actor
+        # thread and wait forever for the other's shard there.
+        thread = ThreadPoolExecutor(1, thread_name_prefix=f"oocgbdt-shard-{self.index}")
         try:
-            return await self._loop.run_in_executor(
-                get_worker().executors["actor"], ctx.run, self._boost, chunks, eval_sets,
-                boost_kwargs, n_shards)
+            return await self._loop.run_in_executor(thread, ctx.run, self._boost, chunks,
+                                                    eval_sets, boost_kwargs, n_shards)
         except BaseException as e:
             if isinstance(self._error, PeerFailed):
                 raise PeerFailed(f"shard {self.index} stopped: {self._error}") from None
@@ -370,6 +373,8 @@ class Shard:
                 if o != self.index:
                     peer.fail(f"shard {self.index} failed: {e!r}")
             raise
+        finally:
+            thread.shutdown(wait=False)
 
     def _boost(self, chunks, eval_sets, boost_kwargs, n_shards):
         from oocgbdt.core.boosting import boost
