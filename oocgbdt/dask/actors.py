@@ -501,19 +501,24 @@ class ActorBackend:
                 lost = self._lost()
                 if not lost:
                     continue
-                addresses = ", ".join(self.workers[o] for o in lost)
-                message = (f"the worker of shard(s) {lost} ({addresses}) was lost during training, "
-                           f"and with it that shard's partitions, per-row state and histograms "
-                           f"(actor state is not resilient). Train again; if the worker was "
-                           f"killed at its memory limit, give workers more memory or use "
-                           f"cache='disk'.")
+                message = self._lost_message(lost)
                 self._stop_shards(message)
                 raise RuntimeError(message) from None
             except Exception as e:
                 if o is not None and isinstance(e, OSError):  # CommClosedError: worker gone
                     self._gone.add(o)
+                    message = self._lost_message(self._lost())
+                    self._stop_shards(message)
+                    raise RuntimeError(message) from e
                 self._stop_shards(f"a call to a shard failed: {e!r}")
                 raise
+
+    def _lost_message(self, lost):
+        addresses = ", ".join(self.workers[o] for o in lost)
+        return (f"the worker of shard(s) {lost} ({addresses}) was lost during training, and "
+                f"with it that shard's partitions, per-row state and histograms (actor state is "
+                f"not resilient). Train again; if the worker was killed at its memory limit, "
+                f"give workers more memory or use cache='disk'.")
 
     def _stop_shards(self, message):
         """Tell every shard whose worker is still there that training failed (without waiting):

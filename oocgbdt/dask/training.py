@@ -379,7 +379,10 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                               _threaded_compute if client is None else _client_compute(client))
     cache_root, remove_root, dir_existed = None, False, False
     try:
-        with (nullcontext(None) if local else client_for_training(client)) as c:
+        with (nullcontext(None) if local else client_for_training(client)) as c, \
+                (nullcontext() if c is None else c.as_current()):
+            # The client is the current one for distributed's own lookups (its wait, actor
+            # handles), also when it is not the default client.
             if local:
                 backend = LocalBackend(n_threads=os.cpu_count() or 1)
                 compute = _threaded_compute

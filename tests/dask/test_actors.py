@@ -1,6 +1,7 @@
 """Tests of the actor backend (oocgbdt.dask.actors): same results as the in-process backend,
 deferred steps across shards, and no values left behind on the shards."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -12,9 +13,22 @@ from oocgbdt.dask.actors import ActorBackend
 
 @pytest.fixture(scope="module")
 def client():
+    # Not the default client: a fit given no client is then the in-process reference.
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=":0") as cluster, Client(cluster) as c:
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
         yield c
+
+
+def _in_process(params, X, y):
+    """The in-process model (the reference): trained with no client, not even one that a
+    worker of an in-process cluster registered in this process, which ``train`` would find."""
+    from unittest import mock
+
+    import oocgbdt
+    import oocgbdt.dask.training as tr
+    with mock.patch.object(tr, "find_client", lambda client=None: client):
+        return oocgbdt.train(params, X, y)
 
 
 def _add(parts):
@@ -199,7 +213,7 @@ def test_boost_over_actors_equals_local_and_frees_values(client):
     y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(scale=0.5, size=3000) > 0.5).astype(float)
     params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
                   verbose=False)
-    ref = oocgbdt.train(dict(params, n_estimators=6), X, y)
+    ref = _in_process(dict(params, n_estimators=6), X, y)
     got = oocgbdt.train(dict(params, n_estimators=6), X, y, client=client)
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
 
@@ -308,7 +322,7 @@ def test_a_pass_moves_one_partial_per_remote_pair(client, monkeypatch):
     # Every shard runs the same program, so both see the same pushes (one queued per shard).
     assert pushed[0] == pushed[1] and len(pushed[0]) > 6, pushed
     assert set(pushed[0]) == {2}, pushed
-    ref = oocgbdt.train(params, X, y)
+    ref = _in_process(params, X, y)
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
 
 
@@ -325,11 +339,12 @@ def test_three_shards_share_the_search_by_segments_and_equal_in_process():
     base = dict(objective="binary", num_leaves=11, min_data_in_leaf=5, chunk_size=500,
                 partition_rows=500, n_estimators=4, verbose=False)
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
-                      dashboard_address=":0") as cluster, Client(cluster) as c:
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
         for extra in ({}, dict(data_sample_strategy="goss", feature_fraction=0.7)):
             params = dict(base, **extra)
             got = oocgbdt.train(params, X, y, client=c)
-            ref = oocgbdt.train(params, X, y)
+            ref = _in_process(params, X, y)
             np.testing.assert_array_equal(got.predict(X, raw_score=True),
                                           ref.predict(X, raw_score=True))
 
@@ -365,7 +380,7 @@ def test_a_step_failing_inside_every_shards_loop_raises_its_own_error(client, mo
     assert time.monotonic() - t0 < 60
     monkeypatch.setattr(hs, "chunk_split_many", orig)
     got = oocgbdt.train(params, X, y, client=client)
-    ref = oocgbdt.train(params, X, y)
+    ref = _in_process(params, X, y)
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
 
 
@@ -479,7 +494,8 @@ if __name__ == "__main__":
             oocgbdt.train(params, X, y, client=c)
             print("NO ERROR", flush=True)
         except Exception as e:
-            print("RAISED", type(e).__name__, round(time.time() - start, 1), flush=True)
+            print("RAISED", type(e).__name__, round(time.time() - start, 1), str(e)[:200],
+                  flush=True)
 """
 
 
@@ -487,8 +503,9 @@ def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path):
     """A worker process dies in the middle of a fit (killed 6 s after the fit starts, while
     the shards run passes): the fit raises within seconds instead of waiting forever for the
     other shard, which waited for values the lost shard would have pushed. This is a helper's
-    repro; it hung in every run before the liveness checks of ``ActorBackend._result``. It runs
-    in a process of its own, killed with its cluster if it hangs."""
+    repro; it hung in every run before the liveness checks of ``ActorBackend._result``, and
+    raised the closed connection's ``CommClosedError`` instead of naming the lost worker until
+    session 7. It runs in a process of its own, killed with its cluster if it hangs."""
     import os
     import signal
     import subprocess
@@ -504,7 +521,8 @@ def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path):
         proc.communicate()
         pytest.fail("training hung after a worker was lost (killed after 120 s)")
     assert "KILLED" in out, out
-    assert "RAISED" in out, out
+    # the error says what happened (not the closed connection it was seen through)
+    assert "RAISED RuntimeError" in out and "was lost during training" in out, out
 
 
 @pytest.mark.parametrize("n_workers", [1, 2])
@@ -537,3 +555,64 @@ def test_the_progress_bar_of_a_cluster_fit_is_the_callers(n_workers, monkeypatch
     bar = shown[0][1]
     assert bar.total == 12 and bar.n == 12
     assert "binary_logloss" in str(bar.postfix)
+
+
+def test_two_fits_at_once_whose_loops_reach_the_workers_in_opposite_orders(client,
+                                                                           monkeypatch):
+    """Two fits at once on one client, each fit's loop reaching one worker 1 s after the other
+    (fit A's shard 1 late, fit B's shard 0 late): each worker starts the two fits' loops in
+    opposite orders. With the loops on the worker's one shared actor thread, each fit waited
+    forever for its shard queued behind the other fit's (a helper's repro, hung every time);
+    each loop has a thread of its own now. Both fits end, with the in-process model."""
+    import concurrent.futures
+
+    import oocgbdt
+    from oocgbdt.dask import actors as act
+    late = threading.local()
+    orig_call, orig_boost = act.ActorBackend._call, act.ActorBackend.boost
+    barrier = threading.Barrier(2)
+
+    def delayed_call(self, o, method, *args):
+        if method != "boost" or getattr(late, "shard", None) != o:
+            return orig_call(self, o, method, *args)
+        proxy = concurrent.futures.Future()
+
+        def later():
+            time.sleep(1.0)
+            f = orig_call(self, o, method, *args)
+            f.add_done_callback(lambda f: proxy.set_exception(f.exception()) if f.exception()
+                                else proxy.set_result(f.result()))
+        threading.Thread(target=later, daemon=True).start()
+        return proxy
+
+    def aligned_boost(self, *args, **kwargs):  # both fits loaded: send their loops together
+        self.wait()
+        barrier.wait(timeout=60)
+        return orig_boost(self, *args, **kwargs)
+
+    monkeypatch.setattr(act.ActorBackend, "_call", delayed_call)
+    monkeypatch.setattr(act.ActorBackend, "boost", aligned_boost)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6000, 8)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(scale=0.5, size=6000) > 0).astype(float)
+    params = dict(objective="binary", num_leaves=15, n_estimators=10, chunk_size=1000,
+                  partition_rows=1000, verbose=False)
+    got = {}
+
+    def fit(name, shard):
+        late.shard = shard
+        try:
+            got[name] = oocgbdt.train(params, X, y, client=client)
+        except Exception as e:  # pragma: no cover - reported by the assertion below
+            got[name] = e
+
+    threads = [threading.Thread(target=fit, args=(name, shard), daemon=True)
+               for name, shard in (("A", 1), ("B", 0))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "the two fits hung"
+    ref = _in_process(params, X, y).predict(X, raw_score=True)
+    for name in "AB":
+        np.testing.assert_array_equal(got[name].predict(X, raw_score=True), ref)
