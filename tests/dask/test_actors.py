@@ -616,3 +616,21 @@ def test_two_fits_at_once_whose_loops_reach_the_workers_in_opposite_orders(clien
     ref = _in_process(params, X, y).predict(X, raw_score=True)
     for name in "AB":
         np.testing.assert_array_equal(got[name].predict(X, raw_score=True), ref)
+
+
+def test_a_client_that_is_not_the_default_trains_on_worker_processes():
+    """``train(client=c)`` with ``Client(..., set_as_default=False)`` on 2 worker processes:
+    distributed's own lookups (its wait, the shards' handles of each other) found no default
+    client and the fit failed (a helper's find); it gives the in-process model."""
+    import oocgbdt
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(float)
+    params = dict(objective="binary", num_leaves=7, chunk_size=500, n_estimators=3,
+                  verbose=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        got = oocgbdt.train(params, X, y, client=c)
+    np.testing.assert_array_equal(got.predict(X, raw_score=True),
+                                  _in_process(params, X, y).predict(X, raw_score=True))
