@@ -183,7 +183,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     total = int(params["n_estimators"])
     bar = progress(total) if progress is not None else progress_bar(total, verbose)
     try:
-        for rnd in range(int(params["n_estimators"])):
+        for rnd in range(total):
             t_round, c_round = time.perf_counter(), time.process_time()
             chunks = backend.map(chunk_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}",
                                  consume=0)

@@ -297,14 +297,19 @@ class Shard:
             await self._loop.run_in_executor(get_worker().executors["actor"], ctx.run,
                                              self._run_ops, dead, ops)
         except BaseException as e:
-            self._error = e
-            for o, peer in enumerate(self.peers or ()):
-                if o != self.index:  # not waited for: the peers may be gone as well
-                    peer.fail(f"shard {self.index} failed: {e!r}")
+            self._failed(e)
             raise
         finally:
             self._done = seq + 1
             self._wake()
+
+    def _failed(self, error):
+        """Keep ``error`` (later calls raise it) and tell the other shards (:meth:`fail`), not
+        waiting for them: they may be gone as well."""
+        self._error = error
+        for o, peer in enumerate(self.peers or ()):
+            if o != self.index:
+                peer.fail(f"shard {self.index} failed: {error!r}")
 
     async def sync(self, seq):
         """Return once batches ``0 .. seq - 1`` have run; raise the error of a failed one."""
@@ -368,10 +373,7 @@ class Shard:
         except BaseException as e:
             if isinstance(self._error, PeerFailed):
                 raise PeerFailed(f"shard {self.index} stopped: {self._error}") from None
-            self._error = e
-            for o, peer in enumerate(self.peers or ()):
-                if o != self.index:
-                    peer.fail(f"shard {self.index} failed: {e!r}")
+            self._failed(e)
             raise
         finally:
             thread.shutdown(wait=False)
@@ -889,14 +891,8 @@ class SpmdBackend(ActorBackend):
         (right after the operations that make them), runs its queue, then every shard waits for
         the values it does not own."""
         refs = [r for r in _refs(handles, []) if r.owner != ALL]
-        n = len(self.shards)
-        with self._lock:
-            for r in refs:
-                sent = self._pushed.setdefault(r.id, set())
-                to = [o for o in range(n) if o != r.owner and o not in sent]
-                sent.update(to)
-                for o in to:
-                    self._queue_push(r.owner, [r.id], o)
+        for o in range(len(self.shards)):
+            self._push_inputs(refs, o)  # to every shard, as if a step there read them
         self._send()
         values = self.shard._resolve([_Key(r.owner, r.id) for r in refs])
         got = dict(zip([r.id for r in refs], values))
