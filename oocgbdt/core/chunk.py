@@ -81,6 +81,13 @@ class ChunkData:
 #: consecutive rows instead of every third or fourth row of the chunk.
 SUBSET_MAX_FRACTION = 0.5
 
+#: A tree that builds histograms of at most this share of a chunk's columns (feature screening,
+#: ``feature_fraction``) copies those columns into a compact array for the tree, when the bins
+#: are held in memory: every histogram then reads whole consecutive rows without the column
+#: indirection (measured on 500k x 100 uint8 bins, 30 columns kept: the copy takes 9 ms, and a
+#: histogram of every row 12 ms instead of 21, of a tenth of the rows 1.3 ms instead of 2.5).
+COLUMNS_MAX_FRACTION = 0.5
+
 
 @dataclass(frozen=True)
 class TreeRows:
@@ -91,12 +98,18 @@ class TreeRows:
     (``subset`` is not None; see :data:`SUBSET_MAX_FRACTION`), positions in that subset:
     ``subset = (rows, X_binned, gradients, hessians)``, the chunk's row numbers of the subset
     (ascending) and their bins and this tree's gradients and hessians, copied once at the root.
+
+    When the tree builds few columns (see :data:`COLUMNS_MAX_FRACTION`), ``subset`` holds a
+    compact copy of those columns (``rows`` is then None if every row is kept) and ``columns``
+    the chunk's column numbers of its columns, shape (n_kept,), int64, ascending (the tree's
+    :attr:`~oocgbdt.core.split.FeatureMeta.hist_columns`); else ``columns`` is None.
     """
 
     order: np.ndarray       # (n_rows of this round,) int32
     leaf_begin: np.ndarray  # (n_leaves,) int64
     leaf_count: np.ndarray  # (n_leaves,) int64
     subset: tuple | None = None
+    columns: np.ndarray | None = None
 
     def rows_of(self, leaf: int) -> np.ndarray:
         """Positions of leaf ``leaf``'s rows in the arrays the tree reads (see the class)."""
@@ -106,7 +119,20 @@ class TreeRows:
     def chunk_rows_of(self, leaf: int) -> np.ndarray:
         """The chunk's row numbers of leaf ``leaf``'s rows, shape (leaf_count[leaf],), int32."""
         pos = self.rows_of(leaf)
-        return pos if self.subset is None else self.subset[0][pos]
+        return pos if self.subset is None or self.subset[0] is None else self.subset[0][pos]
+
+    def column(self, c: int) -> int:
+        """Position of the chunk's column ``c`` in the bins the tree reads."""
+        return c if self.columns is None else int(np.searchsorted(self.columns, c))
+
+    def hist_layout(self, meta: FeatureMeta) -> tuple:
+        """``(bin_offsets, column_indices)`` that :func:`build_histogram` takes for the bins the
+        tree reads, writing into the layout of ``meta.hist_offsets``."""
+        if self.columns is None:
+            return meta.hist_offsets, meta.hist_columns
+        n = self.columns.shape[0]
+        offsets = np.append(meta.hist_offsets[self.columns], meta.n_hist_bins)
+        return offsets, np.arange(n, dtype=np.int64)
 
 
 def chunk_bins(data: ChunkData) -> np.ndarray:
@@ -164,10 +190,10 @@ def chunk_gradients(data: ChunkData, objective) -> ChunkData:
                    rows=None)
 
 
-def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows: np.ndarray,
+def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows: TreeRows,
                meta: FeatureMeta) -> np.ndarray:
     hist = np.zeros((meta.n_hist_bins, 3), dtype=HIST_DTYPE)
-    build_histogram(X, meta.hist_offsets, meta.hist_columns, gradients, hessians, rows, hist)
+    build_histogram(X, *rows.hist_layout(meta), gradients, hessians, rows.order, hist)
     return _spread_count(hist, meta)
 
 
@@ -209,11 +235,12 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
     """
     X = chunk_bins(data)
     grad, hess = data.gradients[class_idx], data.hessians[class_idx]
+    in_memory = isinstance(data.X_binned, np.ndarray)
+    full_X = X
     subset = None
     if data.rows is None:
         order = np.arange(data.n_rows, dtype=LEAF_DTYPE)
-    elif (isinstance(data.X_binned, np.ndarray)
-          and data.rows.shape[0] <= SUBSET_MAX_FRACTION * data.n_rows):
+    elif in_memory and data.rows.shape[0] <= SUBSET_MAX_FRACTION * data.n_rows:
         # A compact copy of the round's rows, in the same (ascending) order: every histogram
         # adds the same values in the same order as on the whole chunk. Not with the disk
         # cache, whose bins are read per pass so that memory stays bounded.
@@ -222,17 +249,25 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
         order = np.arange(data.rows.shape[0], dtype=LEAF_DTYPE)
     else:
         order = data.rows.copy()
+    columns = None
+    if in_memory and meta.hist_columns.shape[0] <= COLUMNS_MAX_FRACTION * X.shape[1]:
+        # The same additions in the same order, on a compact copy of the built columns.
+        columns = meta.hist_columns
+        X = X.take(columns, axis=1)
+        subset = (None if subset is None else subset[0], X, grad, hess)
     begin = np.zeros(max_leaves, dtype=np.int64)
     count = np.zeros(max_leaves, dtype=np.int64)
     count[0] = order.shape[0]
-    rows = TreeRows(order, begin, count, subset)
-    hist = _histogram(X, grad, hess, rows.order, meta)
+    rows = TreeRows(order, begin, count, subset, columns)
+    hist = _histogram(X, grad, hess, rows, meta)
     if meta.bundled:
         f = meta.totals_feature
         if meta.feature_column[f] >= 0:
             nb = int(meta.n_bins[f])
             extra = np.zeros((nb, 3), dtype=HIST_DTYPE)
-            build_histogram(_feature_column(X, meta, f)[:, None], np.array([0, nb], dtype=np.int64),
+            if subset is not None and subset[0] is not None:
+                full_X = full_X[subset[0]]
+            build_histogram(_feature_column(full_X, meta, f)[:, None], np.array([0, nb], dtype=np.int64),
                             np.zeros(1, dtype=np.int64), grad, hess, rows.order, extra)
         else:  # no searchable feature: the first built column's slice sums to the leaf as well
             c = int(meta.hist_columns[0])
@@ -298,24 +333,25 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
         f = split.feature
         begin, count = int(rows.leaf_begin[leaf]), int(rows.leaf_count[leaf])
         if meta.bundled:
-            n_left = split_rows_bundled(X[:, meta.feature_column[f]], rows.order, begin, count,
+            n_left = split_rows_bundled(X[:, rows.column(meta.feature_column[f])], rows.order, begin, count,
                                         split.threshold_bin, split.default_left,
                                         meta.missing_types[f], meta.default_bins[f],
                                         meta.n_bins[f] - 1, meta.feature_start[f], meta.n_bins[f],
                                         meta.feature_raw[f], order)
         else:
-            n_left = split_rows(X[:, f], rows.order, begin, count, split.threshold_bin,
+            n_left = split_rows(X[:, rows.column(f)], rows.order, begin, count, split.threshold_bin,
                                 split.default_left, meta.missing_types[f], meta.default_bins[f],
                                 meta.n_bins[f] - 1, order)
         leaf_count[leaf] = n_left
         leaf_begin[right_leaf] = begin + n_left
         leaf_count[right_leaf] = count - n_left
-    new_rows = TreeRows(order, leaf_begin, leaf_count, rows.subset)
+    new_rows = TreeRows(order, leaf_begin, leaf_count, rows.subset, rows.columns)
     built = plan.built()
     hist = np.zeros((len(built), meta.n_hist_bins, 3), dtype=HIST_DTYPE)
+    offsets, columns = new_rows.hist_layout(meta)
     for j, (i, side) in enumerate(built):
         leaf = plan.right_leaves[i] if side else plan.leaves[i]
-        build_histogram(X, meta.hist_offsets, meta.hist_columns, grad, hess,
+        build_histogram(X, offsets, columns, grad, hess,
                         new_rows.rows_of(leaf), hist[j])
     return new_rows, _spread_count(hist, meta)
 

@@ -144,3 +144,51 @@ def test_plot_screening_draws_selection_map(tmp_path):
     fig.savefig(tmp_path / "s.png")
     with pytest.raises(ValueError, match="no screening history"):
         plot_screening(oocgbdt.train(dict(objective="binary", n_estimators=2), X, y))
+
+
+@pytest.mark.parametrize("params", [
+    dict(feature_screening="ema", screening_warmup=2),
+    dict(feature_fraction=0.4, bagging_fraction=0.3, bagging_freq=1),
+    dict(feature_screening="stochastic", screening_warmup=1, data_sample_strategy="goss"),
+])
+@pytest.mark.parametrize("sparse_columns", [0, 6])
+def test_compact_columns_train_the_same_model_bit_for_bit(monkeypatch, params, sparse_columns):
+    """A tree that builds few columns copies them into a compact array (``COLUMNS_MAX_FRACTION``):
+    that changes where the bins are read from, not what is added, so the model equals the one
+    trained with the copy disabled, bit for bit; through EFB bundles and sampled rows too."""
+    import oocgbdt
+    import oocgbdt.core.chunk as chunk_mod
+    rng = np.random.default_rng(12)
+    n, dense = 5000, 14
+    X = rng.normal(size=(n, dense + sparse_columns)).astype(np.float32)
+    if sparse_columns:  # one-hot-like block: at most one non-zero per row, so EFB bundles it
+        hot = rng.integers(0, sparse_columns + 4, n)
+        X[:, dense:] = 0
+        for j in range(sparse_columns):
+            X[hot == j, dense + j] = rng.integers(1, 6, (hot == j).sum())
+    y = (X[:, 0] * X[:, 1] + X[:, 2] - X[:, 7] + (X[:, dense:].sum(axis=1) if sparse_columns else 0)
+         + rng.normal(scale=0.5, size=n) > 0).astype(np.float64)
+    full = dict(objective="binary", n_estimators=10, num_leaves=9, learning_rate=0.2,
+                chunk_size=1250, verbose=False, **params)
+    compacted = []
+    layout = chunk_mod.TreeRows.hist_layout
+
+    def spy(self, meta):
+        compacted.append(self.columns is not None)
+        return layout(self, meta)
+
+    monkeypatch.setattr(chunk_mod.TreeRows, "hist_layout", spy)
+
+    def fit(fraction):
+        monkeypatch.setattr(chunk_mod, "COLUMNS_MAX_FRACTION", fraction)
+        compacted.clear()
+        booster = oocgbdt.train(full, X, y)
+        return booster, sum(compacted)
+
+    (compact, n_compact), (whole, n_whole) = fit(0.5), fit(0.0)
+    assert n_compact > 0 and n_whole == 0  # the copy was made, and only when enabled
+    if sparse_columns:
+        assert any(len(b) > 1 for b in compact.bundles_)
+    assert compact.to_dict() == whole.to_dict()
+    np.testing.assert_array_equal(compact.predict(X, raw_score=True),
+                                  whole.predict(X, raw_score=True))
