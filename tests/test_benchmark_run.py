@@ -49,6 +49,8 @@ def test_benchmark_suite_smoke(tmp_path):
     # every tool on the in-memory scenario, oocgbdt's two caches at every throughput size,
     # and the four larger-than-memory runs plus oocgbdt's in-memory reference
     assert {r["tool"] for r in runs if r["scenario"] == "inmemory"} == set(suite.TOOLS)
+    screened = [r for r in runs if r["label"] == suite.SCREENED_LABEL]
+    assert len(screened) == 1 and screened[0]["extra"]["params"]["feature_screening"] == "ema"
     sizes = suite.SUITES["smoke"]["throughput"]["rows"]
     assert sorted((r["label"], r["rows"]) for r in runs if r["scenario"] == "throughput") == \
         sorted((f"oocgbdt cache={c}", n) for n in sizes for c in ("memory", "disk"))
@@ -57,6 +59,7 @@ def test_benchmark_suite_smoke(tmp_path):
     md = (out / "results.md").read_text()
     for line in ("## inmemory", "## throughput", "## larger_than_memory", "oocgbdt / lightgbm",
                  "oocgbdt / lightgbm.dask", "oocgbdt / xgboost.dask", "disk / memory",
+                 f"{suite.SCREENED_LABEL} / lightgbm.dask", f"{suite.SCREENED_LABEL} / xgboost.dask",
                  "linear", "worker restarts"):
         assert line in md, line
     assert "load average" in proc.stdout
@@ -74,7 +77,7 @@ def test_failed_runs_are_recorded(tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     runs = json.loads((out / "results.json").read_text())["runs"]
-    assert [r["tool"] for r in runs] == ["oocgbdt", "lightgbm"]
+    assert [r["tool"] for r in runs] == ["oocgbdt", "oocgbdt", "lightgbm"]  # + screened oocgbdt
     assert all(r["status"] == "failed" and "timeout" in r["error"] for r in runs), runs
 
 
