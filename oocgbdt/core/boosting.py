@@ -198,7 +198,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
             if screener is not None:
                 # One selection per round, shared by a multiclass round's trees.
                 round_meta, round_segments = _segmented(
-                    backend, replace(meta, feature_mask=meta.feature_mask & screener.select(rnd)),
+                    backend, meta.screened(screener.select(rnd)),
                     n_segments)
                 round_meta_h = backend.scatter(round_meta)
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)

@@ -118,11 +118,41 @@ class FeatureMeta:
 
     @property
     def built_columns(self) -> np.ndarray:
-        """Features whose histograms are searched: the searchable features, or feature 0 when
-        none is (its slice still gives the leaf totals). Without bundling these are also the
-        columns built."""
+        """Features whose histograms are searched: the searchable features, or the first
+        feature with bins in the layout when none is (its slice still gives the leaf totals).
+        Without bundling these are also the columns built."""
         cols = np.flatnonzero(self.feature_mask)
-        return cols if cols.size else np.zeros(1, dtype=np.int64)
+        return cols if cols.size else np.flatnonzero(np.diff(self.bin_offsets) > 0)[:1]
+
+    def screened(self, mask: np.ndarray) -> "FeatureMeta":
+        """This metadata for a tree that may split only on ``mask`` (feature screening,
+        ``feature_fraction``): ``feature_mask & mask``, and, where histograms have the
+        per-feature layout (no bundling, or EFB found nothing to merge), a layout with the
+        features outside it at zero width, so that every histogram of the tree (built,
+        exchanged, kept in the pool, subtracted and searched) holds the searchable features'
+        bins only. Bins, routing and split search read the same values: the trees are the same.
+
+        Parameters
+        ----------
+        mask : ndarray of shape (n_features,), dtype bool
+
+        Returns
+        -------
+        FeatureMeta
+        """
+        meta = replace(self, feature_mask=self.feature_mask & mask)
+        if self.bundled and not self.expand_is_copy:
+            return meta
+        kept = np.zeros(self.n_bins.shape[0], dtype=bool)
+        kept[meta.built_columns] = True
+        width = np.where(kept, np.diff(self.bin_offsets), 0)
+        offsets = np.concatenate(([0], np.cumsum(width))).astype(np.int64)
+        if not self.bundled:
+            return replace(meta, bin_offsets=offsets)
+        # EFB left every feature alone in its own column, in order: the column layout is the
+        # per-feature one, and stays so.
+        return replace(meta, bin_offsets=offsets, column_offsets=offsets,
+                       expand_index=np.arange(int(offsets[-1]), dtype=np.int64))
 
     @cached_property
     def hist_columns(self) -> np.ndarray:

@@ -1,5 +1,6 @@
 """Feature screening (EMA-FS, S-EMA-FS) and per-tree feature_fraction."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -152,12 +153,18 @@ def test_plot_screening_draws_selection_map(tmp_path):
     dict(feature_screening="stochastic", screening_warmup=1, data_sample_strategy="goss"),
 ])
 @pytest.mark.parametrize("sparse_columns", [0, 6])
-def test_compact_columns_train_the_same_model_bit_for_bit(monkeypatch, params, sparse_columns):
-    """A tree that builds few columns copies them into a compact array (``COLUMNS_MAX_FRACTION``):
-    that changes where the bins are read from, not what is added, so the model equals the one
-    trained with the copy disabled, bit for bit; through EFB bundles and sampled rows too."""
+@pytest.mark.parametrize("enable_bundle", [True, False])
+def test_screened_trees_compact_layout_and_columns_give_the_same_model(monkeypatch, params,
+                                                                      sparse_columns,
+                                                                      enable_bundle):
+    """A screened tree's histograms leave out the features it cannot split on
+    (:meth:`FeatureMeta.screened`), and a tree that builds few columns copies them into a
+    compact array (``COLUMNS_MAX_FRACTION``). Both change where values are stored and read,
+    not what is added: with either or both turned off, the model is the same, bit for bit;
+    through EFB bundles (where the layout stays whole) and sampled rows too."""
     import oocgbdt
     import oocgbdt.core.chunk as chunk_mod
+    from oocgbdt.core.split import FeatureMeta
     rng = np.random.default_rng(12)
     n, dense = 5000, 14
     X = rng.normal(size=(n, dense + sparse_columns)).astype(np.float32)
@@ -169,26 +176,40 @@ def test_compact_columns_train_the_same_model_bit_for_bit(monkeypatch, params, s
     y = (X[:, 0] * X[:, 1] + X[:, 2] - X[:, 7] + (X[:, dense:].sum(axis=1) if sparse_columns else 0)
          + rng.normal(scale=0.5, size=n) > 0).astype(np.float64)
     full = dict(objective="binary", n_estimators=10, num_leaves=9, learning_rate=0.2,
-                chunk_size=1250, verbose=False, **params)
-    compacted = []
-    layout = chunk_mod.TreeRows.hist_layout
+                chunk_size=1250, verbose=False, enable_bundle=enable_bundle, **params)
+    screened, layout = FeatureMeta.screened, chunk_mod.TreeRows.hist_layout
+    seen = dict(copies=0, compact=0)
 
-    def spy(self, meta):
-        compacted.append(self.columns is not None)
+    def spy_layout(self, meta):
+        seen["copies"] += self.columns is not None
         return layout(self, meta)
 
-    monkeypatch.setattr(chunk_mod.TreeRows, "hist_layout", spy)
+    def spy_screened(self, mask):
+        out = screened(self, mask)
+        seen["compact"] += out.n_hist_bins < self.n_hist_bins
+        return out
 
-    def fit(fraction):
-        monkeypatch.setattr(chunk_mod, "COLUMNS_MAX_FRACTION", fraction)
-        compacted.clear()
+    def mask_only(self, mask):
+        return replace(self, feature_mask=self.feature_mask & mask)
+
+    monkeypatch.setattr(chunk_mod.TreeRows, "hist_layout", spy_layout)
+
+    def fit(copy_columns, compact_layout):
+        monkeypatch.setattr(chunk_mod, "COLUMNS_MAX_FRACTION", 0.5 if copy_columns else 0.0)
+        monkeypatch.setattr(FeatureMeta, "screened", spy_screened if compact_layout else mask_only)
+        seen.update(copies=0, compact=0)
         booster = oocgbdt.train(full, X, y)
-        return booster, sum(compacted)
+        return booster, dict(seen)
 
-    (compact, n_compact), (whole, n_whole) = fit(0.5), fit(0.0)
-    assert n_compact > 0 and n_whole == 0  # the copy was made, and only when enabled
-    if sparse_columns:
-        assert any(len(b) > 1 for b in compact.bundles_)
-    assert compact.to_dict() == whole.to_dict()
-    np.testing.assert_array_equal(compact.predict(X, raw_score=True),
-                                  whole.predict(X, raw_score=True))
+    ref, none = fit(False, False)
+    assert none == dict(copies=0, compact=0)
+    if sparse_columns and enable_bundle:
+        assert any(len(b) > 1 for b in ref.bundles_)
+    for copy_columns, compact_layout in ((True, False), (False, True), (True, True)):
+        got, did = fit(copy_columns, compact_layout)
+        # each was used when turned on (the layout stays whole when EFB merged columns)
+        assert (did["copies"] > 0) == copy_columns
+        assert (did["compact"] > 0) == (compact_layout and not (sparse_columns and enable_bundle))
+        assert got.to_dict() == ref.to_dict()
+        np.testing.assert_array_equal(got.predict(X, raw_score=True),
+                                      ref.predict(X, raw_score=True))
