@@ -15,8 +15,9 @@ G_H_DTYPE = np.float32
 #: Histogram sums are float64: summing millions of float32 values in float32 loses digits,
 #: and a parent-minus-child subtraction would amplify that error.
 HIST_DTYPE = np.float64
-#: Histogram layout: array of shape (n_total_bins, 3); columns are these fields.
-HIST_GRAD, HIST_HESS, HIST_COUNT = 0, 1, 2
+#: Histogram layout: array of shape (n_hist_bins, 2); columns are these fields. Row 0 is the
+#: count row: field 0 holds the leaf's row count (see :mod:`oocgbdt.kernels.histogram`).
+HIST_GRAD, HIST_HESS = 0, 1
 #: Labels and sample weights are stored as float32, as LightGBM stores them (bit-parity of
 #: gradients with LightGBM needs the same rounding of labels).
 LABEL_DTYPE = np.float32

@@ -10,7 +10,7 @@ backend over a ``distributed.Client``; tests and NumPy input call it with a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -73,13 +73,14 @@ def compute_init_score(backend, label_stat_handles, objective, params, split_eve
 def histogram_pool_capacity(pool_size_mb, n_hist_bins):
     """Leaf histograms that fit in ``histogram_pool_size`` MB (2**20 bytes); None: no bound.
 
-    A leaf histogram is ``(n_hist_bins, 3)`` float64 (24 bytes per bin), whatever the round's
-    feature selection. Unlike LightGBM (at least 2 slots), a pool smaller than one histogram
-    keeps none: every split then histograms both children.
+    A leaf histogram is ``(n_hist_bins, 2)`` float64 (16 bytes per bin, as LightGBM's
+    ``hist_t`` pairs), counted at the whole layout's size whatever the round's feature
+    selection. Unlike LightGBM (at least 2 slots), a pool smaller than one histogram keeps
+    none: every split then histograms both children.
     """
     if pool_size_mb is None or pool_size_mb <= 0:
         return None
-    return int(float(pool_size_mb) * 2**20 // (int(n_hist_bins) * 3 * 8))
+    return int(float(pool_size_mb) * 2**20 // (int(n_hist_bins) * 2 * 8))
 
 
 def _sum_list(parts):
@@ -97,12 +98,11 @@ def _improved(metric, score, best):
 
 def _segmented(backend, meta, n_segments):
     """``(meta, segments)``: the pass's split search shared by ``n_segments`` feature segments
-    (:func:`~oocgbdt.core.split.feature_segments`), each segment's search metadata scattered,
-    and ``meta`` carrying the segments' count rows; or ``(meta, None)`` when not shared."""
+    (:func:`~oocgbdt.core.split.feature_segments`), each segment's search metadata scattered;
+    or ``(meta, None)`` when not shared."""
     found = feature_segments(meta, n_segments) if n_segments > 1 else None
     if found is None:
-        return replace(meta, count_rows=()), None
-    meta = replace(meta, count_rows=tuple(lo for lo, _, _ in found[1:]))
+        return meta, None
     return meta, [(lo, hi, backend.scatter(m)) for lo, hi, m in found]
 
 

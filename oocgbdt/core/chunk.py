@@ -192,17 +192,8 @@ def chunk_gradients(data: ChunkData, objective) -> ChunkData:
 
 def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows: TreeRows,
                meta: FeatureMeta) -> np.ndarray:
-    hist = np.zeros((meta.n_hist_bins, 3), dtype=HIST_DTYPE)
+    hist = np.zeros((meta.n_hist_bins, 2), dtype=HIST_DTYPE)
     build_histogram(X, *rows.hist_layout(meta), gradients, hessians, rows.order, hist)
-    return _spread_count(hist, meta)
-
-
-def _spread_count(hist: np.ndarray, meta: FeatureMeta) -> np.ndarray:
-    """Copy the row count of built histograms (``hist[..., 0, 2]``) to the count field of
-    ``meta.count_rows`` (otherwise 0), so every feature segment of the split search carries it;
-    sums and differences of histograms then carry it in every segment, as in row 0."""
-    if meta.count_rows:
-        hist[..., list(meta.count_rows), 2] = hist[..., :1, 2]
     return hist
 
 
@@ -264,11 +255,13 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
         f = meta.totals_feature
         if meta.feature_column[f] >= 0:
             nb = int(meta.n_bins[f])
-            extra = np.zeros((nb, 3), dtype=HIST_DTYPE)
+            extra = np.zeros((nb + 1, 2), dtype=HIST_DTYPE)  # its own count row, dropped
             if subset is not None and subset[0] is not None:
                 full_X = full_X[subset[0]]
-            build_histogram(_feature_column(full_X, meta, f)[:, None], np.array([0, nb], dtype=np.int64),
-                            np.zeros(1, dtype=np.int64), grad, hess, rows.order, extra)
+            build_histogram(_feature_column(full_X, meta, f)[:, None],
+                            np.array([1, nb + 1], dtype=np.int64), np.zeros(1, dtype=np.int64),
+                            grad, hess, rows.order, extra)
+            extra = extra[1:]
         else:  # no searchable feature: the first built column's slice sums to the leaf as well
             c = int(meta.hist_columns[0])
             extra = hist[meta.column_offsets[c]:meta.column_offsets[c + 1]].copy()
@@ -320,7 +313,7 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
     Returns
     -------
     rows : TreeRows
-    hist : ndarray of shape (len(plan.built()), n_hist_bins, 3), dtype float64
+    hist : ndarray of shape (len(plan.built()), n_hist_bins, 2), dtype float64
         The built children's histograms, stacked in :meth:`SplitPlan.built` order (one ndarray,
         so :func:`sum_histograms` adds passes' partials as it adds single histograms).
     """
@@ -347,19 +340,22 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
         leaf_count[right_leaf] = count - n_left
     new_rows = TreeRows(order, leaf_begin, leaf_count, rows.subset, rows.columns)
     built = plan.built()
-    hist = np.zeros((len(built), meta.n_hist_bins, 3), dtype=HIST_DTYPE)
+    hist = np.zeros((len(built), meta.n_hist_bins, 2), dtype=HIST_DTYPE)
     offsets, columns = new_rows.hist_layout(meta)
     for j, (i, side) in enumerate(built):
         leaf = plan.right_leaves[i] if side else plan.leaves[i]
         build_histogram(X, offsets, columns, grad, hess,
                         new_rows.rows_of(leaf), hist[j])
-    return new_rows, _spread_count(hist, meta)
+    return new_rows, hist
 
 
 def histogram_rows(hist: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Rows ``[lo, hi)`` of a histogram, or of each of stacked histograms (a view): one feature
-    segment (:func:`oocgbdt.core.split.feature_segments`)."""
-    return hist[..., lo:hi, :]
+    """The count row and rows ``[lo, hi)`` of a histogram, or of each of stacked histograms:
+    one feature segment (:func:`oocgbdt.core.split.feature_segments`) with the leaf's row
+    count. A view for the first segment (``lo == 1``), else a copy."""
+    if lo == 1:
+        return hist[..., :hi, :]
+    return np.concatenate([hist[..., :1, :], hist[..., lo:hi, :]], axis=-2)
 
 
 def tree_rows_only(prev) -> TreeRows:
@@ -398,7 +394,7 @@ def finish_root(parts, meta: FeatureMeta, params: SplitParams):
     ``parts`` are the last level's partial histograms (or chunk results), summed here once.
     ``feature_gains`` (n_features,) is each feature's best split gain (``-inf``: none). The
     first item is what the client reads (small; :func:`pass_records`); the second is the root's
-    histogram, shape (n_hist_bins, 3), kept for later passes (:func:`pass_histogram`), without
+    histogram, shape (n_hist_bins, 2), kept for later passes (:func:`pass_histogram`), without
     the totals rows of :func:`chunk_root`.
     """
     hist = sum_histograms(parts)
@@ -431,7 +427,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
 
     Parameters
     ----------
-    parents : sequence of ndarray of shape (n_hist_bins, 3), or None, one per split
+    parents : sequence of ndarray of shape (n_hist_bins, 2), or None, one per split
         The split leaf's histogram where one child is built (the other is parent minus it);
         None where both children are built.
     parts : list
@@ -450,7 +446,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         ahead of their turn counts only the splits it applies, see
         :meth:`~oocgbdt.core.histogram_source.HistogramSource.commit`). This first item is
         what the client reads (:func:`pass_records`). ``children``: per split, ``[left, right]``
-        histograms of shape (n_hist_bins, 3), float64, the built one summed from ``parts`` and
+        histograms of shape (n_hist_bins, 2), float64, the built one summed from ``parts`` and
         its sibling as parent minus it, made once here for the search and kept for later passes
         without a copy (:func:`pass_histogram`).
     """
@@ -471,7 +467,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
     for i, split in enumerate(plan.splits):
         pair = children[i]
         # The children's true row counts (the split's own are estimated from hessians).
-        counts = (float(pair[0][0, 2]), float(pair[1][0, 2]))
+        counts = (float(pair[0][0, 0]), float(pair[1][0, 0]))
         if counts[0] < small and counts[1] < small:
             # LightGBM (SerialTreeLearner::BeforeFindBestSplit) searches neither sibling when
             # both hold fewer than 2 x min_data_in_leaf rows (true counts): with min_data_in_leaf

@@ -222,7 +222,7 @@ class HistogramSource:
 
     def _drop_partials(self):
         """Keep only each chunk's row grouping between passes: its partial histograms (one per
-        chunk and built child, p x k x n_hist_bins x 24 bytes in all) are consumed by this
+        chunk and built child, p x k x n_hist_bins x 16 bytes in all) are consumed by this
         pass's reduction. Called before the pass's split records are gathered: a deferring
         backend (the actor backend) then runs it in the same batch as the pass, so the partials
         are released by the next pass's call, before that pass makes its own (issued after the

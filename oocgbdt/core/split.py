@@ -24,7 +24,8 @@ class FeatureMeta:
     Attributes
     ----------
     bin_offsets : ndarray of shape (n_features + 1,), dtype int64
-        Feature ``f``'s bins are rows ``[bin_offsets[f], bin_offsets[f + 1])`` of a histogram.
+        Feature ``f``'s bins are rows ``[bin_offsets[f], bin_offsets[f + 1])`` of a histogram;
+        ``bin_offsets[0] == 1``: row 0 is the count row (see :mod:`oocgbdt.kernels.histogram`).
     n_bins : ndarray of shape (n_features,), dtype int32
         Bins per feature, including the NaN bin (always the last one) for NaN-type features.
     missing_types : ndarray of shape (n_features,), dtype uint8
@@ -43,19 +44,14 @@ class FeatureMeta:
 
     column_offsets : ndarray of shape (n_columns + 1,), dtype int64
         Bundle ``c``'s bins are rows ``[column_offsets[c], column_offsets[c + 1])`` of a
-        histogram.
+        histogram (``column_offsets[0] == 1``, after the count row).
     feature_column, feature_start : ndarray of shape (n_features,), dtype int64
         Each feature's bundle (-1: none) and offset in it.
     feature_raw : ndarray of shape (n_features,), dtype bool
         Features alone in their bundle (stored with their own bins).
     expand_index : ndarray of shape (n_total_bins,), dtype int64
-        Bundle histogram row of each (feature, bin); -1 where the bin is recovered by subtraction.
-
-    When a pass's split search is shared out by feature segments (:func:`feature_segments`):
-
-    count_rows : tuple of int
-        Histogram rows besides row 0 whose count field also holds the leaf's row count (the
-        first row of every segment but the first), so each segment carries it.
+        Bundle histogram row of each (feature, bin) (row 0: the count row, 0); -1 where the
+        bin is recovered by subtraction.
     """
 
     bin_offsets: np.ndarray
@@ -69,20 +65,22 @@ class FeatureMeta:
     feature_raw: np.ndarray | None = None
     expand_index: np.ndarray | None = None
     most_freq_bins: np.ndarray | None = None
-    count_rows: tuple = ()
 
     @classmethod
     def from_bin_mapper(cls, bin_mapper, bundler=None) -> "FeatureMeta":
+        # Histogram rows start after the count row (row 0).
         bin_offsets = np.asarray(bin_mapper.bin_offsets_, dtype=np.int64)
         extra = {}
         if bundler is not None:
-            extra = dict(column_offsets=np.asarray(bundler.column_offsets_, dtype=np.int64),
+            index = bundler.expand_index(bin_offsets)
+            extra = dict(column_offsets=np.asarray(bundler.column_offsets_, dtype=np.int64) + 1,
                          feature_column=np.asarray(bundler.feature_column_, dtype=np.int64),
                          feature_start=np.asarray(bundler.feature_start_, dtype=np.int64),
                          feature_raw=np.asarray(bundler.feature_raw_, dtype=bool),
-                         expand_index=bundler.expand_index(bin_offsets))
+                         expand_index=np.concatenate(([0], np.where(index >= 0, index + 1, -1)))
+                         .astype(np.int64))
         return cls(
-            bin_offsets=bin_offsets,
+            bin_offsets=bin_offsets + 1,
             n_bins=np.asarray(bin_mapper.n_bins_, dtype=np.int32),
             missing_types=np.asarray(bin_mapper.missing_types_, dtype=np.uint8),
             default_bins=np.asarray(bin_mapper.default_bins_, dtype=np.int32),
@@ -146,7 +144,7 @@ class FeatureMeta:
         kept = np.zeros(self.n_bins.shape[0], dtype=bool)
         kept[meta.built_columns] = True
         width = np.where(kept, np.diff(self.bin_offsets), 0)
-        offsets = np.concatenate(([0], np.cumsum(width))).astype(np.int64)
+        offsets = np.concatenate(([0], np.cumsum(width))).astype(np.int64) + self.bin_offsets[0]
         if not self.bundled:
             return replace(meta, bin_offsets=offsets)
         # EFB left every feature alone in its own column, in order: the column layout is the
@@ -187,13 +185,14 @@ class FeatureMeta:
                 and np.array_equal(self.expand_index, np.arange(self.n_total_bins)))
 
     def expand(self, hist: np.ndarray, totals: "LeafTotals") -> np.ndarray:
-        """The per-feature histogram (``(n_total_bins, 3)``) of a bundle histogram; rows of
-        features outside ``feature_mask`` are left at zero, or, when :attr:`expand_is_copy`,
-        ``hist`` itself is returned (rows of features outside the mask as built: the split
-        search never reads them)."""
+        """The per-feature histogram (``(n_total_bins, 2)``, the count row copied) of a bundle
+        histogram; rows of features outside ``feature_mask`` are left at zero, or, when
+        :attr:`expand_is_copy`, ``hist`` itself is returned (rows of features outside the mask
+        as built: the split search never reads them)."""
         if self.expand_is_copy:
             return hist
-        out = np.zeros((self.n_total_bins, 3), dtype=hist.dtype)
+        out = np.zeros((self.n_total_bins, 2), dtype=hist.dtype)
+        out[0] = hist[0]
         expand_histogram(hist, self.expand_index, self.bin_offsets, self.n_bins,
                          self.default_bins, self.feature_raw, self.feature_mask,
                          totals.sum_gradients, totals.sum_hessians, out)
@@ -209,7 +208,8 @@ def feature_segments(meta: FeatureMeta, n_segments: int):
     -------
     list of ``(lo, hi, search_meta)``, or None
         Per segment, its histogram rows ``[lo, hi)`` and the metadata that searches that slice
-        alone: feature offsets shifted by ``lo`` and only the segment's features searchable.
+        after the count row (:func:`oocgbdt.core.chunk.histogram_rows`) alone: feature offsets
+        shifted by ``lo - 1`` and only the segment's features searchable.
         None when there is less than one searchable feature per segment, or when the histogram
         layout is not the per-feature one (bundles merged by EFB).
     """
@@ -232,7 +232,7 @@ def feature_segments(meta: FeatureMeta, n_segments: int):
         mask = np.zeros_like(meta.feature_mask)
         mask[f_lo:f_hi] = meta.feature_mask[f_lo:f_hi]
         out.append((lo, hi, FeatureMeta(
-            bin_offsets=meta.bin_offsets - lo, n_bins=meta.n_bins,
+            bin_offsets=meta.bin_offsets - lo + 1, n_bins=meta.n_bins,
             missing_types=meta.missing_types, default_bins=meta.default_bins,
             feature_mask=mask, most_freq_bins=meta.most_freq_bins)))
     return out
@@ -297,8 +297,8 @@ class SplitInfo:
 
 def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
     """Totals of a leaf read off its histogram: sums of gradients and hessians over one built
-    feature's slice (every slice sums to the leaf), the row count from ``hist[0, 2]`` (see
-    :mod:`oocgbdt.kernels.histogram`).
+    feature's slice (every slice sums to the leaf), the row count from the count row,
+    ``hist[0, 0]`` (see :mod:`oocgbdt.kernels.histogram`).
 
     With bundling, a root histogram carries the slice of feature ``meta.totals_feature``
     decoded from its bundle after its ``n_hist_bins`` rows (see
@@ -306,12 +306,12 @@ def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
     bit-identical totals.
     """
     if meta.bundled:
-        s = hist[meta.n_hist_bins:, :2].sum(axis=0)
+        s = hist[meta.n_hist_bins:].sum(axis=0)
     else:
         f = meta.built_columns[0]
         lo, hi = meta.bin_offsets[f], meta.bin_offsets[f + 1]
-        s = hist[lo:hi, :2].sum(axis=0)
-    return LeafTotals(float(s[0]), float(s[1]), float(hist[0, 2]))
+        s = hist[lo:hi].sum(axis=0)
+    return LeafTotals(float(s[0]), float(s[1]), float(hist[0, 0]))
 
 
 def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
@@ -322,7 +322,7 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
 
     Parameters
     ----------
-    hist : ndarray of shape (n_hist_bins, 3), dtype float64
+    hist : ndarray of shape (n_hist_bins, 2), dtype float64
         Per feature, or per bundle (expanded here to the per-feature layout).
     totals : LeafTotals of the leaf
     meta : FeatureMeta

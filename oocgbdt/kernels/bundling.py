@@ -531,13 +531,13 @@ def expand_histogram(hist, expand_index, bin_offsets, n_bins, default_bins, feat
 
     Parameters
     ----------
-    hist : ndarray of shape (n_bundle_bins, 3), dtype float64         # IN  bundle histogram
+    hist : ndarray of shape (n_bundle_bins, 2), dtype float64         # IN  bundle histogram
     expand_index : ndarray of shape (n_total_bins,), dtype int64      # IN  -1: recovered bin
     bin_offsets : ndarray of shape (n_features + 1,), dtype int64     # IN  per-feature layout
     n_bins, default_bins : ndarray of shape (n_features,), int32      # IN
     feature_raw, feature_mask : ndarray of shape (n_features,), bool  # IN  only masked features
     sum_g, sum_h : float                                              # IN  leaf totals
-    out : ndarray of shape (n_total_bins, 3), dtype float64           # OUT masked features' rows
+    out : ndarray of shape (n_total_bins, 2), dtype float64           # OUT masked features' rows
     """
     for f in range(n_bins.shape[0]):
         if not feature_mask[f]:

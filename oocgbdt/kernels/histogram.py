@@ -2,15 +2,21 @@
 leaf's row count.
 
 Data flow position: per chunk and per boosting pass, for the rows of one leaf. Histograms use one
-flat layout over all columns: column ``j`` owns rows ``[bin_offsets[j], bin_offsets[j + 1])`` of an
-array of shape ``(n_total_bins, 3)``, float64, whose fields are (sum_gradients, sum_hessians,
-count). Per-bin counts are not accumulated: like LightGBM, the split search estimates them from
-hessians, and two stores per cell instead of three make the kernel about 1.2-1.3x faster (measured
-on 500k x 100 uint8 bins, prefetched rows: 1.50 -> 1.12 ns per cell on every row, 1.74 -> 1.50
-on a tenth of them). The two adds are one vector add (:func:`~oocgbdt.kernels._jit.add_pair`),
-with the same results: 1.12 -> 0.80 and 1.54 -> 1.25 ns per cell. The count field of row 0 holds the number of rows added instead (every other count is 0):
-it sums across chunks, and a sibling's histogram derived as parent minus child carries the
-sibling's true row count, so every leaf's exact count travels with its histogram.
+flat layout over all columns, an array of shape ``(n_hist_bins, 2)``, float64, whose fields are
+(sum_gradients, sum_hessians): column ``j`` owns rows ``[bin_offsets[j], bin_offsets[j + 1])``,
+and row 0, before every column (``bin_offsets[0] >= 1``), is the count row: field 0 holds the
+number of rows added (field 1 stays 0). The count sums across chunks, and a sibling's histogram
+derived as parent minus child carries the sibling's true row count, so every leaf's exact count
+travels with its histogram. Per-bin counts are not accumulated: like LightGBM, the split search
+estimates them from hessians.
+
+Each cell's two additions are one aligned two-lane vector add
+(:func:`~oocgbdt.kernels._jit.add_pair`), with the same results as two scalar additions. Measured
+on 500k uint8 bins per row, one thread: a third field per bin (the per-bin count, no longer
+accumulated) made the kernel 1.2-1.3x slower; with the two fields as a pair in a 24-byte cell
+(count field kept but unused) 0.83 ns per cell on every row of 100 columns and 0.83 on 30
+columns; in a 16-byte cell (this layout, LightGBM's ``hist_t`` pair) 0.74 and 0.67, and 1.12
+(from 1.17) and 0.71 (from 0.91) on a tenth of the rows.
 """
 import numpy as np
 
@@ -22,27 +28,27 @@ __all__ = ["build_histogram", "build_histogram_naive"]
 @njit
 def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, row_indices, out):
     """Add the rows ``row_indices`` of a binned chunk into ``out``, for the listed columns only,
-    and their number into ``out[0, 2]`` (see the module docstring).
+    and their number into the count row ``out[0, 0]`` (see the module docstring).
 
     Columns not listed are never read (feature screening builds only the selected ones); their
-    rows of ``out`` are left as they are (but for ``out[0, 2]``).
+    rows of ``out`` are left as they are.
 
     Parameters
     ----------
     X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16   # IN
-    bin_offsets : ndarray of shape (n_columns + 1,), dtype int64             # IN
+    bin_offsets : ndarray of shape (n_columns + 1,), dtype int64, >= 1       # IN
     column_indices : ndarray of shape (n_built,), dtype int64                # IN  columns to build
     gradients, hessians : ndarray of shape (n_rows,), dtype float32          # IN
     row_indices : ndarray of shape (n_selected,), dtype int32                # IN
-    out : ndarray of shape (n_total_bins, 3), dtype float64, C-contiguous    # IN and OUT (added to)
+    out : ndarray of shape (n_hist_bins, 2), dtype float64, C-contiguous     # IN and OUT (added to)
     """
     n_built = column_indices.shape[0]
     every_column = n_built == X_binned.shape[1]
     for k in range(n_built):
         if column_indices[k] != k:
             every_column = False
-    # One flat view of ``out`` (bin b's fields at 3b, 3b + 1, 3b + 2): the same additions in
-    # the same order as indexing out[b, field], about 8% faster measured (250k x 100).
+    # One flat view of ``out`` (bin b's fields at 2b, 2b + 1): the same additions in the same
+    # order as indexing out[b, field], about 8% faster measured (250k x 100).
     flat = out.reshape(-1)
     if every_column:
         # Every column in order (no screening): read each row as one contiguous slice, without
@@ -59,8 +65,8 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
             h = np.float64(hessians[r])
             row = X_binned[r]
             for j in range(n_columns):
-                add_pair(flat, 3 * (bin_offsets[j] + row[j]), g, h)
-        flat[2] += row_indices.shape[0]
+                add_pair(flat, 2 * (bin_offsets[j] + row[j]), g, h)
+        flat[0] += row_indices.shape[0]
         return
     n_rows = row_indices.shape[0]
     last = X_binned.shape[1] - 1
@@ -74,8 +80,8 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
         h = np.float64(hessians[r])
         for k in range(n_built):
             j = column_indices[k]
-            add_pair(flat, 3 * (bin_offsets[j] + X_binned[r, j]), g, h)
-    flat[2] += row_indices.shape[0]
+            add_pair(flat, 2 * (bin_offsets[j] + X_binned[r, j]), g, h)
+    flat[0] += row_indices.shape[0]
 
 
 def build_histogram_naive(X_binned, bin_offsets, column_indices, gradients, hessians, row_indices,
@@ -83,7 +89,7 @@ def build_histogram_naive(X_binned, bin_offsets, column_indices, gradients, hess
     """NumPy twin of :func:`build_histogram` (``np.add.at``), used by tests."""
     rows = np.asarray(row_indices)
     cols = np.asarray(column_indices, dtype=np.int64)
-    out[0, 2] += rows.size
+    out[0, 0] += rows.size
     if rows.size == 0 or cols.size == 0:
         return
     flat = (X_binned[np.ix_(rows, cols)].astype(np.int64) + bin_offsets[cols][None, :]).ravel()

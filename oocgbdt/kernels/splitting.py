@@ -161,8 +161,8 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
 
     Parameters
     ----------
-    hist : ndarray of shape (n_total_bins, 3), dtype float64              # IN  the leaf's histogram
-        (fields 0 and 1 are read: sums of gradients and hessians per bin)
+    hist : ndarray of shape (n_total_bins, 2), dtype float64              # IN  the leaf's histogram
+        (fields: sums of gradients and hessians per bin)
     bin_offsets : ndarray of shape (n_features + 1,), dtype int64         # IN  feature f's slice
     n_bins : ndarray of shape (n_features,), dtype int32                  # IN  bins incl. the NaN bin
     missing_types : ndarray of shape (n_features,), dtype uint8           # IN  0 None, 1 Zero, 2 NaN

@@ -305,7 +305,7 @@ def test_best_split_skips_the_expand_only_where_it_is_a_copy(monkeypatch, bundle
     Xb = bundle_chunk(X, bm, b)[0]
     g = rng.normal(size=n).astype(np.float32)
     h = (0.5 + rng.random(n)).astype(np.float32)
-    hist = np.zeros((meta.n_hist_bins, 3))
+    hist = np.zeros((meta.n_hist_bins, 2))
     build_histogram(Xb, meta.hist_offsets, meta.hist_columns, g, h,
                     np.arange(n, dtype=np.int32), hist)
     totals = LeafTotals(float(g.astype(np.float64).sum()), float(h.astype(np.float64).sum()), n)

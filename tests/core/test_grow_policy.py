@@ -482,16 +482,17 @@ def test_histograms_of_leaves_that_will_not_be_split_are_freed():
 def test_pool_size_in_mb_and_through_train():
     assert histogram_pool_capacity(-1, 100) is None
     assert histogram_pool_capacity(0, 100) is None
-    assert histogram_pool_capacity(1.0, 2**20 // 24) == 1  # one (n_bins, 3) float64 histogram
-    assert histogram_pool_capacity(0.5, 2**20 // 24) == 0
-    assert histogram_pool_capacity(10.0, 1000) == int(10 * 2**20 // 24000)
+    assert histogram_pool_capacity(1.0, 2**20 // 16) == 1  # one (n_bins, 2) float64 histogram
+    assert histogram_pool_capacity(0.5, 2**20 // 16) == 0
+    assert histogram_pool_capacity(10.0, 1000) == int(10 * 2**20 // 16000)
     rng = np.random.default_rng(2)
     X = rng.normal(size=(4000, 4)).astype(np.float32)
     y = X[:, 0] + np.sin(2 * X[:, 1]) + rng.normal(scale=0.3, size=4000)
     base = dict(objective="regression", n_estimators=4, chunk_size=1500, max_bin=63)
     free = oocgbdt.train(base, X, y, verbose=False)
-    # 4 features x <= 63 bins x 24 bytes: 3 histograms fit in 3 * 4 * 63 * 24 bytes
-    pool = 3 * 4 * 63 * 24 / 2**20
+    # (4 features x <= 63 bins + the count row) x 16 bytes: 3 histograms fit in
+    # 3 * (4 * 63 + 1) * 16 bytes
+    pool = 3 * (4 * 63 + 1) * 16 / 2**20
     bounded = oocgbdt.train(dict(base, hist_pool_size=pool), X, y, verbose=False)
     for a, b in zip(free.trees, bounded.trees):
         np.testing.assert_array_equal(a.split_feature, b.split_feature)

@@ -293,7 +293,7 @@ def test_a_sampled_round_routes_only_selected_rows_and_updates_every_score():
         tree_rows, hist = chunk_root(c, 0, meta, 8)
         assert tree_rows.subset is not None  # under half of each chunk's rows: a compact copy
         np.testing.assert_array_equal(tree_rows.chunk_rows_of(0), c.rows)
-        assert hist[0, 2] == len(c.rows)  # the leaf's row count (no per-bin counts)
+        assert hist[0, 0] == len(c.rows)  # the count row: the leaf's row count
         for f in range(X.shape[1]):  # every feature's slice sums the selected rows' hessians
             lo, hi = meta.bin_offsets[f], meta.bin_offsets[f + 1]
             np.testing.assert_allclose(hist[lo:hi, 1].sum(),

@@ -13,7 +13,7 @@ from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, feature_segme
 
 def _meta(n_bins, mask=None):
     n_bins = np.asarray(n_bins, dtype=np.int32)
-    offsets = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    offsets = np.concatenate([[1], 1 + np.cumsum(n_bins)]).astype(np.int64)  # after the count row
     mask = np.ones(n_bins.size, bool) if mask is None else np.asarray(mask, bool)
     return FeatureMeta(bin_offsets=offsets, n_bins=n_bins,
                        missing_types=np.zeros(n_bins.size, np.uint8),
@@ -28,7 +28,7 @@ def test_feature_segments_cover_the_histogram_in_balanced_feature_blocks(n_segme
     meta = _meta(n_bins, mask)
     segs = feature_segments(meta, n_segments)
     assert len(segs) == n_segments
-    assert segs[0][0] == 0 and segs[-1][1] == meta.n_total_bins
+    assert segs[0][0] == 1 and segs[-1][1] == meta.n_total_bins
     searched = np.zeros(40, bool)
     weights = []
     for (lo, hi, m), nxt in zip(segs, segs[1:] + [(meta.n_total_bins,)]):
@@ -36,8 +36,9 @@ def test_feature_segments_cover_the_histogram_in_balanced_feature_blocks(n_segme
         own = np.flatnonzero(m.feature_mask)
         assert own.size and not searched[own].any()
         searched[own] = True
-        # The segment's features lie in its rows; offsets are shifted to the slice.
-        np.testing.assert_array_equal(m.bin_offsets, meta.bin_offsets - lo)
+        # The segment's features lie in its rows; offsets are shifted to the slice after the
+        # count row (histogram_rows).
+        np.testing.assert_array_equal(m.bin_offsets, meta.bin_offsets - lo + 1)
         assert meta.bin_offsets[own.min()] >= lo and meta.bin_offsets[own.max() + 1] <= hi
         weights.append(n_bins[own].sum())
     np.testing.assert_array_equal(searched, mask)  # every searchable feature, once

@@ -256,11 +256,12 @@ def test_expand_histogram_recovers_per_feature_histogram():
     g = rng.normal(size=400).astype(np.float32)
     h = rng.uniform(0.5, 1, size=400).astype(np.float32)
     rows = np.sort(rng.choice(400, 250, replace=False)).astype(np.int32)
-    f_off = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
-    c_off = np.concatenate([[0], np.cumsum(nb_col)]).astype(np.int64)
-    direct = np.zeros((f_off[-1], 3))
+    # row 0 of both layouts: the count row
+    f_off = np.concatenate([[1], 1 + np.cumsum(n_bins)]).astype(np.int64)
+    c_off = np.concatenate([[1], 1 + np.cumsum(nb_col)]).astype(np.int64)
+    direct = np.zeros((f_off[-1], 2))
     build_histogram(X, f_off, np.arange(5, dtype=np.int64), g, h, rows, direct)
-    bundle_hist = np.zeros((c_off[-1], 3))
+    bundle_hist = np.zeros((c_off[-1], 2))
     build_histogram(Xc, c_off, np.arange(3, dtype=np.int64), g, h, rows, bundle_hist)
     index = np.full(f_off[-1], -1, np.int64)
     for f in range(5):
@@ -273,20 +274,19 @@ def test_expand_histogram_recovers_per_feature_histogram():
     mask = np.array([True, True, True, False, True])
     out = np.zeros_like(direct)
     ref = np.zeros_like(direct)
-    expand_histogram(bundle_hist, index, f_off, n_bins, default, raw, mask, *tot[:2], out)
-    expand_histogram_naive(bundle_hist, index, f_off, n_bins, default, raw, mask, *tot[:2], ref)
+    expand_histogram(bundle_hist, index, f_off, n_bins, default, raw, mask, *tot, out)
+    expand_histogram_naive(bundle_hist, index, f_off, n_bins, default, raw, mask, *tot, ref)
     np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
     for f in range(5):
         sl = slice(f_off[f], f_off[f + 1])
         if not mask[f]:
             assert not out[sl].any()
             continue
-        # gradients and hessians; the count field is not expanded (histograms hold no per-bin
-        # counts, only the leaf's row count in row 0 of the bundle histogram)
-        np.testing.assert_allclose(out[sl, :2], direct[sl, :2], rtol=1e-9, atol=1e-9)
-        assert not out[sl, 2].any()
+        np.testing.assert_allclose(out[sl], direct[sl], rtol=1e-9, atol=1e-9)
         stored = index[sl] >= 0
-        np.testing.assert_array_equal(out[sl, :2][stored], direct[sl, :2][stored])  # exact copies
+        np.testing.assert_array_equal(out[sl][stored], direct[sl][stored])  # exact copies
+    assert not out[0].any()  # the kernel writes features' rows only (FeatureMeta.expand copies
+    # the count row)
 
 
 def test_count_pairs_and_complement_columns_match_naive():

@@ -11,12 +11,12 @@ def test_build_histogram_matches_naive(dtype, n_bins):
     rng = np.random.default_rng(0)
     n, F = 500, 7
     nb = rng.integers(2, n_bins, size=F)
-    offsets = np.concatenate([[0], np.cumsum(nb)]).astype(np.int64)
+    offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)  # row 0: the count
     X = np.stack([rng.integers(0, b, size=n) for b in nb], axis=1).astype(dtype)
     g = rng.normal(size=n).astype(np.float32)
     h = rng.uniform(0.1, 1, size=n).astype(np.float32)
     rows = np.sort(rng.choice(n, 300, replace=False)).astype(np.int32)
-    out = np.zeros((offsets[-1], 3))
+    out = np.zeros((offsets[-1], 2))
     ref = np.zeros_like(out)
     cols = np.arange(F, dtype=np.int64)
     build_histogram(X, offsets, cols, g, h, rows, out)
@@ -28,12 +28,12 @@ def test_build_histogram_matches_naive(dtype, n_bins):
     build_histogram(X, offsets, rng.permutation(F).astype(np.int64), g, h, rows, general)
     np.testing.assert_array_equal(out, general)
     # every feature's slice sums to the selected rows' totals (numpy oracle); the row count
-    # is in out[0, 2] alone (no per-bin counts)
+    # is the count row's field 0 (no per-bin counts)
     for f in range(F):
-        s = out[offsets[f]:offsets[f + 1], :2].sum(axis=0)
+        s = out[offsets[f]:offsets[f + 1]].sum(axis=0)
         np.testing.assert_allclose(s, [g[rows].astype(float).sum(), h[rows].astype(float).sum()],
                                    rtol=1e-10)
-    assert out[0, 2] == len(rows) and not out[1:, 2].any()
+    assert out[0, 0] == len(rows) and out[0, 1] == 0
 
 
 def test_build_histogram_adds_rows_in_order_into_a_stacked_slot():
@@ -41,21 +41,21 @@ def test_build_histogram_adds_rows_in_order_into_a_stacked_slot():
     oracle, compared bit for bit), also when ``out`` is one slot of a stacked array."""
     rng = np.random.default_rng(3)
     n, F = 300, 4
-    offsets = np.array([0, 5, 9, 16, 20], dtype=np.int64)
+    offsets = np.array([1, 6, 10, 17, 21], dtype=np.int64)
     X = np.stack([rng.integers(0, offsets[f + 1] - offsets[f], size=n) for f in range(F)],
                  axis=1).astype(np.uint8)
     g = (rng.normal(size=n) * 10.0 ** rng.integers(-6, 6, size=n)).astype(np.float32)
     h = rng.uniform(0.1, 1, size=n).astype(np.float32)
     rows = np.sort(rng.choice(n, 200, replace=False)).astype(np.int32)
-    stacked = np.zeros((3, offsets[-1], 3))
+    stacked = np.zeros((3, offsets[-1], 2))
     build_histogram(X, offsets, np.arange(F, dtype=np.int64), g, h, rows, stacked[1])
-    expect = [[0.0, 0.0, 0.0] for _ in range(offsets[-1])]
+    expect = [[0.0, 0.0] for _ in range(offsets[-1])]
     for r in rows:
         for f in range(F):
             b = offsets[f] + X[r, f]
             expect[b][0] += float(g[r])
             expect[b][1] += float(h[r])
-    expect[0][2] = float(len(rows))  # the leaf's row count, in row 0 only
+    expect[0][0] = float(len(rows))  # the leaf's row count, in the count row
     np.testing.assert_array_equal(stacked[1], np.array(expect))
     assert not stacked[0].any() and not stacked[2].any()
 
@@ -63,39 +63,35 @@ def test_build_histogram_adds_rows_in_order_into_a_stacked_slot():
 def test_build_histogram_only_touches_listed_columns():
     rng = np.random.default_rng(5)
     X = rng.integers(0, 4, size=(50, 5)).astype(np.uint8)
-    offsets = np.arange(0, 24, 4, dtype=np.int64)
+    offsets = np.arange(1, 25, 4, dtype=np.int64)
     g = rng.normal(size=50).astype(np.float32)
     h = np.ones(50, np.float32)
     rows = np.arange(50, dtype=np.int32)
     cols = np.array([1, 3], dtype=np.int64)
-    out = np.full((20, 3), 7.0)  # sentinel: unlisted columns keep it
-    ref = np.full((20, 3), 7.0)
+    out = np.full((21, 2), 7.0)  # sentinel: unlisted columns keep it
+    ref = np.full((21, 2), 7.0)
     build_histogram(X, offsets, cols, g, h, rows, out)
     build_histogram_naive(X, offsets, cols, g, h, rows, ref)
     np.testing.assert_allclose(out, ref, rtol=1e-12)
-    # unlisted columns keep the sentinel, but for the row count added to out[0, 2]
-    assert out[0, 2] == 7.0 + 50
+    # unlisted columns keep the sentinel; the row count is added to the count row
+    np.testing.assert_array_equal(out[0], [7.0 + 50, 7.0])
     for j in (0, 2, 4):
-        block = out[offsets[j]:offsets[j + 1]].copy()
-        block[0, 2] -= 50 if j == 0 else 0
-        assert (block == 7.0).all()
-    np.testing.assert_allclose(out[4:8, 0], 7.0 + np.bincount(X[:, 1], g, minlength=4))
-    np.testing.assert_allclose(out[4:8, 1], 7.0 + np.bincount(X[:, 1], minlength=4))
-    np.testing.assert_array_equal(out[4:8, 2], 7.0)
+        assert (out[offsets[j]:offsets[j + 1]] == 7.0).all()
+    np.testing.assert_allclose(out[5:9, 0], 7.0 + np.bincount(X[:, 1], g, minlength=4))
+    np.testing.assert_allclose(out[5:9, 1], 7.0 + np.bincount(X[:, 1], minlength=4))
 
 
 def test_build_histogram_accepts_readonly_and_empty():
     X = np.zeros((4, 2), dtype=np.uint8)
     X.setflags(write=False)
     g = np.ones(4, np.float32)
-    out = np.zeros((4, 3))
-    offsets = np.array([0, 2, 4], dtype=np.int64)
+    out = np.zeros((5, 2))
+    offsets = np.array([1, 3, 5], dtype=np.int64)
     cols = np.arange(2, dtype=np.int64)
     build_histogram(X, offsets, cols, g, g, np.zeros(0, np.int32), out)
     assert not out.any()
     build_histogram(X, offsets, cols, g, g, np.arange(4, dtype=np.int32), out)
-    assert out[0, 2] == 4 and out[2, 2] == 0
-    assert out[0, 0] == 4 and out[2, 0] == 4 and out[1, 0] == out[3, 0] == 0
+    np.testing.assert_array_equal(out[:, 0], [4, 4, 0, 4, 0])  # count row, then bin 0s
 
 
 @pytest.mark.parametrize("missing_type", [0, 1, 2])
