@@ -157,9 +157,13 @@ class Shard:
             ev.set()
 
     def _changed(self):
-        """Called by the actor thread after each operation: wake the waiting coroutines."""
+        """Called by the actor thread after each operation: wake the waiting coroutines, if
+        any. Each wake-up takes the event loop thread, and the GIL, from the thread running
+        the operations (the shards' own loops have nobody waiting: about 0.3 ms a boosting
+        pass measured). A coroutine publishes its event before it checks its condition a last
+        time (see :meth:`_wait_until`), so an operation either wakes it or is seen by it."""
         loop = self._loop
-        if loop is not None:
+        if loop is not None and self._event is not None:
             loop.call_soon_threadsafe(self._wake)
 
     async def _wait_until(self, cond):
@@ -169,6 +173,8 @@ class Shard:
                 raise RuntimeError(f"shard {self.index}: an earlier step failed") from self._error
             if self._event is None:
                 self._event = asyncio.Event()
+            if cond():  # after publishing the event: see _changed
+                break
             await self._event.wait()
 
     # ---- operations -------------------------------------------------------------------------
