@@ -146,7 +146,13 @@ def test_cluster_training_equals_in_process_training(Est, cluster):
     """Same data, same chunking (chunk_size == the Dask chunks): the same model."""
     X, y = _regression() if Est is GBDTRegressor else _classification(n_classes=3)
     params = dict(n_estimators=10, num_leaves=7, chunk_size=150)
-    local = Est(**params).fit(X, y)  # NumPy, no client: in-process threads
+    # NumPy, no client: in-process threads. An in-process cluster's worker may have registered
+    # a default client in this process, which ``train`` would find: hide it.
+    from unittest import mock
+
+    import oocgbdt.dask.training as training
+    with mock.patch.object(training, "find_client", lambda client=None: client):
+        local = Est(**params).fit(X, y)
     on_numpy = Est(**params).fit(X, y, client=cluster)
     on_dask = Est(**params).fit(da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150),
                                 client=cluster)
