@@ -221,15 +221,18 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                                     max_leaves_per_pass=params["max_leaves_per_pass"],
                                     lookahead_leaves=lookahead)
                 tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, lr, k)
+                tree_rows = source.rows  # each chunk's rows by leaf: applying the tree reads them
                 source.close()
                 if source.feature_gains is not None:
                     round_gains = np.maximum(round_gains, source.feature_gains)
                 arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
                 if meta.bundled:
                     arrays.update(meta.node_arrays(tree.split_feature))
+                arrays["routed"] = np.asarray(grower.routed, dtype=bool)
                 arrays_h = backend.scatter(arrays)
                 chunks = backend.map(chunk_apply_tree, chunks, [arrays_h] * n, [k] * n,
-                                     key=f"{tree_key}-apply", consume=0)
+                                     tree_rows, key=f"{tree_key}-apply", consume=0)
+                del tree_rows
                 # The tree's true leaf counts, counted as it is applied (one small gather; the
                 # next tree's pass needs the applied scores anyway).
                 counts = backend.gather(backend.map(chunk_leaf_counts, chunks,

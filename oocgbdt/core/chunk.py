@@ -18,7 +18,7 @@ from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, 
 from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundled, split_rows_bundled
 from oocgbdt.kernels.histogram import build_histogram
 from oocgbdt.kernels.partition import split_rows
-from oocgbdt.kernels.predict import predict_binned
+from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
 
 __all__ = [
     "ChunkData", "TreeRows", "tree_rows_only", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_root",
@@ -486,31 +486,55 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
 
 # ---- finished trees and evaluation --------------------------------------------------------------------------
 
-def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int) -> ChunkData:
+def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int,
+                     rows: TreeRows | None = None) -> ChunkData:
     """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores,
     and count the round's rows in each leaf (``ChunkData.leaf_counts``).
 
     ``tree_arrays`` comes from :meth:`oocgbdt.core.tree.Tree.binned_arrays`, plus, for bundled
     chunks, :meth:`oocgbdt.core.split.FeatureMeta.node_arrays` (each node's feature is then read
     off its bundle column). Used for training and evaluation chunks alike; returns a new ChunkData.
+
+    ``rows``: this chunk's :class:`TreeRows` after the tree's last pass. When the round used
+    every row, each row's leaf is read off its segment
+    (:func:`~oocgbdt.kernels.predict.leaves_by_segment`, with ``tree_arrays["routed"]``, the
+    grower's :attr:`~oocgbdt.core.grower.TreeGrower.routed`): only the rows of segments whose
+    last split no pass routed are decided, at that split, instead of every row walked from the
+    root. The same leaves. Otherwise (sampled rounds, evaluation chunks) every row is walked.
     """
     t = tree_arrays
     X = chunk_bins(data)
     n_leaves = t["leaf_value"].shape[0]
-    # One walk gives each row's leaf (the walk adds leaf numbers into zeros); the score then
-    # gets its leaf's value, the same single addition per row as adding the value in the walk.
-    leaf = np.zeros(X.shape[0], dtype=np.float64)
-    numbers = np.arange(n_leaves, dtype=np.float64)
-    if "split_column" in t:
-        predict_binned_bundled(X, t["split_column"], t["split_start"], t["split_n_bins"],
-                               t["split_raw"], t["threshold_bin"], t["default_left"],
-                               t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
-                               t["right_child"], numbers, leaf)
+    if rows is not None and data.rows is None:
+        leaf = np.empty(X.shape[0], dtype=np.intp)
+        if "split_column" in t:
+            layout = (t["split_column"], t["split_start"], t["split_n_bins"], t["split_raw"])
+        else:
+            n_nodes = t["split_feature"].shape[0]
+            layout = (t["split_feature"].astype(np.int64), np.zeros(n_nodes, dtype=np.int64),
+                      np.zeros(n_nodes, dtype=np.int64), np.ones(n_nodes, dtype=np.bool_))
+        routed = t.get("routed")
+        if routed is None:  # always correct: decide each row at its segment's last split
+            routed = np.zeros(t["left_child"].shape[0], dtype=np.bool_)
+        leaves_by_segment(X, rows.order, rows.leaf_begin, rows.leaf_count, *layout,
+                          t["threshold_bin"], t["default_left"], t["missing_type"],
+                          t["default_bin"], t["nan_bin"], t["left_child"], t["right_child"],
+                          routed, leaf)
     else:
-        predict_binned(X, t["split_feature"], t["threshold_bin"], t["default_left"],
-                       t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
-                       t["right_child"], numbers, leaf)
-    leaf = leaf.astype(np.intp)
+        # One walk gives each row's leaf (the walk adds leaf numbers into zeros); the score then
+        # gets its leaf's value, the same single addition per row as adding the value in the walk.
+        leaf = np.zeros(X.shape[0], dtype=np.float64)
+        numbers = np.arange(n_leaves, dtype=np.float64)
+        if "split_column" in t:
+            predict_binned_bundled(X, t["split_column"], t["split_start"], t["split_n_bins"],
+                                   t["split_raw"], t["threshold_bin"], t["default_left"],
+                                   t["missing_type"], t["default_bin"], t["nan_bin"],
+                                   t["left_child"], t["right_child"], numbers, leaf)
+        else:
+            predict_binned(X, t["split_feature"], t["threshold_bin"], t["default_left"],
+                           t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
+                           t["right_child"], numbers, leaf)
+        leaf = leaf.astype(np.intp)
     raw = data.raw_score.copy()
     raw[class_idx] += t["leaf_value"][leaf]
     counted = leaf if data.rows is None else leaf[data.rows]

@@ -77,6 +77,11 @@ class TreeGrower:
     time_waiting : float
         Seconds spent waiting for split records (histogram building, reduction and split search
         on the workers, plus scheduling).
+    routed : list of bool
+        Per internal node of the grown tree (in node order): whether a pass routed the split's
+        rows to its children. A split is not routed when its children can never be split (leaf
+        budget, depth): they stay leaves, so only the last split on a path can be unrouted
+        (:func:`~oocgbdt.kernels.predict.leaves_by_segment` relies on this).
     """
 
     def __init__(self, source, split_params, missing_types, num_leaves, max_depth, *,
@@ -101,6 +106,7 @@ class TreeGrower:
         self.lookahead_leaves = int(lookahead_leaves)
         self.n_rounds = 0
         self.time_waiting = 0.0
+        self.routed = []
 
     def _can_split_at(self, depth):
         return self.max_depth <= 0 or depth < self.max_depth
@@ -114,8 +120,10 @@ class TreeGrower:
         k = budget if self.grow_policy == "depthwise" else min(budget, self.max_leaves_per_pass)
         return ranked[:k]
 
-    def _apply(self, builder, leaf, split):
-        """Apply ``split`` of ``leaf`` to the tree; returns the right child's id."""
+    def _apply(self, builder, leaf, split, routed):
+        """Apply ``split`` of ``leaf`` to the tree (``routed``: whether a pass routes, or has
+        routed, its rows); returns the right child's id."""
+        self.routed.append(bool(routed))
         sp = self.split_params
         left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians)
         right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians)
@@ -136,14 +144,15 @@ class TreeGrower:
             chosen = self._choose(best, self.num_leaves - builder.n_leaves)
             if not chosen:
                 break
-            applied = [(leaf, self._apply(builder, leaf, best[leaf]), best.pop(leaf))
-                       for leaf in chosen]
             # Children are searched only if they may be split: below max_depth and room left
             # in the tree after this round. Otherwise no rows need routing for them.
-            room = builder.n_leaves < self.num_leaves
-            requests = [(leaf, right_leaf, split,
-                         room and self._can_split_at(builder.leaf_depth[leaf]))
-                        for leaf, right_leaf, split in applied]
+            room = builder.n_leaves + len(chosen) < self.num_leaves
+            search = [room and self._can_split_at(builder.leaf_depth[leaf] + 1)
+                      for leaf in chosen]
+            applied = [(leaf, self._apply(builder, leaf, best[leaf], s), best.pop(leaf))
+                       for leaf, s in zip(chosen, search)]
+            requests = [(leaf, right_leaf, split, s)
+                        for (leaf, right_leaf, split), s in zip(applied, search)]
             records = self._split_pass(requests)
             for (leaf, right_leaf, _, _), (left, right) in zip(requests, records):
                 self.source.commit(leaf)
@@ -178,11 +187,11 @@ class TreeGrower:
                     requests.append((data_id[l], next_id, best[l], search))
                     next_id += 1
                 records = self._split_pass(requests)
-                for l, (_, right_id, _, _), (left, right) in zip([leaf] + extra, requests,
-                                                                 records):
-                    ahead[l] = (right_id, left, right)
-            right_id, left, right = ahead.pop(leaf)
-            right_leaf = self._apply(builder, leaf, best.pop(leaf))
+                for l, (_, right_id, _, search), (left, right) in zip([leaf] + extra, requests,
+                                                                      records):
+                    ahead[l] = (right_id, left, right, search)
+            right_id, left, right, routed = ahead.pop(leaf)
+            right_leaf = self._apply(builder, leaf, best.pop(leaf), routed)
             data_id[right_leaf] = right_id
             if remaining > 1:
                 # The last split's children are never searched without splitting ahead either:

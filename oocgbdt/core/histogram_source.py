@@ -346,6 +346,12 @@ class HistogramSource:
         self._hist.pop(leaf, None)
         self._gain.pop(leaf, None)
 
+    @property
+    def rows(self) -> list:
+        """Handles of each chunk's :class:`~oocgbdt.core.chunk.TreeRows` after the last pass (the
+        rows grouped by the leaves the passes routed them to), until :meth:`close`."""
+        return list(self._rows)
+
     def close(self):
         """Drop every handle of this tree (histograms and row partitions)."""
         self._rows = None

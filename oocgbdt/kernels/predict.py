@@ -7,14 +7,17 @@ with ``left_child``/``right_child`` >= 0 for an internal node and ``~leaf`` (< 0
 
 * :func:`predict_raw` walks raw float features with raw float thresholds (the public model).
 * :func:`predict_binned` walks binned features with bin thresholds (eval sets during training).
+* :func:`leaves_by_segment` finds the leaf of each training row of a finished tree from the rows'
+  grouping by leaf during its growth (one decision per row instead of a walk).
 """
 import numpy as np
 
-from oocgbdt.kernels._jit import njit
+from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
+from oocgbdt.kernels.bundling import feature_bin_from_bundle
 from oocgbdt.kernels.partition import goes_left_bin
 
 __all__ = ["predict_raw", "predict_raw_naive", "predict_raw_sparse", "predict_raw_sparse_naive",
-           "predict_binned", "predict_binned_naive", "K_ZERO_THRESHOLD"]
+           "predict_binned", "predict_binned_naive", "leaves_by_segment", "K_ZERO_THRESHOLD"]
 
 K_ZERO_THRESHOLD = 1.0000000180025095e-35
 
@@ -189,3 +192,74 @@ def predict_binned_naive(X_binned, split_feature, threshold_bin, default_left, m
                 left = b <= threshold_bin[node]
             node = left_child[node] if left else right_child[node]
         out[i] += leaf_value[~node]
+
+
+@njit
+def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split_start,
+                      split_n_bins, split_raw, threshold_bin, default_left, missing_type,
+                      default_bin, nan_bin, left_child, right_child, routed, out_leaf):
+    """The leaf of every row of a chunk in a finished tree, given the rows grouped as the tree's
+    growth routed them: ``order[seg_begin[s]:seg_begin[s] + seg_count[s]]`` are the rows of one
+    leaf at the last pass (a :class:`~oocgbdt.core.chunk.TreeRows` segment).
+
+    Rows of one segment took the same side at every split a pass routed. A split no pass routed
+    has leaves for children (their rows are never histogrammed, so they are never split), so
+    it can only be the last split on a path: the segment's first row is walked from the root;
+    when its leaf's parent split was routed, the whole segment is that leaf's rows, else every
+    row of the segment is decided at that parent (one decision each). The result is the walk
+    of :func:`predict_binned` (or of a bundled walk) for every row.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16   # IN  the chunk's bins
+    order : ndarray of shape (n_rows,), dtype int32                          # IN  rows by segment
+    seg_begin, seg_count : ndarray of shape (n_segments,), dtype int64       # IN  empty ones skipped
+    split_column, split_start, split_n_bins : int64; split_raw : bool        # IN  per node: its
+        feature's column and layout in it (:func:`~oocgbdt.kernels.bundling.feature_bin_from_bundle`;
+        per-feature bins: the feature, 0, its bins, True)
+    threshold_bin, default_left, missing_type, default_bin, nan_bin, left_child, right_child
+        # IN  per node, as for :func:`predict_binned`
+    routed : ndarray of shape (n_nodes,), dtype bool                         # IN  per node: a
+        pass routed the split's rows (:attr:`oocgbdt.core.grower.TreeGrower.routed`; all False
+        is always correct, and decides every row at its segment's last split)
+    out_leaf : ndarray of shape (n_rows,), dtype intp                         # OUT rows of ``order``
+    """
+    n_nodes = left_child.shape[0]
+    for s in range(seg_begin.shape[0]):
+        b = seg_begin[s]
+        end = b + seg_count[s]
+        if end == b:
+            continue
+        if n_nodes == 0:
+            for i in range(b, end):
+                out_leaf[order[i]] = 0
+            continue
+        start = 0
+        node = 0
+        r = order[b]
+        while node >= 0:
+            start = node
+            v = feature_bin_from_bundle(X_binned[r, split_column[node]], split_start[node],
+                                        split_n_bins[node], default_bin[node], split_raw[node])
+            if goes_left_bin(v, threshold_bin[node], default_left[node], missing_type[node],
+                             default_bin[node], nan_bin[node]):
+                node = left_child[node]
+            else:
+                node = right_child[node]
+        if routed[start]:
+            leaf = ~node
+            for i in range(b, end):
+                out_leaf[order[i]] = leaf
+            continue
+        for i in range(b, end):
+            if i + PREFETCH_ROWS < end:
+                prefetch(X_binned, (order[i + PREFETCH_ROWS], 0))
+            r = order[i]
+            v = feature_bin_from_bundle(X_binned[r, split_column[start]], split_start[start],
+                                        split_n_bins[start], default_bin[start], split_raw[start])
+            if goes_left_bin(v, threshold_bin[start], default_left[start], missing_type[start],
+                             default_bin[start], nan_bin[start]):
+                node = left_child[start]
+            else:
+                node = right_child[start]
+            out_leaf[r] = ~node

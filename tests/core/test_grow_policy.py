@@ -592,3 +592,71 @@ def test_max_leaves_per_pass_with_depthwise_is_an_error():
     bm, Xb, g, h = _data(n=500)
     with pytest.raises(ValueError, match="max_leaves_per_pass=2"):
         _grow(bm, Xb, g, h, num_leaves=4, policy="depthwise", k=2, sizes=(500,))
+
+
+# ---- applying a finished tree through its rows' grouping ---------------------------------------
+
+@pytest.mark.parametrize("extra", [
+    dict(),                                                   # exact leaf-wise, no lookahead
+    dict(lookahead_leaves=2),                                 # leaves split ahead (some unused)
+    dict(lookahead_leaves=3, max_depth=3),                    # depth-limited: unrouted splits
+    dict(grow_policy="depthwise", max_depth=4),
+    dict(max_leaves_per_pass=4, num_leaves=9),                # last round's splits unrouted
+    dict(num_leaves=2),
+    dict(objective="multiclass", num_class=3),
+    dict(bagging_fraction=0.5, bagging_freq=1),               # sampled rounds: every row walked
+    dict(feature_screening="ema", screening_warmup=1, sparse=True),  # bundles, compact columns
+    dict(min_gain_to_split=1e9),                              # no split at all
+])
+def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monkeypatch, extra):
+    """``chunk_apply_tree`` given the rows' grouping by leaf finds each row's leaf with one
+    decision (``leaves_by_segment``): the same leaves as walking every row from the root, so the
+    same model bit for bit (the oracle: training with the grouping withheld), whatever the
+    growth policy, lookahead, depth limit, bundling, sampling or number of outputs."""
+    import oocgbdt.core.chunk as chunk_mod
+    extra = dict(extra)
+    sparse = extra.pop("sparse", False)
+    rng = np.random.default_rng(21)
+    n = 5000
+    X = rng.normal(size=(n, 8)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    if sparse:  # a one-hot block that EFB bundles
+        hot = rng.integers(0, 8, n)
+        X = np.hstack([X, np.stack([(hot == j) * rng.integers(1, 4, n) for j in range(5)],
+                                   axis=1).astype(np.float32)])
+    z = np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) ** 2 + np.isnan(X[:, 2])
+    y = np.digitize(z, [-1.0, 0.0]).astype(np.float64)
+    if extra.get("objective") != "multiclass":
+        y = (y > 0).astype(np.float64)
+    params = dict(dict(objective="binary", n_estimators=6, num_leaves=15, min_data_in_leaf=5,
+                       chunk_size=1200, verbose=False), **extra)
+    used = []
+    kernel = chunk_mod.leaves_by_segment
+
+    def spy(*args):
+        used.append(1)
+        return kernel(*args)
+
+    monkeypatch.setattr(chunk_mod, "leaves_by_segment", spy)
+    fast = oocgbdt.train(params, X, y)
+    n_fast = len(used)
+    # Without the grower's routed flags every row of a segment is decided at its last split.
+    import oocgbdt.core.boosting as boosting_mod
+    apply = boosting_mod.chunk_apply_tree
+
+    def without_flags(data, arrays, class_idx, rows=None):
+        return apply(data, {k: v for k, v in arrays.items() if k != "routed"}, class_idx, rows)
+
+    monkeypatch.setattr(boosting_mod, "chunk_apply_tree", without_flags)
+    decided = oocgbdt.train(params, X, y)
+    monkeypatch.setattr(boosting_mod, "chunk_apply_tree", apply)
+    monkeypatch.setattr(HistogramSource, "rows", property(lambda self: [None] * len(self.chunks)))
+    used.clear()
+    walked = oocgbdt.train(params, X, y)
+    assert len(used) == 0
+    sampled = "bagging_fraction" in extra
+    assert (n_fast > 0) != sampled  # the segments were used, except on sampled rounds
+    for got in (fast, decided):
+        assert got.to_dict() == walked.to_dict()
+        np.testing.assert_array_equal(got.predict(X, raw_score=True),
+                                      walked.predict(X, raw_score=True))
