@@ -8,6 +8,7 @@ bar here.
 """
 from __future__ import annotations
 
+import threading
 import uuid
 from contextlib import contextmanager
 
@@ -47,23 +48,33 @@ def caller_bar(client, total: int, enabled: bool):
         return
     topic = f"oocgbdt-progress-{uuid.uuid4().hex}"
     bar = progress_bar(total)
+    # Events are applied on the client's event loop thread, finish on the caller's: once
+    # finished, an event still on its way must not move the bar past the loop's result.
+    lock = threading.Lock()
+    finished = []
 
     def apply(event):
         kind, value = event[1]
-        if kind == "update":
-            bar.update(value)
-        elif kind == "postfix":
-            bar.set_postfix(value, refresh=False)
+        with lock:
+            if finished:
+                return
+            if kind == "update":
+                bar.update(value)
+            elif kind == "postfix":
+                bar.set_postfix(value, refresh=False)
 
     class Handle:
         def __init__(self):
             self.topic = topic
+            self.bar = bar
 
         def finish(self, result, n_out):
-            postfix = round_postfix(result.evals_result)
-            if postfix:
-                bar.set_postfix(postfix, refresh=False)
-            bar.update(len(result.trees) // int(n_out) - bar.n)
+            with lock:
+                finished.append(True)
+                postfix = round_postfix(result.evals_result)
+                if postfix:
+                    bar.set_postfix(postfix, refresh=False)
+                bar.update(len(result.trees) // int(n_out) - bar.n)
 
     client.subscribe_topic(topic, apply)
     try:

@@ -566,6 +566,30 @@ def test_the_progress_bar_of_a_cluster_fit_is_the_callers(n_workers, monkeypatch
     assert "binary_logloss" in str(bar.postfix)
 
 
+def test_an_event_arriving_after_the_result_does_not_move_the_callers_bar():
+    """The loop's last events can reach the caller after its result (they travel through the
+    scheduler, the result does not): once ``finish`` has set the bar to the result's rounds, a
+    late ``update`` must not move it past them (the bar showed 13/12 once, in a test run)."""
+    from oocgbdt.core.boosting import BoostResult
+    from oocgbdt.dask.progress import caller_bar
+
+    class Client:
+        def subscribe_topic(self, topic, handler):
+            self.handler = handler
+
+        def unsubscribe_topic(self, topic):
+            pass
+
+    c = Client()
+    with caller_bar(c, 12, True) as handle:
+        c.handler((0.0, ["update", 11]))
+        result = BoostResult(trees=[object()] * 12, init_score=[0.0], evals_result={})
+        handle.finish(result, 1)
+        c.handler((0.0, ["update", 1]))  # the loop's last round, late
+        bar = handle.bar
+        assert bar.n == 12
+
+
 def test_two_fits_at_once_whose_loops_reach_the_workers_in_opposite_orders(client,
                                                                            monkeypatch):
     """Two fits at once on one client, each fit's loop reaching one worker 1 s after the other
