@@ -37,7 +37,7 @@ __all__ = [
     "count_pairs", "count_pairs_naive", "complement_columns", "complement_columns_naive",
     "decode_feature_column", "decode_feature_column_naive",
     "split_rows_bundled", "split_rows_bundled_naive",
-    "predict_binned_bundled", "predict_binned_bundled_naive",
+    "next_node_bundled", "predict_binned_bundled", "predict_binned_bundled_naive",
     "expand_histogram", "expand_histogram_naive",
 ]
 
@@ -468,6 +468,22 @@ def split_rows_bundled_naive(column, order, begin, count, threshold_bin, default
 
 
 @njit
+def next_node_bundled(X_bundled, r, node, split_column, split_start, split_n_bins, split_raw,
+                      threshold_bin, default_left, missing_type, default_bin, nan_bin, left_child,
+                      right_child):
+    """The child of internal node ``node`` that row ``r`` of bundled rows goes to (an internal
+    node, or ``~leaf``): the node's feature read off its bundle column, then
+    :func:`~oocgbdt.kernels.partition.goes_left_bin`. Per-node arrays as for
+    :func:`predict_binned_bundled`."""
+    b = feature_bin_from_bundle(X_bundled[r, split_column[node]], split_start[node],
+                                split_n_bins[node], default_bin[node], split_raw[node])
+    if goes_left_bin(b, threshold_bin[node], default_left[node], missing_type[node],
+                     default_bin[node], nan_bin[node]):
+        return left_child[node]
+    return right_child[node]
+
+
+@njit
 def predict_binned_bundled(X_bundled, split_column, split_start, split_n_bins, split_raw,
                            threshold_bin, default_left, missing_type, default_bin, nan_bin,
                            left_child, right_child, leaf_value, out):
@@ -484,13 +500,9 @@ def predict_binned_bundled(X_bundled, split_column, split_start, split_n_bins, s
             continue
         node = 0
         while node >= 0:
-            b = feature_bin_from_bundle(X_bundled[i, split_column[node]], split_start[node],
-                                        split_n_bins[node], default_bin[node], split_raw[node])
-            if goes_left_bin(b, threshold_bin[node], default_left[node], missing_type[node],
-                             default_bin[node], nan_bin[node]):
-                node = left_child[node]
-            else:
-                node = right_child[node]
+            node = next_node_bundled(X_bundled, i, node, split_column, split_start, split_n_bins,
+                                     split_raw, threshold_bin, default_left, missing_type,
+                                     default_bin, nan_bin, left_child, right_child)
         out[i] += leaf_value[~node]
 
 

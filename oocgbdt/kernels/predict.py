@@ -13,7 +13,7 @@ with ``left_child``/``right_child`` >= 0 for an internal node and ``~leaf`` (< 0
 import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
-from oocgbdt.kernels.bundling import feature_bin_from_bundle
+from oocgbdt.kernels.bundling import next_node_bundled
 from oocgbdt.kernels.partition import goes_left_bin
 
 __all__ = ["predict_raw", "predict_raw_naive", "predict_raw_sparse", "predict_raw_sparse_naive",
@@ -225,6 +225,8 @@ def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split
     out_leaf : ndarray of shape (n_rows,), dtype intp                         # OUT rows of ``order``
     """
     n_nodes = left_child.shape[0]
+    nodes = (split_column, split_start, split_n_bins, split_raw, threshold_bin, default_left,
+             missing_type, default_bin, nan_bin, left_child, right_child)
     for s in range(seg_begin.shape[0]):
         b = seg_begin[s]
         end = b + seg_count[s]
@@ -239,13 +241,7 @@ def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split
         r = order[b]
         while node >= 0:
             start = node
-            v = feature_bin_from_bundle(X_binned[r, split_column[node]], split_start[node],
-                                        split_n_bins[node], default_bin[node], split_raw[node])
-            if goes_left_bin(v, threshold_bin[node], default_left[node], missing_type[node],
-                             default_bin[node], nan_bin[node]):
-                node = left_child[node]
-            else:
-                node = right_child[node]
+            node = next_node_bundled(X_binned, r, node, *nodes)
         if routed[start]:
             leaf = ~node
             for i in range(b, end):
@@ -255,11 +251,4 @@ def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split
             if i + PREFETCH_ROWS < end:
                 prefetch(X_binned, (order[i + PREFETCH_ROWS], 0))
             r = order[i]
-            v = feature_bin_from_bundle(X_binned[r, split_column[start]], split_start[start],
-                                        split_n_bins[start], default_bin[start], split_raw[start])
-            if goes_left_bin(v, threshold_bin[start], default_left[start], missing_type[start],
-                             default_bin[start], nan_bin[start]):
-                node = left_child[start]
-            else:
-                node = right_child[start]
-            out_leaf[r] = ~node
+            out_leaf[r] = ~next_node_bundled(X_binned, r, start, *nodes)
