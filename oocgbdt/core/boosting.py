@@ -16,8 +16,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from oocgbdt.core.backend import tree_reduce
-from oocgbdt.core.chunk import (chunk_add_score, chunk_apply_tree, chunk_gradients,
-                                chunk_leaf_counts,
+from oocgbdt.core.chunk import (chunk_add_score, chunk_apply_tree, chunk_compact_columns,
+                                chunk_gradients, chunk_leaf_counts,
                                 chunk_label_stats, chunk_metric_partials, merge_metric_partials)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
@@ -201,6 +201,8 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                     backend, meta.screened(screener.select(rnd)),
                     n_segments)
                 round_meta_h = backend.scatter(round_meta)
+                chunks = backend.map(chunk_compact_columns, chunks, [round_meta_h] * n,
+                                     key=f"{key}-columns-{rnd}", consume=0)
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)
             round_trees = []
             for k in range(n_out):

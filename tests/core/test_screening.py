@@ -213,3 +213,41 @@ def test_screened_trees_compact_layout_and_columns_give_the_same_model(monkeypat
         assert got.to_dict() == ref.to_dict()
         np.testing.assert_array_equal(got.predict(X, raw_score=True),
                                       ref.predict(X, raw_score=True))
+
+
+def test_the_compact_columns_are_copied_once_per_selection_and_kept_with_the_chunk(monkeypatch):
+    """``chunk_compact_columns`` makes a chunk's compact copy when the round's selection of
+    columns changes and keeps it otherwise: one copy per chunk and distinct consecutive
+    selection, counted against the model's own screening history; the model is the one
+    trained with every tree copying its columns (the copy not kept)."""
+    import oocgbdt
+    import oocgbdt.core.boosting as boosting_mod
+    rng = np.random.default_rng(5)
+    n, f = 4000, 12
+    X = rng.normal(size=(n, f)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] - X[:, 3] + rng.normal(scale=0.5, size=n) > 0).astype(float)
+    params = dict(objective="binary", n_estimators=12, num_leaves=7, chunk_size=1000,
+                  partition_rows=1000, feature_screening="ema", screening_warmup=2,
+                  screening_ratio=0.3, verbose=False)
+    keep = boosting_mod.chunk_compact_columns
+    copies = []
+
+    def counting(data, meta):
+        out = keep(data, meta)
+        copies.append(out.compact is not None and out.compact is not data.compact)
+        return out
+
+    monkeypatch.setattr(boosting_mod, "chunk_compact_columns", counting)
+    kept = oocgbdt.train(params, X, y)
+    history = kept.screening_history_
+    small = [len(h) <= 0.5 * f for h in history]
+    changes = sum(1 for r, h in enumerate(history)
+                  if small[r] and (r == 0 or not small[r - 1]
+                                   or not np.array_equal(h, history[r - 1])))
+    assert 1 <= changes < sum(small)  # the selection repeats, so copies are saved
+    n_chunks = len(copies) // len(history)  # one call per chunk and round
+    assert n_chunks == 4 and len(copies) == n_chunks * len(history)
+    assert sum(copies) == n_chunks * changes
+    monkeypatch.setattr(boosting_mod, "chunk_compact_columns", lambda data, meta: data)
+    copied = oocgbdt.train(params, X, y)
+    assert kept.to_dict() == copied.to_dict()
