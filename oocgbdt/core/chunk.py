@@ -221,20 +221,16 @@ def _feature_column(X: np.ndarray, meta: FeatureMeta, f: int) -> np.ndarray:
     return out
 
 
-def _compacts(meta: FeatureMeta, X) -> bool:
-    """Whether a tree of ``meta`` histograms a compact copy of its columns of bins ``X`` (held
-    in memory): see :data:`COLUMNS_MAX_FRACTION`."""
-    return meta.hist_columns.shape[0] <= COLUMNS_MAX_FRACTION * X.shape[1]
-
-
 def chunk_compact_columns(data: ChunkData, meta: FeatureMeta) -> ChunkData:
     """Keep with the chunk the compact copy of the columns the round's trees build
     (``ChunkData.compact``), made only when the selection changes: feature screening usually
     keeps the same features round after round (EMA-FS on the benchmark's 1M x 100 set: the
     same 30 in every round after its warm-up), so each tree's copy (about 9 ms per 500k x 30)
-    is made once. None when the round builds many columns, or with the disk cache."""
+    is made once (``chunk_root`` takes its copy from here as well, the kept one when it
+    matches). None when the round builds many columns, or with the disk cache."""
     X = data.X_binned
-    if not isinstance(X, np.ndarray) or not _compacts(meta, X):
+    if (not isinstance(X, np.ndarray)
+            or meta.hist_columns.shape[0] > COLUMNS_MAX_FRACTION * X.shape[1]):
         return data if data.compact is None else replace(data, compact=None)
     columns = meta.hist_columns
     if data.compact is not None and np.array_equal(data.compact[0], columns):
@@ -254,15 +250,12 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
     grad, hess = data.gradients[class_idx], data.hessians[class_idx]
     in_memory = isinstance(data.X_binned, np.ndarray)
     full_X = X
+    # The same additions in the same order, on a compact copy of the built columns when the
+    # tree builds few (the chunk's own when the boosting loop kept one for this selection).
+    compact = chunk_compact_columns(data, meta).compact
     columns = None
-    if in_memory and _compacts(meta, X):
-        # The same additions in the same order, on a compact copy of the built columns (kept
-        # with the chunk while the rounds select the same ones: chunk_compact_columns).
-        columns = meta.hist_columns
-        if data.compact is not None and np.array_equal(data.compact[0], columns):
-            X = data.compact[1]
-        else:
-            X = X.take(columns, axis=1)
+    if compact is not None:
+        columns, X = compact
     subset = None
     if data.rows is None:
         order = np.arange(data.n_rows, dtype=LEAF_DTYPE)
