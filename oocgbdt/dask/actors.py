@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
+import os
 import threading
 import time
 import weakref
@@ -42,6 +43,7 @@ import weakref
 from distributed.protocol import pickle as _pickle
 
 from oocgbdt.core.backend import EVERYWHERE, LocalBackend
+from oocgbdt.dask.channel import PeerChannel, channel_host
 from oocgbdt.dask.heap import training_heap
 from oocgbdt.dask.progress import EventBar, caller_bar
 
@@ -144,10 +146,30 @@ class Shard:
         self._event = None
         self._arrived = threading.Condition()  # values pushed by other shards (see receive)
         self._batches = set()  # batches running (see run)
+        self._channel = None   # direct connections to the other shards (see open_channel)
 
-    def set_peers(self, peers):
-        """Actor handles of every shard, by owner index (to fetch inputs owned elsewhere)."""
+    def set_peers(self, peers, channels=None):
+        """Actor handles of every shard, by owner index (to fetch inputs owned elsewhere), and
+        their :class:`~oocgbdt.dask.channel.PeerChannel` addresses (None: push through
+        ``distributed`` only)."""
         self.peers = peers
+        if self._channel is not None and channels is not None:
+            self._channel.connect([a if o != self.index else None
+                                   for o, a in enumerate(channels)])
+
+    def open_channel(self, authkey: bytes):
+        """Listen for the other shards' direct connections (see :mod:`oocgbdt.dask.channel`);
+        returns the address they connect to, or None where this worker's comm is not plain
+        TCP or the listener cannot be made (pushes then go through ``distributed``)."""
+        from distributed import get_worker
+        host = channel_host(get_worker().address)
+        if host is None:
+            return None
+        try:
+            self._channel = PeerChannel(host, authkey, self._received, self._channel_failed)
+        except OSError:
+            return None
+        return self._channel.address
 
     # ---- waking coroutines that wait for values or for a batch's turn ---------------------
 
@@ -206,6 +228,21 @@ class Shard:
             self._arrived.notify_all()
         self._wake()
 
+    def _received(self, ids, values):
+        """:meth:`receive` for values that came over the direct channel (on its thread)."""
+        with self._arrived:
+            self.store.update(zip(ids, values))
+            self._arrived.notify_all()
+        self._changed()
+
+    def _channel_failed(self, error):
+        """A message of the direct channel could not be read: steps waiting for values raise."""
+        if self._error is None:
+            self._error = error
+        with self._arrived:
+            self._arrived.notify_all()
+        self._changed()
+
     async def fail(self, message):
         """Another shard failed: steps waiting for its values raise instead of waiting."""
         if self._error is None:
@@ -230,7 +267,12 @@ class Shard:
                 self.store[op[1]] = op[2]
             elif kind == "push":
                 _, ids, dest = op
-                pushes.append(self.peers[dest].receive(ids, [self.store[i] for i in ids]))
+                values = [self.store[i] for i in ids]
+                # The direct channel in the SPMD loop only: a caller-driven batch ends when its
+                # pushes are known received, which the channel does not report.
+                if wait_pushes or self._channel is None \
+                        or not self._channel.send(dest, ids, values):
+                    pushes.append(self.peers[dest].receive(ids, values))
             elif kind == "step":
                 _, fn, out_id, args = op
                 self.store[out_id] = self.backend.submit(fn, *self._resolve(args))
@@ -404,6 +446,9 @@ class Shard:
     def close(self):
         self.store.clear()
         self.backend.close()
+        if self._channel is not None:
+            channel, self._channel = self._channel, None
+            channel.close()
         if self._heap is not None:
             heap, self._heap = self._heap, None
             heap.__exit__(None, None, None)
@@ -451,7 +496,11 @@ class ActorBackend:
                    for i, w in enumerate(self.workers)]
         self._actor_futures = futures
         self.shards = [f.result() for f in futures]
-        for f in [s.set_peers(self.shards) for s in self.shards]:
+        channels = None
+        if len(self.shards) > 1:
+            authkey = os.urandom(32)
+            channels = [f.result() for f in [s.open_channel(authkey) for s in self.shards]]
+        for f in [s.set_peers(self.shards, channels) for s in self.shards]:
             f.result()
         self.direct = self._probe_direct()
 

@@ -1,0 +1,181 @@
+"""This module contains :class:`PeerChannel`: direct connections between the shards of one fit,
+for the values they push to each other in every boosting pass (partial histograms, split
+records).
+
+Why: a push through ``distributed`` (an actor call) is serialized and sent by the worker's event
+loop thread, which must take the GIL from the shard's thread that made the call, and is
+received by the other worker's event loop, which must hand the values to that shard's thread.
+On a LocalCluster of 2 processes this made each pass wait about 1.5 ms for the values to arrive,
+and held the pushing thread for about 1 ms (measured). Over a connection of its own, the shard's
+thread sends the values itself (the socket calls release the GIL) and a thread of the receiving
+shard waits on the socket and stores them: measured on 1M x 100, 2 workers, alternating runs,
+0.19-0.21 -> 0.16-0.18 s per tree with EMA-FS and 0.31-0.34 -> 0.28-0.29 at the defaults.
+
+The connections are :mod:`multiprocessing.connection` listeners and clients (framed messages,
+with an HMAC challenge on a random key that only the shards of the fit know, since the values
+are pickled). They are used only between workers whose ``distributed`` address is plain
+``tcp://`` (not TLS, UCX or in-process); otherwise, or when a connection cannot be made, the
+shards push through ``distributed`` as before. Values are sent as a pickle with out-of-band
+buffers (protocol 5): arrays travel as their own bytes, received into writable buffers.
+"""
+from __future__ import annotations
+
+import logging
+import pickle
+import socket
+import threading
+from multiprocessing.connection import Client, Listener
+
+__all__ = ["PeerChannel", "channel_host"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds to wait for a connection to another shard's channel, before training starts.
+CONNECT_SECONDS = 10.0
+#: Messages sent and received by this process's channels (diagnostics; tests read them).
+COUNTS = {"sent": 0, "received": 0}
+
+
+def channel_host(worker_address: str):
+    """The host a channel of the worker at ``worker_address`` listens on: the address's host for
+    a plain ``tcp://`` address, else None (no channel: TLS, UCX and in-process comms keep
+    their ``distributed`` transport)."""
+    if not worker_address.startswith("tcp://"):
+        return None
+    host = worker_address[len("tcp://"):].rsplit(":", 1)[0]
+    return host.strip("[]")  # IPv6 addresses are bracketed
+
+
+class PeerChannel:
+    """One shard's end of the direct connections of a fit: a listener that the other shards
+    connect to, a thread per incoming connection, and a connection to each other shard
+    (:meth:`connect`) that this shard's thread sends on (:meth:`send`).
+
+    Parameters
+    ----------
+    host : str
+        The host to listen on (see :func:`channel_host`).
+    authkey : bytes
+        The fit's key: a connection whose peer does not know it is refused.
+    on_values : callable
+        ``on_values(ids, values)``, called on a receiving thread for each message.
+    on_error : callable
+        ``on_error(exception)``, called on a receiving thread if a message cannot be read or
+        stored (not when the other end closes: a lost worker is found by the caller's
+        liveness checks).
+
+    Raises
+    ------
+    OSError
+        If the listener cannot be made (the caller then pushes through ``distributed``).
+    """
+
+    def __init__(self, host: str, authkey: bytes, on_values, on_error):
+        self._authkey = authkey
+        self._on_values = on_values
+        self._on_error = on_error
+        self._listener = Listener((host, 0), authkey=authkey)
+        self.address = self._listener.address  #: (host, port) for the other shards
+        self._out = {}       # shard index -> Connection (or None: use distributed)
+        self._lock = threading.Lock()
+        self._closed = False
+        self._accepting = threading.Thread(target=self._accept, daemon=True,
+                                           name="oocgbdt-channel-accept")
+        self._accepting.start()
+
+    def connect(self, addresses, timeout: float = CONNECT_SECONDS) -> None:
+        """Connect to the other shards' channels, by shard index (None: this shard itself, or
+        a shard without a channel). All connections are made here, before training, so that a
+        peer that cannot be reached (a firewall) is found within ``timeout`` seconds, and
+        values to it go through ``distributed`` instead."""
+        for dest, address in enumerate(addresses):
+            if address is None:
+                continue
+            address = tuple(address)
+            conn = None
+            try:
+                # Reachable at all, within the timeout (Client itself has none)?
+                socket.create_connection(address, timeout=timeout).close()
+                conn = Client(address, authkey=self._authkey)
+            except Exception as e:
+                logger.info("oocgbdt: no direct connection to shard %d at %s (%r); its values "
+                            "go through distributed", dest, address, e)
+            with self._lock:
+                self._out[dest] = conn
+
+    # ---- receiving --------------------------------------------------------------------------
+
+    def _accept(self):
+        while True:
+            try:
+                conn = self._listener.accept()
+            except Exception:  # a refused challenge, or the listener closed
+                if self._closed:
+                    return
+                continue
+            if self._closed:
+                conn.close()
+                return
+            threading.Thread(target=self._receive, args=(conn,), daemon=True,
+                             name="oocgbdt-channel-receive").start()
+
+    def _receive(self, conn):
+        try:
+            while True:
+                sizes, payload = conn.recv()  # the pickle, and its out-of-band buffers' sizes
+                buffers = []
+                for n in sizes:
+                    buf = bytearray(n)
+                    if n:
+                        conn.recv_bytes_into(buf)
+                    else:
+                        conn.recv_bytes()
+                    buffers.append(buf)
+                ids, values = pickle.loads(payload, buffers=buffers)
+                COUNTS["received"] += 1
+                self._on_values(ids, values)
+        except (EOFError, OSError):
+            pass  # the sender closed (end of the fit) or is gone: liveness is checked elsewhere
+        except Exception as e:
+            self._on_error(e)
+        finally:
+            conn.close()
+
+    # ---- sending ----------------------------------------------------------------------------
+
+    def send(self, dest: int, ids, values) -> bool:
+        """Send ``values`` under ``ids`` to shard ``dest``; False if there is no connection to
+        it (the caller then pushes through ``distributed``). Raises OSError if the connection
+        breaks (the other shard's worker is gone)."""
+        with self._lock:
+            conn = self._out.get(dest)
+        if conn is None:
+            return False
+        buffers = []
+        payload = pickle.dumps((list(ids), list(values)), protocol=5,
+                               buffer_callback=buffers.append)
+        raws = [b.raw() for b in buffers]
+        conn.send(([r.nbytes for r in raws], payload))
+        for r in raws:
+            conn.send_bytes(r)
+        COUNTS["sent"] += 1
+        return True
+
+    def close(self) -> None:
+        """Close the outgoing connections and stop listening. Each receiving thread closes its
+        connection when the other end closes it (the other shard's :meth:`close`, or its
+        process ending): closing it here, under a thread blocked reading it, could hand the
+        descriptor to another file."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            out, self._out = list(self._out.values()), {}
+        for conn in out:
+            if conn is not None:
+                conn.close()
+        try:  # wake the accepting thread, which then sees _closed and returns
+            Client(self.address, authkey=self._authkey).close()
+        except Exception:
+            pass
+        self._listener.close()

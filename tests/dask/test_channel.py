@@ -1,0 +1,149 @@
+"""Tests of the shards' direct channel (:mod:`oocgbdt.dask.channel`): values arrive whole and
+writable, only to holders of the fit's key, and a fit on worker processes sends its pushes over
+it and gives the in-process model."""
+import queue
+import socket
+import threading
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client as ConnClient
+
+import numpy as np
+import pytest
+
+from oocgbdt.dask import channel as channel_mod
+from oocgbdt.dask.channel import PeerChannel, channel_host
+
+
+def _pair(key=b"k" * 32):
+    """Two channels on the loopback, connected both ways; values they receive go to queues."""
+    got = [queue.Queue(), queue.Queue()]
+    errors = queue.Queue()
+    chans = [PeerChannel("127.0.0.1", key, lambda ids, v, q=q: q.put((ids, v)), errors.put)
+             for q in got]
+    chans[0].connect([None, chans[1].address])
+    chans[1].connect([chans[0].address, None])
+    return chans, got, errors
+
+
+def test_channel_host_reads_plain_tcp_addresses_only():
+    assert channel_host("tcp://10.1.2.3:8786") == "10.1.2.3"
+    assert channel_host("tcp://[::1]:40000") == "::1"
+    assert channel_host("tls://10.1.2.3:8786") is None  # keeps its encrypted transport
+    assert channel_host("inproc://10.1.2.3/123/1") is None
+    assert channel_host("ucx://10.1.2.3:13337") is None
+
+
+def test_values_arrive_equal_and_writable_in_both_directions():
+    chans, got, errors = _pair()
+    try:
+        rng = np.random.default_rng(0)
+        hist = rng.normal(size=(7, 300, 2))
+        rows = np.arange(10, dtype=np.int32)[::2]  # not contiguous: pickled in band
+        record = {"feature": 3, "gain": 1.5, "empty": np.empty((0, 2))}
+        assert chans[0].send(1, [-5, -6, -7], [hist, rows, record])
+        assert chans[1].send(0, [-9], [hist[2]])
+        ids, values = got[1].get(timeout=10)
+        assert ids == [-5, -6, -7]
+        np.testing.assert_array_equal(values[0], hist)
+        assert values[0].dtype == hist.dtype and values[0].flags.writeable
+        np.testing.assert_array_equal(values[1], rows)
+        assert values[2]["feature"] == 3 and values[2]["empty"].shape == (0, 2)
+        ids, values = got[0].get(timeout=10)
+        assert ids == [-9]
+        np.testing.assert_array_equal(values[0], hist[2])
+        values[0][0, 0] += 1.0  # writable: a consumer may add into it
+        # Messages on one connection arrive in the order sent.
+        for i in range(20):
+            chans[0].send(1, [i], [np.full(1000, float(i))])
+        assert [got[1].get(timeout=10)[0][0] for _ in range(20)] == list(range(20))
+        assert errors.empty()
+    finally:
+        for c in chans:
+            c.close()
+
+
+def test_a_connection_without_the_key_is_refused_and_delivers_nothing():
+    chans, got, errors = _pair(key=b"a" * 32)
+    try:
+        with pytest.raises(AuthenticationError):
+            ConnClient(chans[1].address, authkey=b"b" * 32)
+        # The listener goes on accepting the fit's shards, and the refused peer sent nothing.
+        assert chans[0].send(1, [1], [np.ones(3)])
+        ids, _ = got[1].get(timeout=10)
+        assert ids == [1] and got[1].empty()
+        ConnClient(chans[1].address, authkey=b"a" * 32).close()
+    finally:
+        for c in chans:
+            c.close()
+
+
+def test_send_is_false_without_a_connection_and_unreachable_peers_are_left_out():
+    with socket.socket() as s:  # a port that nothing listens on
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()
+    chan = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    try:
+        chan.connect([None, dead], timeout=2.0)
+        assert not chan.send(1, [1], [np.ones(2)])  # the caller then uses distributed
+        assert not chan.send(5, [1], [np.ones(2)])  # no such shard
+    finally:
+        chan.close()
+
+
+def test_close_ends_the_other_ends_receiving_threads():
+    before = {t for t in threading.enumerate() if t.name == "oocgbdt-channel-receive"}
+    chans, got, errors = _pair()
+    chans[0].send(1, [1], [np.ones(2)])
+    got[1].get(timeout=10)
+    mine = [t for t in threading.enumerate()
+            if t.name == "oocgbdt-channel-receive" and t not in before]
+    assert len(mine) == 2
+    for c in chans:
+        c.close()
+    for t in mine:
+        t.join(timeout=10)
+        assert not t.is_alive()
+    assert not chans[0].send(1, [2], [np.ones(2)])  # closed: nothing is sent
+
+
+def test_a_message_that_cannot_be_stored_reports_an_error():
+    errors = queue.Queue()
+
+    def refuse(ids, values):
+        raise ValueError("cannot store")
+
+    a = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    b = PeerChannel("127.0.0.1", b"k" * 32, refuse, errors.put)
+    try:
+        a.connect([None, b.address])
+        a.send(1, [1], [np.ones(2)])
+        assert isinstance(errors.get(timeout=10), ValueError)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_fit_on_worker_processes_pushes_over_the_channel_and_matches_in_process():
+    """2 worker processes (tcp://): every pass's partial histograms cross the channel, not
+    distributed, and the model is the in-process one, bit for bit."""
+    from distributed import Client, LocalCluster
+
+    import oocgbdt
+    from tests.dask.test_actors import _in_process
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(4000, 8)).astype(np.float32)
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=4000) > 0).astype(float)
+    params = dict(objective="binary", num_leaves=15, chunk_size=500, partition_rows=1000,
+                  n_estimators=4, verbose=False)  # 4 partitions: 2 on each shard
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        counts = lambda: sum(v["sent"] for v in c.run(lambda: dict(channel_mod.COUNTS)).values())
+        before = counts()
+        got = oocgbdt.train(params, X, y, client=c)
+        sent = counts() - before
+    passes = sum(s["n_passes"] for s in got.tree_stats)
+    # Each pass, each of the 2 shards sends the other its partial histograms at least once.
+    assert sent >= 2 * passes > 0
+    np.testing.assert_array_equal(got.predict(X, raw_score=True),
+                                  _in_process(params, X, y).predict(X, raw_score=True))
