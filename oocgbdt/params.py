@@ -618,7 +618,8 @@ _TABLE = [
     ),
     Param(
         "feature_fraction_seed", 2, (), "int", _range(0, integer=True),
-        "Seed of feature_fraction's draws (LightGBM's default 2).",
+        "Seed of feature_fraction's draws (LightGBM's default 2), together with seed: draws "
+        "are keyed by (seed, feature_fraction_seed, round).",
     ),
     Param(
         "early_stopping_rounds", None,

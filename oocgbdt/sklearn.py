@@ -50,9 +50,9 @@ _PARAMS_DOC = """
     random_state : int, numpy.random.RandomState or None, default None
         Master seed (LightGBM ``seed``; None means 0, so training is deterministic; a
         RandomState gives one draw of it). It keys the rows sampled for bin boundaries, the
-        bagging and GOSS draws (together with LightGBM's default ``bagging_seed`` 3) and
-        ``feature_screening``'s draws. ``colsample_bytree``'s draws use LightGBM's default
-        ``feature_fraction_seed`` (2) only.
+        bagging and GOSS draws (together with LightGBM's default ``bagging_seed`` 3),
+        ``colsample_bytree``'s draws (with ``feature_fraction_seed`` 2) and
+        ``feature_screening``'s draws.
     early_stopping_rounds : int or None, default None
         Stop when no metric on any eval set improved for this many rounds.
     metric : str, list of str or None, default None

@@ -18,7 +18,8 @@ K = max(1, ceil(r * n_usable)). The gain observed for a feature in a round is th
 split gain it reached in any leaf of the round's trees (0 if it was searched but never valid);
 features not searched keep their score. The exact gain statistic and S-EMA-FS's formula are not
 published in the paper's abstract: this follows the proposal in ``reference/lightgbm-algorithms.md``
-section 5. Random draws come from streams keyed by (seed, round), never by worker.
+section 5. Random draws come from streams keyed by (seed, round) (``feature_fraction``: by
+(seed, feature_fraction_seed, round)), never by worker.
 """
 from __future__ import annotations
 
@@ -47,8 +48,10 @@ class FeatureScreener:
         EMA smoothing.
     beta : float >= 0
         S-EMA-FS concentration.
-    seed : int
-        Seed of the random draws.
+    seed : int or tuple of int
+        Seed of the random draws: the streams are keyed by ``(*seed, round)``
+        (``feature_fraction`` uses ``(seed, feature_fraction_seed)``, as bagging uses
+        ``(seed, bagging_seed)``).
 
     Attributes
     ----------
@@ -67,7 +70,7 @@ class FeatureScreener:
         self.warmup = int(warmup) if method != "fraction" else 0
         self.alpha = float(alpha)
         self.beta = float(beta)
-        self.seed = int(seed)
+        self.seed = tuple(int(v) for v in np.atleast_1d(seed))
         n_usable = int(self.usable.sum())
         self.k = min(n_usable, max(1, math.ceil(self.ratio * n_usable))) if n_usable else 0
         self.scores_ = np.full(self.usable.shape[0], np.nan)
@@ -82,11 +85,11 @@ class FeatureScreener:
                        beta=params["screening_beta"], seed=params["seed"])
         if params["feature_fraction"] < 1.0:
             return cls("fraction", usable, ratio=params["feature_fraction"],
-                       seed=params["feature_fraction_seed"])
+                       seed=(params["seed"], params["feature_fraction_seed"]))
         return None
 
     def _rng(self, round_idx):
-        return np.random.default_rng([self.seed, int(round_idx)])
+        return np.random.default_rng([*self.seed, int(round_idx)])
 
     def select(self, round_idx: int) -> np.ndarray:
         """The features of round ``round_idx``: bool mask of shape (n_features,)."""

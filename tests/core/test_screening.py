@@ -251,3 +251,26 @@ def test_the_compact_columns_are_copied_once_per_selection_and_kept_with_the_chu
     monkeypatch.setattr(boosting_mod, "chunk_compact_columns", lambda data, meta: data)
     copied = oocgbdt.train(params, X, y)
     assert kept.to_dict() == copied.to_dict()
+
+
+def test_feature_fraction_draws_follow_seed_and_feature_fraction_seed():
+    """``colsample_bytree`` (feature_fraction) draws are keyed by ``seed`` (``random_state``)
+    and ``feature_fraction_seed`` together, as bagging's are by ``seed`` and ``bagging_seed``:
+    a different ``random_state`` draws other features (it used to change nothing)."""
+    usable = np.ones(40, dtype=bool)
+
+    def draws(**params):
+        s = FeatureScreener.from_params(resolve_params(dict(feature_fraction=0.25, **params)),
+                                        usable)
+        return [tuple(np.flatnonzero(s.select(r))) for r in range(6)]
+
+    base = draws()
+    assert draws() == base and draws(seed=0, feature_fraction_seed=2) == base
+    assert draws(random_state=1) != base
+    assert draws(feature_fraction_seed=3) != base
+    assert draws(random_state=1) != draws(feature_fraction_seed=1)
+    # A uniform draw of 10 of 40 features per round, from its own stream.
+    for mask in base:
+        assert len(mask) == 10
+    expected = np.random.default_rng([0, 2, 3]).choice(np.arange(40), size=10, replace=False)
+    assert base[3] == tuple(np.sort(expected))
