@@ -445,6 +445,7 @@ class Shard:
 
     def close(self):
         self.store.clear()
+        self.peers = None  # the shards' handles of each other: they kept the actors alive
         self.backend.close()
         if self._channel is not None:
             channel, self._channel = self._channel, None
