@@ -271,7 +271,7 @@ class Shard:
                 # The direct channel in the SPMD loop only: a caller-driven batch ends when its
                 # pushes are known received, which the channel does not report.
                 if wait_pushes or self._channel is None \
-                        or not self._channel.send(dest, ids, values):
+                        or not self._send_direct(dest, ids, values):
                     pushes.append(self.peers[dest].receive(ids, values))
             elif kind == "step":
                 _, fn, out_id, args = op
@@ -283,6 +283,16 @@ class Shard:
             for fut in pushes:
                 fut.result()
         self._drop(dead)
+
+    def _send_direct(self, dest, ids, values) -> bool:
+        """Push over the direct channel; False where it has no connection to ``dest``. A
+        broken connection raises :class:`PeerFailed`, not the socket's OSError, which the
+        caller would take for a lost connection to this shard's own worker."""
+        try:
+            return self._channel.send(dest, ids, values)
+        except OSError as e:
+            raise PeerFailed(f"shard {self.index} lost its connection to shard {dest} "
+                             f"({e!r}); that shard's worker is probably gone") from None
 
     def _map(self, fn, out_ids, arg_lists, consumed=None):
         """``fn(*args)`` for every element (on the local threads); keep the results.
@@ -422,6 +432,10 @@ class Shard:
             if isinstance(self._error, PeerFailed):
                 raise PeerFailed(f"shard {self.index} stopped: {self._error}") from None
             self._failed(e)
+            if isinstance(e, OSError):
+                # The caller takes an OSError from a shard's call for a lost connection to its
+                # worker (and would then not close this shard): say it is this loop's error.
+                raise RuntimeError(f"shard {self.index} failed: {e!r}") from e
             raise
         finally:
             thread.shutdown(wait=False)

@@ -12,10 +12,13 @@ shard waits on the socket and stores them: measured on 1M x 100, 2 workers, alte
 0.19-0.21 -> 0.16-0.18 s per tree with EMA-FS and 0.31-0.34 -> 0.28-0.29 at the defaults.
 
 The connections are :mod:`multiprocessing.connection` listeners and clients (framed messages,
-with an HMAC challenge on a random key that only the shards of the fit know, since the values
-are pickled). They are used only between workers whose ``distributed`` address is plain
-``tcp://`` (not TLS, UCX or in-process); otherwise, or when a connection cannot be made, the
-shards push through ``distributed`` as before. Values are sent as a pickle with out-of-band
+with multiprocessing's HMAC challenge, both ways, on a random key that only the shards of the
+fit know, since the values are pickled). Each incoming connection's challenge runs on that
+connection's own thread, and the connections are made at set-up, all at once, within a
+timeout: a connection that never answers holds up nothing else. They are used only between
+workers whose ``distributed`` address is plain ``tcp://`` with an IPv4 address or a host name
+(not TLS, UCX, in-process or IPv6); otherwise, or when a connection cannot be made, the shards
+push through ``distributed`` as before. Values are sent as a pickle with out-of-band
 buffers (protocol 5): arrays travel as their own bytes, received into writable buffers.
 """
 from __future__ import annotations
@@ -24,7 +27,8 @@ import logging
 import pickle
 import socket
 import threading
-from multiprocessing.connection import Client, Listener
+import time
+from multiprocessing.connection import Client, Listener, answer_challenge, deliver_challenge
 
 __all__ = ["PeerChannel", "channel_host"]
 
@@ -38,12 +42,15 @@ COUNTS = {"sent": 0, "received": 0}
 
 def channel_host(worker_address: str):
     """The host a channel of the worker at ``worker_address`` listens on: the address's host for
-    a plain ``tcp://`` address, else None (no channel: TLS, UCX and in-process comms keep
-    their ``distributed`` transport)."""
+    a plain ``tcp://`` IPv4 or host-name address, else None (no channel: TLS, UCX and
+    in-process comms keep their ``distributed`` transport; so do IPv6 addresses, which
+    ``multiprocessing.connection``'s listener does not take)."""
     if not worker_address.startswith("tcp://"):
         return None
     host = worker_address[len("tcp://"):].rsplit(":", 1)[0]
-    return host.strip("[]")  # IPv6 addresses are bracketed
+    if host.startswith("["):  # IPv6 ("tcp://[::1]:8786")
+        return None
+    return host
 
 
 class PeerChannel:
@@ -74,7 +81,9 @@ class PeerChannel:
         self._authkey = authkey
         self._on_values = on_values
         self._on_error = on_error
-        self._listener = Listener((host, 0), authkey=authkey)
+        # No authkey here: each connection's challenge runs on its own thread (_receive), so a
+        # connection that never answers holds up only that thread, not the other shards'.
+        self._listener = Listener((host, 0))
         self.address = self._listener.address  #: (host, port) for the other shards
         self._out = {}       # shard index -> Connection (or None: use distributed)
         self._lock = threading.Lock()
@@ -85,23 +94,39 @@ class PeerChannel:
 
     def connect(self, addresses, timeout: float = CONNECT_SECONDS) -> None:
         """Connect to the other shards' channels, by shard index (None: this shard itself, or
-        a shard without a channel). All connections are made here, before training, so that a
-        peer that cannot be reached (a firewall) is found within ``timeout`` seconds, and
-        values to it go through ``distributed`` instead."""
-        for dest, address in enumerate(addresses):
-            if address is None:
-                continue
-            address = tuple(address)
-            conn = None
+        a shard without a channel), all at once. Made here, before training, so that a peer
+        that cannot be reached, or does not complete the key's challenge, within ``timeout``
+        seconds (a firewall) is known at once: its values go through ``distributed``."""
+        errors = {}
+
+        def dial(dest, address):
             try:
-                # Reachable at all, within the timeout (Client itself has none)?
-                socket.create_connection(address, timeout=timeout).close()
                 conn = Client(address, authkey=self._authkey)
             except Exception as e:
-                logger.info("oocgbdt: no direct connection to shard %d at %s (%r); its values "
-                            "go through distributed", dest, address, e)
+                errors[dest] = e
+                return
             with self._lock:
-                self._out[dest] = conn
+                late = dest in self._out or self._closed  # given up on, or closed meanwhile
+                if not late:
+                    self._out[dest] = conn
+            if late:
+                conn.close()
+
+        dials = [threading.Thread(target=dial, args=(dest, tuple(address)), daemon=True,
+                                  name="oocgbdt-channel-connect")
+                 for dest, address in enumerate(addresses) if address is not None]
+        for t in dials:
+            t.start()
+        deadline = time.monotonic() + timeout
+        for t in dials:
+            t.join(max(0.0, deadline - time.monotonic()))
+        with self._lock:
+            for dest, address in enumerate(addresses):
+                if address is not None and dest not in self._out:
+                    self._out[dest] = None
+                    logger.info("oocgbdt: no direct connection to shard %d at %s (%r); its "
+                                "values go through distributed", dest, tuple(address),
+                                errors.get(dest, f"no answer within {timeout} s"))
 
     # ---- receiving --------------------------------------------------------------------------
 
@@ -109,7 +134,7 @@ class PeerChannel:
         while True:
             try:
                 conn = self._listener.accept()
-            except Exception:  # a refused challenge, or the listener closed
+            except Exception:
                 if self._closed:
                     return
                 continue
@@ -120,6 +145,14 @@ class PeerChannel:
                              name="oocgbdt-channel-receive").start()
 
     def _receive(self, conn):
+        try:
+            # multiprocessing's own HMAC challenge, both ways (what Listener(authkey=...) runs
+            # in accept): a peer without the fit's key gets nothing and can send nothing.
+            deliver_challenge(conn, self._authkey)
+            answer_challenge(conn, self._authkey)
+        except Exception:
+            conn.close()
+            return
         try:
             while True:
                 sizes, payload = conn.recv()  # the pickle, and its out-of-band buffers' sizes
@@ -175,7 +208,7 @@ class PeerChannel:
             if conn is not None:
                 conn.close()
         try:  # wake the accepting thread, which then sees _closed and returns
-            Client(self.address, authkey=self._authkey).close()
-        except Exception:
+            socket.create_connection(self.address, timeout=CONNECT_SECONDS).close()
+        except OSError:
             pass
         self._listener.close()

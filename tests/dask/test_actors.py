@@ -393,6 +393,44 @@ def test_a_step_failing_inside_every_shards_loop_raises_its_own_error(client, mo
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
 
 
+def test_an_oserror_inside_a_shards_loop_is_its_error_not_a_lost_worker(monkeypatch):
+    """An OSError raised by a step of one shard's loop (a disk-cache read, say) reached the
+    caller as an OSError, which it took for a lost connection to that worker: it said the
+    worker was lost and did not close that shard, whose actor (and direct channel) stayed
+    on the worker after the fit (a helper's find). It is the shard's own failure now."""
+    import gc
+
+    import oocgbdt
+    import oocgbdt.core.histogram_source as hs
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3500, 5)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(scale=0.5, size=3500) > 0).astype(float)
+    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+                  partition_rows=1000, n_estimators=3, verbose=False)
+    orig = hs.chunk_split_many
+
+    def failing(data, *args):
+        if data.y.shape[0] == 500:  # the last partition, on shard 1
+            raise PermissionError(13, "injected: cannot read the cache")
+        return orig(data, *args)
+
+    failing.__name__ = "chunk_split_many"
+    monkeypatch.setattr(hs, "chunk_split_many", failing)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        with pytest.raises(RuntimeError, match="shard 1 failed: PermissionError") as info:
+            oocgbdt.train(params, X, y, client=c)
+        assert "was lost" not in str(info.value)
+        assert isinstance(info.value.__cause__, PermissionError)
+        deadline = time.monotonic() + 10.0  # both shards were closed: no actor stays
+        n_actors = lambda: sum(c.run(lambda dask_worker: len(dask_worker.state.actors)).values())
+        while n_actors() and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.1)
+        assert n_actors() == 0
+
+
 def test_a_step_placed_everywhere_runs_on_every_shard(client):
     """``submit(place=ALL)``: every shard runs the step on its own copy of the inputs (pushed to
     it), the result is held by all (owner ALL), and a later step on any shard reads it there."""

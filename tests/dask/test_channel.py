@@ -27,7 +27,8 @@ def _pair(key=b"k" * 32):
 
 def test_channel_host_reads_plain_tcp_addresses_only():
     assert channel_host("tcp://10.1.2.3:8786") == "10.1.2.3"
-    assert channel_host("tcp://[::1]:40000") == "::1"
+    assert channel_host("tcp://worker-3.cluster:40000") == "worker-3.cluster"
+    assert channel_host("tcp://[::1]:40000") is None  # IPv6: the listener takes IPv4 only
     assert channel_host("tls://10.1.2.3:8786") is None  # keeps its encrypted transport
     assert channel_host("inproc://10.1.2.3/123/1") is None
     assert channel_host("ucx://10.1.2.3:13337") is None
@@ -88,6 +89,66 @@ def test_send_is_false_without_a_connection_and_unreachable_peers_are_left_out()
         assert not chan.send(5, [1], [np.ones(2)])  # no such shard
     finally:
         chan.close()
+
+
+def test_a_connection_that_never_answers_holds_up_neither_the_shards_nor_close():
+    """A stray connection that opens the port and stays silent (a helper's find): the
+    challenge ran on the one accepting thread, with no timeout, so every shard's connect, and
+    the channel's own close, waited for it for ever."""
+    import time
+    b = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    got = queue.Queue()
+    b._on_values = lambda ids, v: got.put(ids)
+    stray = socket.create_connection(b.address)  # connected, never answers the challenge
+    a = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    try:
+        t0 = time.monotonic()
+        a.connect([None, b.address], timeout=5.0)
+        assert a.send(1, [7], [np.ones(2)])
+        assert got.get(timeout=10) == [7]
+        assert time.monotonic() - t0 < 5.0
+    finally:
+        t0 = time.monotonic()
+        a.close()
+        b.close()
+        assert time.monotonic() - t0 < 5.0
+        stray.close()
+
+
+def test_a_peer_that_never_answers_the_challenge_is_left_out_within_the_timeout():
+    import time
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts, never speaks
+    chan = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    try:
+        t0 = time.monotonic()
+        chan.connect([None, silent.getsockname()], timeout=1.0)
+        assert time.monotonic() - t0 < 5.0
+        assert not chan.send(1, [1], [np.ones(2)])
+    finally:
+        chan.close()
+        silent.close()
+
+
+def test_a_broken_connection_fails_the_push_as_a_lost_peer_not_an_oserror():
+    """The survivor of a lost worker sent on a reset connection, and the socket's
+    ConnectionResetError reached the caller, which took it for the survivor's own worker
+    being lost, named both workers, and left the survivor's shard unclosed (a helper's find)."""
+    from oocgbdt.dask.actors import PeerFailed, Shard
+
+    class Broken:
+        def send(self, dest, ids, values):
+            raise ConnectionResetError(104, "Connection reset by peer")
+
+    shard = Shard(0, 1)
+    try:
+        shard._channel = Broken()
+        shard.store[1] = np.ones(3)
+        with pytest.raises(PeerFailed, match="lost its connection to shard 1") as info:
+            shard._run_ops([], [("push", [1], 1)], pushes=[])
+        assert not isinstance(info.value, OSError)
+    finally:
+        shard._channel = None
+        shard.close()
 
 
 def test_close_ends_the_other_ends_receiving_threads():
