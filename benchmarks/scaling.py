@@ -17,13 +17,13 @@ on one worker, the actor shards' on several; ``booster.tree_stats``).
 
 The model: per tree
 
-    T = P * o(W) + H_cells / (r_h * min(W, cores)) + P * p * B / (r_r * min(W, cores)) + P * s
+    T = P * o(W) + H_cells / (r_h * min(W, cores)) + P * p * B / (r_r * min(W, cores))
 
 with P passes per tree, p partitions (tasks per pass), B bytes of one partial histogram,
-H_cells = rows histogrammed x columns, and four fitted constants: r_h (cells per second per
-thread), r_r (histogram bytes summed per second per thread), s (split search seconds per pass)
-and o(W) (the per-pass latency that is not compute: scheduler round trips and client work;
-fitted separately for one worker and for several, since one worker runs the loop locally).
+H_cells = rows histogrammed x columns, and fitted constants: r_h (cells per second per
+thread), r_r (histogram bytes summed per second per thread) and o(W) (everything else per
+pass: the split search and the latency between shards; fitted for each worker count, since
+one worker runs the loop locally and more workers than cores here share them).
 The printed table compares the model's time per tree with the measured one for every run.
 Then the model is evaluated, with the assumptions printed beside it, for 1e9 rows x 1,000
 features on 100 workers, and the terms are ranked: the largest is where it breaks first.
@@ -48,12 +48,21 @@ import numpy as np
 from benchmarks._common import machine_info, print_table
 from benchmarks.synthetic_1m import make_data, tree_time_split
 
-HIST_ENTRY_BYTES = 24  # one (gradient, hessian, count) float64 triple per bin
+HIST_ENTRY_BYTES = 16  # one (gradient, hessian) float64 pair per bin, plus one count row
+
+
+def histogram_bytes(n_bins: int) -> int:
+    """Bytes of one histogram of ``n_bins`` bins (``oocgbdt.kernels.histogram``: a count row
+    before the bins)."""
+    return (n_bins + 1) * HIST_ENTRY_BYTES
 
 
 def rows_histogrammed(tree, n_passes):
-    """Rows histogrammed for one tree: the root's rows plus, for each split that triggered a pass
-    (the first ``n_passes - 1`` splits, in split order), the smaller child's rows."""
+    """Rows histogrammed for one tree: the root's rows plus the smaller child's rows of every
+    split whose children were searched: every split but the last when the tree has all its
+    leaves, every split when it stopped early (one pass per split without lookahead; with
+    ``lookahead_leaves`` a pass splits several leaves, so the passes do not count the splits,
+    and leaves split ahead that the tree never applied are not counted)."""
     counts_internal = np.asarray(tree.internal_count, dtype=float)
     leaf_counts = np.asarray(tree.leaf_count, dtype=float)
     if counts_internal.size == 0:
@@ -63,7 +72,8 @@ def rows_histogrammed(tree, n_passes):
         return leaf_counts[~child] if child < 0 else counts_internal[child]
 
     total = counts_internal[0]
-    for node in range(min(n_passes - 1, counts_internal.size)):
+    n_searched = min(counts_internal.size, max(n_passes - 1, counts_internal.size - 1))
+    for node in range(n_searched):
         total += min(count(tree.left_child[node]), count(tree.right_child[node]))
     return float(total)
 
@@ -106,22 +116,31 @@ def run_one(path, n_rows, n_workers, n_trees, params):
 
 
 def fit_model(runs, features, n_bins, cores):
-    """Least-squares fit of (1/r_h, 1/r_r, s, o_1, o_many) to per-tree wall times (non-negative)."""
+    """Least-squares fit of (1/r_h, 1/r_r, o(W) for each W measured) to per-tree wall times
+    (non-negative). o(W) is everything per pass besides histogram building and reduction: the
+    split search and the latency (a separate search constant would be the sum of the o(W)
+    columns, so the two cannot be told apart). ``overhead_many_workers`` is o(W) of the largest
+    W > 1 that has a core per worker (on this machine W = 2): the extrapolation's per-pass
+    term. Larger W here share the cores, so their o(W) measures oversubscription as much as
+    the exchange."""
     from scipy.optimize import nnls
-    B = n_bins * HIST_ENTRY_BYTES
+    B = histogram_bytes(n_bins)
+    ws = sorted({run["n_workers"] for run in runs})
     rows, target = [], []
     for run in runs:
         par = min(run["n_workers"], cores)
         for t in run["trees"][1:]:  # the first tree pays compilation and warm-up
             P = t["passes"]
-            rows.append([t["rows_hist"] * features / par, P * run["n_partitions"] * B / par, P,
-                         P if run["n_workers"] == 1 else 0.0, P if run["n_workers"] > 1 else 0.0])
+            rows.append([t["rows_hist"] * features / par, P * run["n_partitions"] * B / par]
+                        + [P if run["n_workers"] == w else 0.0 for w in ws])
             target.append(t["wall"])
     A, b = np.asarray(rows), np.asarray(target)
     coef, _ = nnls(A, b)
-    return dict(sec_per_cell=coef[0], sec_per_hist_byte=coef[1], search_per_pass=coef[2],
-                overhead_one_worker=coef[3], overhead_many_workers=coef[4],
-                hist_bytes=B), A, b
+    overhead = {w: float(coef[2 + i]) for i, w in enumerate(ws)}
+    many = [w for w in ws if 1 < w <= cores] or [w for w in ws if w > 1]
+    return dict(sec_per_cell=coef[0], sec_per_hist_byte=coef[1], overhead=overhead, overhead_one_worker=overhead.get(1, 0.0),
+                overhead_many_workers=overhead[max(many)] if many else 0.0,
+                overhead_many_from=max(many) if many else None, hist_bytes=B), A, b, coef
 
 
 def model_tree_seconds(m, *, rows_hist_cells, passes, partitions, workers, cores_per_worker,
@@ -131,7 +150,6 @@ def model_tree_seconds(m, *, rows_hist_cells, passes, partitions, workers, cores
         "histogram building": rows_hist_cells * m["sec_per_cell"] / par,
         "histogram reduction": (passes * partitions * built_per_pass * m["hist_bytes"]
                                 * m["sec_per_hist_byte"] / par),
-        "split search": passes * m["search_per_pass"],
         "per-pass latency": passes * (m["overhead_one_worker"] if workers == 1
                                       else m["overhead_many_workers"]),
     }
@@ -176,17 +194,17 @@ def main(argv=None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
 
     n_bins = args.features * 256
-    m, A, b = fit_model(runs, args.features, n_bins, cores)
-    pred = A @ np.array([m["sec_per_cell"], m["sec_per_hist_byte"], m["search_per_pass"],
-                         m["overhead_one_worker"], m["overhead_many_workers"]])
+    m, A, b, coef = fit_model(runs, args.features, n_bins, cores)
+    pred = A @ coef
     print("\n## Fitted constants")
     print(f"- histogram building: {1 / m['sec_per_cell'] / 1e6:.1f} M cells (row x column) per "
           f"second per thread" if m["sec_per_cell"] > 0 else "- histogram building: not resolved")
     print(f"- histogram reduction: {1 / m['sec_per_hist_byte'] / 1e9:.2f} GB summed per second per "
           f"thread" if m["sec_per_hist_byte"] > 0 else "- histogram reduction: below resolution (0)")
-    print(f"- split search: {m['search_per_pass'] * 1000:.2f} ms per pass")
-    print(f"- per-pass latency: {m['overhead_one_worker'] * 1000:.2f} ms with one worker (loop on "
-          f"the worker), {m['overhead_many_workers'] * 1000:.2f} ms with several (loop on the client)")
+    print("- per pass besides histograms (split search and latency): " + ", ".join(
+        f"{o * 1000:.2f} ms with {w} worker(s)" for w, o in m["overhead"].items())
+        + f" (the loop runs on the one worker, or on every shard; the extrapolation uses "
+          f"W={m['overhead_many_from']}, the most workers with a core each here)")
 
     rows_out, i = [], 0
     for run in runs:
@@ -204,9 +222,11 @@ def main(argv=None) -> int:
     from oocgbdt.dask.partitions import default_partition_rows
     N, F, W, c = 1e9, 1000, 100, 8
     mean_frac = np.mean([t["rows_hist"] / r["n_rows"] for r in runs for t in r["trees"][1:]])
+    many = [t["passes"] for r in runs if r["n_workers"] > 1 for t in r["trees"]]
+    passes_lookahead = round(float(np.mean(many)), 1) if many else 30
     part_rows = default_partition_rows(int(N), F, 4 * F)
     parts = math.ceil(N / part_rows)
-    B = F * 256 * HIST_ENTRY_BYTES
+    B = histogram_bytes(F * 256)
     big = dict(m, hist_bytes=B)
     disk_bw, net_bw = 1.0e9, 1.25e9  # bytes/s per worker: a local NVMe read, 10 Gb/s Ethernet
     print(f"\n## Extrapolation: {N:.0e} rows x {F} features on {W} workers x {c} threads")
@@ -216,8 +236,10 @@ def main(argv=None) -> int:
           f"and network {net_bw / 1e9:.2f} GB/s per worker; fitted constants above")
     rows_out = []
     cross_levels = max(1, math.ceil(math.log(W, 8)))
-    for label, passes, k in (("leaf-wise", 30, 1), ("max_leaves_per_pass=8", 5, 6),
-                             ("depthwise", 6, 5)):
+    for label, passes, k in (("leaf-wise, lookahead_leaves=2 (default)", passes_lookahead,
+                              30 / passes_lookahead),
+                             ("leaf-wise, lookahead_leaves=0", 30, 1),
+                             ("max_leaves_per_pass=8", 5, 6), ("depthwise", 6, 5)):
         # k: mean children histogrammed per pass (30 splits over the passes).
         terms = model_tree_seconds(big, rows_hist_cells=mean_frac * N * F, passes=passes,
                                    partitions=parts, workers=W, cores_per_worker=c,
@@ -226,21 +248,23 @@ def main(argv=None) -> int:
         # between workers by the fan-in: partitions are placed in contiguous blocks, so the
         # first levels are worker-local and each worker sends about one stacked partial per
         # level that crosses workers (log8 W of them); bytes read from a disk cache (every
-        # partition, whole); round trips (a map and a gather per pass, plus gradients, apply).
+        # partition, whole); exchanges between shards (on 3+ shards each pass sends the
+        # partials' feature slices, then the split records: two per pass, plus gradients and
+        # applying the tree).
         hist_made = parts * k * B
         moved = W * cross_levels * k * B
         disk_read = N * F
         terms["disk"] = passes * disk_read / W / disk_bw
         terms["fan-in transfers"] = passes * moved / W / net_bw
         total_mem = sum(v for n_, v in terms.items() if n_ != "disk")
-        rows_out.append([label, passes, f"{hist_made / 2**30:.1f} GiB", f"{moved / 2**30:.1f} GiB",
-                         f"{disk_read / 1e12:.1f} TB", 2 * passes + 3,
+        rows_out.append([label, f"{passes:g}", f"{hist_made / 2**30:.1f} GiB", f"{moved / 2**30:.1f} GiB",
+                         f"{disk_read / 1e12:.1f} TB", f"{2 * passes + 3:g}",
                          f"{terms['histogram building']:.1f}", f"{terms['histogram reduction']:.1f}",
                          f"{terms['per-pass latency']:.2f}", f"{terms['fan-in transfers']:.2f}",
                          f"{terms['disk']:.1f}",
                          f"{total_mem:.1f}"])
     print_table(["growth", "passes", "histograms made/pass", "moved between workers/pass",
-                 "read/pass (disk cache)", "round trips/tree", "hist build s", "reduce s",
+                 "read/pass (disk cache)", "exchanges/tree", "hist build s", "reduce s",
                  "latency s", "transfer s", "disk s", "tree s (memory cache)"], rows_out)
     terms = model_tree_seconds(big, rows_hist_cells=mean_frac * N * F, passes=30,
                                partitions=parts, workers=W, cores_per_worker=c)
