@@ -9,7 +9,7 @@ On a LocalCluster of 2 processes this made each pass wait about 1.5 ms for the v
 and held the pushing thread for about 1 ms (measured). Over a connection of its own, the shard's
 thread sends the values itself (the socket calls release the GIL) and a thread of the receiving
 shard waits on the socket and stores them: measured on 1M x 100, 2 workers, alternating runs,
-0.19-0.21 -> 0.16-0.18 s per tree with EMA-FS and 0.31-0.34 -> 0.28-0.29 at the defaults.
+0.19-0.21 -> 0.15-0.18 s per tree with EMA-FS and 0.31-0.34 -> 0.28-0.29 at the defaults.
 
 The connections are :mod:`multiprocessing.connection` listeners and clients (framed messages,
 with multiprocessing's HMAC challenge, both ways, on a random key that only the shards of the

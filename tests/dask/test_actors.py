@@ -31,6 +31,32 @@ def _in_process(params, X, y):
         return oocgbdt.train(params, X, y)
 
 
+def _four_partitions():
+    """3,500 rows in 4 partitions (the last of 500 rows, on shard 1 of 2), and small trees."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3500, 5)).astype(np.float32)
+    y = (X[:, 0] + rng.normal(scale=0.5, size=3500) > 0).astype(float)
+    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+                  partition_rows=1000, n_estimators=3, verbose=False)
+    return X, y, params
+
+
+def _wait_for_no_actors(c, seconds=10.0) -> int:
+    """The shard actors left on ``c``'s workers, once none are (or after ``seconds``). The
+    caller's last handles go with the garbage collector (the backend's bookkeeping has
+    reference cycles); the scheduler then releases the actors asynchronously."""
+    import gc
+
+    def n_actors():
+        return sum(c.run(lambda dask_worker: len(dask_worker.state.actors)).values())
+
+    deadline = time.monotonic() + seconds
+    while n_actors() and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.1)
+    return n_actors()
+
+
 def _add(parts):
     out = parts[0]
     for p in parts[1:]:
@@ -366,11 +392,7 @@ def test_a_step_failing_inside_every_shards_loop_raises_its_own_error(client, mo
 
     import oocgbdt
     import oocgbdt.core.histogram_source as hs
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(3500, 5)).astype(np.float32)
-    y = (X[:, 0] + rng.normal(scale=0.5, size=3500) > 0).astype(float)
-    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
-                  partition_rows=1000, n_estimators=3, verbose=False)
+    X, y, params = _four_partitions()
     orig = hs.chunk_split_many
     calls = []
 
@@ -398,15 +420,9 @@ def test_an_oserror_inside_a_shards_loop_is_its_error_not_a_lost_worker(monkeypa
     caller as an OSError, which it took for a lost connection to that worker: it said the
     worker was lost and did not close that shard, whose actor (and direct channel) stayed
     on the worker after the fit (a helper's find). It is the shard's own failure now."""
-    import gc
-
     import oocgbdt
     import oocgbdt.core.histogram_source as hs
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(3500, 5)).astype(np.float32)
-    y = (X[:, 0] + rng.normal(scale=0.5, size=3500) > 0).astype(float)
-    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
-                  partition_rows=1000, n_estimators=3, verbose=False)
+    X, y, params = _four_partitions()
     orig = hs.chunk_split_many
 
     def failing(data, *args):
@@ -423,12 +439,7 @@ def test_an_oserror_inside_a_shards_loop_is_its_error_not_a_lost_worker(monkeypa
             oocgbdt.train(params, X, y, client=c)
         assert "was lost" not in str(info.value)
         assert isinstance(info.value.__cause__, PermissionError)
-        deadline = time.monotonic() + 10.0  # both shards were closed: no actor stays
-        n_actors = lambda: sum(c.run(lambda dask_worker: len(dask_worker.state.actors)).values())
-        while n_actors() and time.monotonic() < deadline:
-            gc.collect()
-            time.sleep(0.1)
-        assert n_actors() == 0
+        assert _wait_for_no_actors(c) == 0  # both shards were closed
 
 
 def test_a_step_placed_everywhere_runs_on_every_shard(client):
@@ -720,17 +731,7 @@ def test_fits_on_an_in_process_cluster_leave_no_shard_actors():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, \
             Client(cluster, set_as_default=False) as c:
-        def n_actors():
-            return sum(c.run(lambda dask_worker: len(dask_worker.state.actors)).values())
-
         for _ in range(3):
             oocgbdt.train(params, X, y, client=c)
-        # The caller's last handles go with the garbage collector (the backend's bookkeeping
-        # has reference cycles); the scheduler then releases the actors asynchronously. Before
-        # the fix the shards' own handles kept them whatever the caller freed.
-        import gc
-        deadline = time.monotonic() + 10.0
-        while n_actors() and time.monotonic() < deadline:
-            gc.collect()
-            time.sleep(0.1)
-        assert n_actors() == 0
+        # Before the fix the shards' own handles kept them, whatever the caller freed.
+        assert _wait_for_no_actors(c) == 0
