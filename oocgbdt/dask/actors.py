@@ -43,7 +43,7 @@ import weakref
 from distributed.protocol import pickle as _pickle
 
 from oocgbdt.core.backend import EVERYWHERE, LocalBackend
-from oocgbdt.dask.channel import PeerChannel, channel_host
+from oocgbdt.dask.channel import PeerChannel, channel_host, direct_channel_enabled
 from oocgbdt.dask.heap import training_heap
 from oocgbdt.dask.progress import EventBar, caller_bar
 
@@ -270,9 +270,12 @@ class Shard:
                 values = [self.store[i] for i in ids]
                 # The direct channel in the SPMD loop only: a caller-driven batch ends when its
                 # pushes are known received, which the channel does not report.
-                if wait_pushes or self._channel is None \
-                        or not self._send_direct(dest, ids, values):
-                    pushes.append(self.peers[dest].receive(ids, values))
+                channel, peers = self._channel, self.peers  # None once closed (interrupted)
+                if peers is None:
+                    raise PeerFailed(f"shard {self.index} was closed while its loop ran")
+                if wait_pushes or channel is None or not self._send_direct(channel, dest, ids,
+                                                                          values):
+                    pushes.append(peers[dest].receive(ids, values))
             elif kind == "step":
                 _, fn, out_id, args = op
                 self.store[out_id] = self.backend.submit(fn, *self._resolve(args))
@@ -284,12 +287,12 @@ class Shard:
                 fut.result()
         self._drop(dead)
 
-    def _send_direct(self, dest, ids, values) -> bool:
+    def _send_direct(self, channel, dest, ids, values) -> bool:
         """Push over the direct channel; False where it has no connection to ``dest``. A
         broken connection raises :class:`PeerFailed`, not the socket's OSError, which the
         caller would take for a lost connection to this shard's own worker."""
         try:
-            return self._channel.send(dest, ids, values)
+            return channel.send(dest, ids, values)
         except OSError as e:
             raise PeerFailed(f"shard {self.index} lost its connection to shard {dest} "
                              f"({e!r}); that shard's worker is probably gone") from None
@@ -512,7 +515,7 @@ class ActorBackend:
         self._actor_futures = futures
         self.shards = [f.result() for f in futures]
         channels = None
-        if len(self.shards) > 1:
+        if len(self.shards) > 1 and direct_channel_enabled():
             authkey = os.urandom(32)
             channels = [f.result() for f in [s.open_channel(authkey) for s in self.shards]]
         for f in [s.set_peers(self.shards, channels) for s in self.shards]:
@@ -981,6 +984,8 @@ class SpmdBackend(ActorBackend):
     def close(self):
         """Drop every value the loop made or received (negative ids)."""
         store = self.shard.store
-        for i in [i for i in store if isinstance(i, int) and i < 0]:
-            del store[i]
+        # list(store): one step under the GIL, while a channel thread may still store values
+        # (a failed fit's peer pushing), which iterating the dict itself would trip on.
+        for i in [i for i in list(store) if isinstance(i, int) and i < 0]:
+            store.pop(i, None)
         self._ops = [[] for _ in self._ops]
