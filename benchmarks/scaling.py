@@ -17,9 +17,10 @@ on one worker, the actor shards' on several; ``booster.tree_stats``).
 
 The model: per tree
 
-    T = P * o(W) + H_cells / (r_h * min(W, cores)) + P * p * B / (r_r * min(W, cores))
+    T = P * o(W) + H_cells / (r_h * min(W, cores)) + P * k * p * B / (r_r * min(W, cores))
 
-with P passes per tree, p partitions (tasks per pass), B bytes of one partial histogram,
+with P passes per tree, k histograms built per pass (P x k is the tree's ``n_hist_built``),
+p partitions (tasks per pass), B bytes of one partial histogram,
 H_cells = rows histogrammed x columns, and fitted constants: r_h (cells per second per
 thread), r_r (histogram bytes summed per second per thread) and o(W) (everything else per
 pass: the split search and the latency between shards; fitted for each worker count, since
@@ -109,7 +110,8 @@ def run_one(path, n_rows, n_workers, n_trees, params):
     out = []
     for tree, st, sp in zip(trees, booster.tree_stats, split):
         out.append(dict(wall=sp["wall"], passes=st["n_passes"], hist=sp["hist"], find=sp["find"],
-                        reduce=sp["reduce"], rows_hist=rows_histogrammed(tree, st["n_passes"])))
+                        reduce=sp["reduce"], rows_hist=rows_histogrammed(tree, st["n_passes"]),
+                        built=st["n_hist_built"]))
     n_parts = booster.cache_report["n_partitions"]["train"]  # one task per partition per pass
     return dict(n_rows=n_rows, n_workers=n_workers, wall_total=wall, trees=out, source=source,
                 n_partitions=int(n_parts))
@@ -131,7 +133,8 @@ def fit_model(runs, features, n_bins, cores):
         par = min(run["n_workers"], cores)
         for t in run["trees"][1:]:  # the first tree pays compilation and warm-up
             P = t["passes"]
-            rows.append([t["rows_hist"] * features / par, P * run["n_partitions"] * B / par]
+            # P x k: the histograms the tree built from rows (one partial per partition each).
+            rows.append([t["rows_hist"] * features / par, t["built"] * run["n_partitions"] * B / par]
                         + [P if run["n_workers"] == w else 0.0 for w in ws])
             target.append(t["wall"])
     A, b = np.asarray(rows), np.asarray(target)

@@ -41,12 +41,13 @@ def test_fit_recovers_the_constants_the_times_were_made_from():
             trees = []
             for _ in range(6):
                 passes = 30.0 if w == 1 else float(rng.integers(12, 15))
+                built = 31.0 if w == 1 else passes + float(rng.integers(17, 25))  # lookahead
                 rows_hist = n * rng.uniform(2.3, 2.7)
                 par = min(w, cores)
                 wall = (rows_hist * features / par * true["cell"]
-                        + passes * parts * B / par * true["byte"]
+                        + built * parts * B / par * true["byte"]
                         + passes * true["o"][w])
-                trees.append(dict(wall=wall, passes=passes, rows_hist=rows_hist))
+                trees.append(dict(wall=wall, passes=passes, rows_hist=rows_hist, built=built))
             runs.append(dict(n_workers=w, n_rows=n, n_partitions=parts, trees=trees))
     m, A, b, coef = fit_model(runs, features, n_bins, cores)
     assert m["sec_per_cell"] == pytest.approx(true["cell"], rel=1e-6)
