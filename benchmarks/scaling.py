@@ -141,9 +141,10 @@ def fit_model(runs, features, n_bins, cores):
     coef, _ = nnls(A, b)
     overhead = {w: float(coef[2 + i]) for i, w in enumerate(ws)}
     many = [w for w in ws if 1 < w <= cores] or [w for w in ws if w > 1]
-    return dict(sec_per_cell=coef[0], sec_per_hist_byte=coef[1], overhead=overhead, overhead_one_worker=overhead.get(1, 0.0),
-                overhead_many_workers=overhead[max(many)] if many else 0.0,
-                overhead_many_from=max(many) if many else None, hist_bytes=B), A, b, coef
+    w_many = max(many) if many else None
+    return dict(sec_per_cell=coef[0], sec_per_hist_byte=coef[1], overhead=overhead,
+                overhead_many_workers=overhead.get(w_many, 0.0), overhead_many_from=w_many,
+                hist_bytes=B), A, b, coef
 
 
 def model_tree_seconds(m, *, rows_hist_cells, passes, partitions, workers, cores_per_worker,
@@ -153,7 +154,7 @@ def model_tree_seconds(m, *, rows_hist_cells, passes, partitions, workers, cores
         "histogram building": rows_hist_cells * m["sec_per_cell"] / par,
         "histogram reduction": (passes * partitions * built_per_pass * m["hist_bytes"]
                                 * m["sec_per_hist_byte"] / par),
-        "per-pass latency": passes * (m["overhead_one_worker"] if workers == 1
+        "per-pass latency": passes * (m["overhead"].get(1, 0.0) if workers == 1
                                       else m["overhead_many_workers"]),
     }
     return terms

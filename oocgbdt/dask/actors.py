@@ -223,32 +223,35 @@ class Shard:
     async def receive(self, ids, values):
         """Values pushed by another shard (inputs of this shard's steps), cached under their
         ids: the caller's drop messages reach every shard."""
-        with self._arrived:
-            self.store.update(zip(ids, values))
-            self._arrived.notify_all()
+        self._store_arrived(ids, values)
         self._wake()
 
     def _received(self, ids, values):
         """:meth:`receive` for values that came over the direct channel (on its thread)."""
+        self._store_arrived(ids, values)
+        self._changed()
+
+    def _store_arrived(self, ids, values):
         with self._arrived:
             self.store.update(zip(ids, values))
             self._arrived.notify_all()
-        self._changed()
 
-    def _channel_failed(self, error):
-        """A message of the direct channel could not be read: steps waiting for values raise."""
+    def _stop_waiting(self, error):
+        """Keep ``error`` (unless one is kept already) and wake the steps waiting for pushed
+        values, which then raise."""
         if self._error is None:
             self._error = error
         with self._arrived:
             self._arrived.notify_all()
+
+    def _channel_failed(self, error):
+        """A message of the direct channel could not be read: steps waiting for values raise."""
+        self._stop_waiting(error)
         self._changed()
 
     async def fail(self, message):
         """Another shard failed: steps waiting for its values raise instead of waiting."""
-        if self._error is None:
-            self._error = PeerFailed(message)
-        with self._arrived:
-            self._arrived.notify_all()
+        self._stop_waiting(PeerFailed(message))
         self._wake()
 
     def _run_ops(self, dead, ops, pushes=None):

@@ -14,6 +14,13 @@ from oocgbdt.dask import channel as channel_mod
 from oocgbdt.dask.channel import PeerChannel, channel_host
 
 
+def _quiet(on_values=None, on_error=None):
+    """A channel on the loopback with the key ``b"k" * 32``, ignoring what it receives unless
+    given ``on_values`` / ``on_error``."""
+    return PeerChannel("127.0.0.1", b"k" * 32, on_values or (lambda ids, v: None),
+                       on_error or (lambda e: None))
+
+
 def _pair(key=b"k" * 32):
     """Two channels on the loopback, connected both ways; values they receive go to queues."""
     got = [queue.Queue(), queue.Queue()]
@@ -82,7 +89,7 @@ def test_send_is_false_without_a_connection_and_unreachable_peers_are_left_out()
     with socket.socket() as s:  # a port that nothing listens on
         s.bind(("127.0.0.1", 0))
         dead = s.getsockname()
-    chan = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    chan = _quiet()
     try:
         chan.connect([None, dead], timeout=2.0)
         assert not chan.send(1, [1], [np.ones(2)])  # the caller then uses distributed
@@ -97,11 +104,11 @@ def test_a_connection_that_never_answers_holds_up_neither_the_shards_nor_close()
     the channel's own close, waited for it for ever."""
     import time
     before = set(threading.enumerate())
-    b = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    b = _quiet()
     got = queue.Queue()
     b._on_values = lambda ids, v: got.put(ids)
     stray = socket.create_connection(b.address)  # connected, never answers the challenge
-    a = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    a = _quiet()
     try:
         t0 = time.monotonic()
         a.connect([None, b.address], timeout=5.0)
@@ -128,7 +135,7 @@ def test_a_connection_that_never_answers_holds_up_neither_the_shards_nor_close()
 def test_a_peer_that_never_answers_the_challenge_is_left_out_within_the_timeout():
     import time
     silent = socket.create_server(("127.0.0.1", 0))  # accepts, never speaks
-    chan = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    chan = _quiet()
     try:
         t0 = time.monotonic()
         chan.connect([None, silent.getsockname()], timeout=1.0)
@@ -184,8 +191,8 @@ def test_a_message_that_cannot_be_stored_reports_an_error():
     def refuse(ids, values):
         raise ValueError("cannot store")
 
-    a = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
-    b = PeerChannel("127.0.0.1", b"k" * 32, refuse, errors.put)
+    a = _quiet()
+    b = _quiet(refuse, errors.put)
     try:
         a.connect([None, b.address])
         a.send(1, [1], [np.ones(2)])
@@ -234,7 +241,7 @@ def test_a_frame_sent_without_the_challenge_is_never_unpickled():
     import pickle
     import struct
     import time
-    chan = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    chan = _quiet()
     _UNPICKLED.clear()
     try:
         payload = pickle.dumps(_Trap())
@@ -280,9 +287,9 @@ def test_every_shard_of_a_large_cluster_connects_at_once():
     """Every other shard dials a shard at the same moment at set-up: with the listener's
     default backlog of 1, a quarter of 99 simultaneous dials failed (a review's find)."""
     import time
-    hub = PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    hub = _quiet()
     n = 60
-    dialers = [PeerChannel("127.0.0.1", b"k" * 32, lambda ids, v: None, lambda e: None)
+    dialers = [_quiet()
                for _ in range(n)]
     try:
         threads = [threading.Thread(target=d.connect, args=([None, hub.address],),
