@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -288,10 +288,12 @@ class Booster:
         """
         path = Path(path)
         text = json.dumps(self.to_dict(), allow_nan=False)
-        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".",
-                                   prefix=f".{path.name}.", suffix=".tmp")
+        # Created with open(..., "x"), not mkstemp: the file gets the mode of any new file
+        # (0o666 less the umask), as LightGBM's and XGBoost's model files; mkstemp's 0o600 made
+        # models unreadable to other users.
+        tmp = str(path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"))
         try:
-            with os.fdopen(fd, "w") as fh:
+            with open(tmp, "x") as fh:
                 fh.write(text)
             os.replace(tmp, path)
         except BaseException:
