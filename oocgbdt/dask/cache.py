@@ -32,17 +32,19 @@ Store layout (a directory)::
 boundaries, the parameters that change bins (``BIN_SETTINGS``), the fitted bin mapper (upper
 bounds, missing types, default bins...) and bundler (bundles, layout), a content hash of the
 training rows the bin mapper sampled (``bin_construct_sample_cnt`` rows drawn over the global
-row range) and a content hash of the first and last ``EDGE_ROWS`` rows of every set. A store is
-reused only when every part matches; otherwise the error says which parts differ.
+row range), a content hash of each eval set's rows at the indices of a sample of the same size
+(every row of an eval set of at most ``bin_construct_sample_cnt`` rows; version 2 hashed only
+its edge rows, so any change in the middle of an eval set went unnoticed) and a content hash of
+the first and last ``EDGE_ROWS`` rows of every set. A store is reused only when every part
+matches; otherwise the error says which parts differ.
 
 What it detects: a data set of another shape (rows or features of the training set or of an
 eval set, or another number of eval sets); a change of chunking or ``partition_rows``
 that moves partition boundaries; any bin setting; any change in the sampled rows (on up to
-``bin_construct_sample_cnt`` rows, all rows of a smaller data set) or in the first and last rows.
-What it cannot detect: on data larger than the bin sample, a change confined to rows that were
-neither sampled nor at either end (e.g. a few edited values in the middle of a large file, or in
-the middle of an eval set, which is not sampled), and a change that leaves the fitted bins and
-sampled rows identical. Labels and weights are not in the cache (they are read afresh on every
+``bin_construct_sample_cnt`` rows, all rows of a smaller data set, training or eval) or in the
+first and last rows. What it cannot detect: on a set larger than the bin sample, a change
+confined to rows that were neither sampled nor at either end (e.g. a few edited values in the
+middle of a large file), and a change that leaves the fitted bins and sampled rows identical. Labels and weights are not in the cache (they are read afresh on every
 fit), so changing them is always safe. A dense and a sparse copy of the same data fingerprint
 differently (their samples are hashed in their own layout).
 
@@ -70,15 +72,15 @@ from zarr.codecs import BloscCodec
 from oocgbdt.core.chunk import chunk_init
 from oocgbdt.dask.partitions import bin_raw_blocks
 
-__all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
+__all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CLAIM_FILE", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
            "PER_ROW_STATE_BYTES", "PIECE_RAW_BYTES", "Piece", "CachedBins", "inspect_cache_path",
            "hash_rows", "fingerprint_parts", "fingerprint", "check_fingerprint", "create_cache",
-           "finish_cache", "stored_pieces", "cached_bins", "piece_groups", "write_piece", "compression_ratio", "COMPRESS_BELOW",
+           "claim_cache_dir", "finish_cache", "stored_pieces", "cached_bins", "piece_groups", "write_piece", "compression_ratio", "COMPRESS_BELOW",
            "abort_writes", "cached_partition", "partition_path", "directory_bytes",
            "cluster_memory_bytes", "remove_cache"]
 
 CACHE_FORMAT = "oocgbdt-cache"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 #: Blosc lz4 at level 1 with byte shuffle (a no-op for uint8; groups the high bytes of uint16).
 #: Measured on 262,144-row partitions: dense quantile bins of 100 normal features do not
 #: compress (bins are near-uniform by construction; Blosc stores them raw, read 15 ms for 26 MB),
@@ -106,6 +108,10 @@ ABORT_MARKER = "ABORTED"
 PIECE_TMP_SUFFIX = ".tmp-"
 #: Rows hashed at each end of every set.
 EDGE_ROWS = 8
+#: File a fit creates (``O_EXCL``) in ``cache_path`` before it writes a cache there, and removes
+#: when the cache is complete: of two fits that start writing to one new path, the second stops
+#: with an error and removes nothing (see :func:`claim_cache_dir`).
+CLAIM_FILE = ".oocgbdt-writing"
 #: Bytes per row and output kept in memory whatever the cache (ChunkData): float64 raw score (8),
 #: float32 gradient and hessian (8); plus, once per row, the float32 label (4), float32 weight
 #: (4, when given), int32 sampled row index (4, GOSS/bagging) and the int32 leaf order of the
@@ -224,8 +230,35 @@ def partition_path(root, set_name: str, i: int) -> str:
     return os.path.join(str(root), set_name, f"p{i:05d}")
 
 
+def _zarr_node_above(p: Path) -> Path | None:
+    """The nearest existing ancestor of ``p`` (``p`` excluded) that is a Zarr group or array."""
+    for parent in p.parents:
+        if any((parent / m).is_file() for m in ("zarr.json", ".zgroup", ".zarray")):
+            return parent
+    return None
+
+
+def _check_can_create(p: Path) -> None:
+    """Raise a ValueError, before any work, when no cache directory can be made at ``p``."""
+    if p.is_symlink() and not p.exists():
+        raise ValueError(f"cache_path {str(p)!r} is a symbolic link to a missing target; "
+                         f"choose another cache_path.")
+    anc = p if p.exists() else next(a for a in p.parents if a.exists())
+    if not anc.is_dir():
+        raise ValueError(f"cache_path {str(p)!r} cannot be created: {str(anc)!r} is a file, "
+                         f"not a directory; choose another cache_path.")
+    if not os.access(anc, os.W_OK | os.X_OK):
+        raise ValueError(f"cache_path {str(p)!r} cannot be written: no write permission in "
+                         f"{str(anc)!r}; choose another cache_path.")
+
+
 def inspect_cache_path(path) -> dict | None:
     """Check a ``cache_path`` before any work; return the stored attributes of an oocgbdt cache.
+
+    Parameters
+    ----------
+    path : str or path-like
+        Absolute path (``train`` expands ``~`` and makes it absolute first).
 
     Returns
     -------
@@ -237,16 +270,29 @@ def inspect_cache_path(path) -> dict | None:
     ------
     ValueError
         ``path`` exists and is not an oocgbdt cache (a file, or a directory holding something
-        else), or is an oocgbdt cache whose writing never completed. Nothing is modified.
+        else); is an oocgbdt cache whose writing never completed, or that another fit is
+        writing now; lies inside a Zarr store (input stores are never written to); or cannot
+        be created (under a file, a dangling link, no write permission). Nothing is modified.
     """
     p = Path(path)
+    store = _zarr_node_above(p)
+    if store is not None:
+        raise ValueError(f"cache_path {str(p)!r} is inside the Zarr store {str(store)!r}; a "
+                         f"cache is never written into a data store. Choose a path outside it.")
     if not p.exists():
+        _check_can_create(p)
         return None
     if not p.is_dir():
         raise ValueError(f"cache_path {str(p)!r} exists and is a file, not an oocgbdt cache "
                          f"directory; choose another cache_path.")
-    if not any(p.iterdir()):
+    children = {c.name for c in p.iterdir()}
+    if not children:
+        _check_can_create(p)
         return None
+    if CLAIM_FILE in children and "zarr.json" not in children:
+        raise ValueError(f"cache_path {str(p)!r} is an oocgbdt cache that another fit is "
+                         f"writing now, or whose writing was interrupted; wait for that fit, or "
+                         f"delete the directory, or choose another cache_path.")
     attrs = None
     meta = p / "zarr.json"
     if meta.is_file():
@@ -263,10 +309,43 @@ def inspect_cache_path(path) -> dict | None:
                          f"{attrs.get('version')}, this version reads version {CACHE_VERSION}; "
                          f"delete it or choose another cache_path.")
     if not attrs.get("complete"):
-        raise ValueError(f"cache_path {str(p)!r} is an oocgbdt cache whose writing never "
-                         f"completed (an earlier fit was interrupted); delete it or choose "
-                         f"another cache_path.")
+        raise ValueError(f"cache_path {str(p)!r} is an oocgbdt cache that another fit is "
+                         f"writing now, or whose writing never completed (an earlier fit was "
+                         f"interrupted); delete it or choose another cache_path.")
     return attrs
+
+
+def claim_cache_dir(path) -> None:
+    """Create ``path`` if needed and claim it for this fit's cache, atomically.
+
+    The claim is :data:`CLAIM_FILE`, created with ``O_EXCL``: of several fits that found the
+    path new or empty (:func:`inspect_cache_path`) and now start writing there, exactly one
+    succeeds. A fit whose claim succeeds owns the directory's content until
+    :func:`finish_cache`; a fit whose claim fails has written and may remove nothing.
+
+    Raises
+    ------
+    ValueError
+        Another fit claimed ``path`` first, something else was written there since it was
+        inspected, or it cannot be created. Nothing that was there is modified.
+    """
+    claim = os.path.join(str(path), CLAIM_FILE)
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        raise ValueError(f"cache_path {str(path)!r}: another fit started writing a cache there "
+                         f"while this one fitted its bins; nothing was written or removed. Wait "
+                         f"for it and reuse its cache, or choose another cache_path.") from None
+    except OSError as e:
+        raise ValueError(f"cache_path {str(path)!r} cannot be used: {e}") from e
+    os.close(fd)
+    others = sorted(c.name for c in Path(path).iterdir() if c.name != CLAIM_FILE)
+    if others:
+        os.unlink(claim)
+        raise ValueError(f"cache_path {str(path)!r} is no longer empty (it now holds "
+                         f"{', '.join(others[:3])}{' ...' if len(others) > 3 else ''}); it was "
+                         f"left untouched. Choose another cache_path.")
 
 
 def hash_rows(h, rows) -> None:
@@ -298,7 +377,9 @@ def fingerprint_parts(params, bin_mapper, bundler, sets, sample_sha256: str) -> 
     bin_mapper, bundler : fitted BinMapper, fitted FeatureBundler or None
     sets : dict of str to dict
         Per set (``"train"``, ``"eval_0"``...): ``shape`` (n_rows, n_features), ``bounds``
-        (partition row offsets) and ``edge_sha256`` (hash of its first and last rows).
+        (partition row offsets) and ``edge_sha256`` (hash of its first and last rows); per eval
+        set also ``sample_sha256``, the hash of its rows at the indices a bin sample of its size
+        would take (every row of an eval set of at most ``bin_construct_sample_cnt`` rows).
     sample_sha256 : str
         Hash of the training rows the bin mapper was fitted on (:func:`hash_rows`).
     """
@@ -311,6 +392,7 @@ def fingerprint_parts(params, bin_mapper, bundler, sets, sample_sha256: str) -> 
         "bundles": None if bundler is None else _sha(bundler.to_dict()),
         "bin_sample": sample_sha256,
         "edge_rows": {k: v["edge_sha256"] for k, v in sets.items()},
+        "eval_sample": {k: v["sample_sha256"] for k, v in sets.items() if "sample_sha256" in v},
     }
 
 
@@ -324,7 +406,9 @@ _PART_NAMES = {"shapes": "the number of rows or features of a data set (or the e
                "bin_settings": "the bin settings", "bins": "the fitted bins",
                "bundles": "the feature bundles (EFB)",
                "bin_sample": "the content of the rows sampled to fit the bins",
-               "edge_rows": "the content of the first or last rows of a data set"}
+               "edge_rows": "the content of the first or last rows of a data set",
+               "eval_sample": "the content of an eval set (its sampled rows: every row of an "
+                              "eval set of at most bin_construct_sample_cnt rows)"}
 
 
 def check_fingerprint(path, stored: dict, parts: dict) -> None:
@@ -350,9 +434,10 @@ def check_fingerprint(path, stored: dict, parts: dict) -> None:
 
 
 def create_cache(path, parts: dict, set_names, bytes_binned: int) -> None:
-    """Create the cache group at ``path`` (absent or an empty directory), marked incomplete."""
-    os.makedirs(path, exist_ok=True)
-    root = zarr.open_group(str(path), mode="w-", zarr_format=3)
+    """Create the cache group at ``path``, marked incomplete (``path`` claimed by this fit:
+    :func:`claim_cache_dir`, which also checked that it holds nothing else: hence ``mode="a"``,
+    as ``"w-"`` refuses a directory that holds the claim)."""
+    root = zarr.open_group(str(path), mode="a", zarr_format=3)
     for name in set_names:
         root.create_group(name)
     root.attrs.update({"format": CACHE_FORMAT, "version": CACHE_VERSION, "complete": False,
@@ -371,6 +456,7 @@ def finish_cache(path, pieces: dict, seconds_write: float) -> None:
                                        for q in part] for part in v]
                                   for k, v in pieces.items()},
                        "seconds_write": float(seconds_write), "complete": True})
+    Path(path, CLAIM_FILE).unlink(missing_ok=True)
 
 
 def stored_pieces(attrs: dict, set_name: str) -> list:
@@ -525,9 +611,18 @@ def remove_cache(path, keep_dir: bool = False) -> None:
 def cluster_memory_bytes(client) -> int:
     """Total ``memory_limit`` of the cluster's workers, in bytes.
 
-    A worker without a limit (0 or None) counts as this machine's physical memory.
+    Workers without a limit (0 or None) share their host's memory: each host with such workers
+    adds at most this machine's physical memory, minus what the limited workers of that host
+    already count (a host's memory is not counted once per unlimited worker).
     """
     import psutil
     machine = int(psutil.virtual_memory().total)
-    workers = client.scheduler_info()["workers"].values()
-    return int(sum(int(w.get("memory_limit") or 0) or machine for w in workers))
+    limited, unlimited = {}, set()
+    for w in client.scheduler_info()["workers"].values():
+        host = w.get("host") or w.get("address", "")
+        limit = int(w.get("memory_limit") or 0)
+        if limit:
+            limited[host] = limited.get(host, 0) + limit
+        else:
+            unlimited.add(host)
+    return int(sum(limited.values()) + sum(max(0, machine - limited.get(h, 0)) for h in unlimited))

@@ -44,10 +44,10 @@ from oocgbdt.dask.binning import fit_bin_mapper, sample_row_indices
 from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.booster import Booster
 from oocgbdt.dask.cache import (EDGE_ROWS, abort_writes, cached_bins, cached_partition,
-                                check_fingerprint, cluster_memory_bytes, create_cache,
-                                directory_bytes, finish_cache, fingerprint_parts, hash_rows,
-                                inspect_cache_path, partition_path, piece_groups, remove_cache,
-                                stored_pieces, write_piece)
+                                check_fingerprint, claim_cache_dir, cluster_memory_bytes,
+                                create_cache, directory_bytes, finish_cache, fingerprint_parts,
+                                hash_rows, inspect_cache_path, partition_path, piece_groups,
+                                remove_cache, stored_pieces, write_piece)
 from oocgbdt.dask.cluster import client_for_training, find_client
 from oocgbdt.dask.heap import release_heap, training_heap
 from oocgbdt.dask.io import align_rows, as_row_chunked, check_values, is_lazy, is_sparse
@@ -166,6 +166,17 @@ def _edge_sha256(X, compute) -> str:
     h = hashlib.sha256()
     hash_rows(h, first)
     hash_rows(h, last)
+    return h.hexdigest()
+
+
+def _sample_sha256(X, params, compute) -> str:
+    """Hash of the rows of ``X`` at the indices of a bin sample of its size (every row of a set
+    of at most ``bin_construct_sample_cnt`` rows): the content part of an eval set's cache
+    fingerprint."""
+    idx = sample_row_indices(X.shape[0], int(params["bin_construct_sample_cnt"]),
+                             int(params["seed"]))
+    h = hashlib.sha256()
+    hash_rows(h, compute(X if idx is None else X[idx])[0])
     return h.hexdigest()
 
 
@@ -360,14 +371,19 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         evals.append((eval_names[i], Xe, ye, we))
 
     cache_path = params["cache_path"]
-    stored = None
+    stored, dir_existed = None, False
     if cache_path is not None:
         if params["cache"] == "memory":
             raise ValueError(f"cache_path={cache_path!r} was given with cache='memory'; the path "
                              f"is only used by cache='disk' (or 'auto'). Drop one of them.")
-        cache_path = os.path.abspath(cache_path)  # a str (resolve_params)
+        if not str(cache_path).strip():
+            raise ValueError(f"cache_path={cache_path!r} is empty; give a directory, or None for "
+                             f"a temporary one.")
+        cache_path = os.path.abspath(os.path.expanduser(cache_path))  # a str (resolve_params)
         params["cache_path"] = cache_path
         stored = inspect_cache_path(cache_path)  # raises now, before any work, if not ours
+        # A directory that exists (empty) before this fit is kept, emptied, if its write fails.
+        dir_existed = stored is None and os.path.isdir(cache_path)
 
     lazy = any(is_lazy(v) for v in [X, y, sample_weight] + [p for e in eval_set for p in e])
     client = find_client(client)
@@ -377,7 +393,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     # client's cluster when there is one (the data may only be reachable from there).
     _check_labels_and_weights(yd, wd, evals, objective,
                               _threaded_compute if client is None else _client_compute(client))
-    cache_root, remove_root, dir_existed = None, False, False
+    cache_root, remove_root = None, False
     try:
         with (nullcontext(None) if local else client_for_training(client)) as c, \
                 (nullcontext() if c is None else c.as_current()):
@@ -423,7 +439,9 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                     parts = fingerprint_parts(
                         params, bin_mapper, bundler,
                         {s: dict(shape=Xs.shape, bounds=bounds[s],
-                                 edge_sha256=_edge_sha256(Xs, compute))
+                                 edge_sha256=_edge_sha256(Xs, compute),
+                                 **({} if s == "train" else
+                                    {"sample_sha256": _sample_sha256(Xs, params, compute)}))
                          for s, Xs, _, _ in sets}, h.hexdigest())
                     if cache_path is None:
                         cache_root, remove_root = tempfile.mkdtemp(prefix="oocgbdt-cache-"), True
@@ -434,7 +452,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                         reused = True
                         pieces = {s: stored_pieces(stored, s) for s, *_ in sets}
                     else:
-                        dir_existed = os.path.isdir(cache_root)
+                        claim_cache_dir(cache_root)  # raises, removing nothing, if not ours
                         remove_root = True  # until the cache is complete
                         create_cache(cache_root, parts, [s for s, *_ in sets], bytes_binned)
                 samples.clear()

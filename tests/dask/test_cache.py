@@ -262,7 +262,8 @@ def test_named_cache_is_kept_and_reused_without_binning_again(tmp_path, monkeypa
     assert _snapshot(path) == before  # nothing written, nothing touched
 
 
-@pytest.mark.parametrize("change", ["data", "max_bin", "partition_rows", "eval_set"])
+@pytest.mark.parametrize("change", ["data", "max_bin", "partition_rows", "eval_set",
+                                    "eval_set_middle"])
 def test_fingerprint_mismatch_raises_and_leaves_the_store_untouched(tmp_path, change):
     X, y = _synthetic(n=3000)
     Xv, yv = _synthetic(n=600, seed=1)
@@ -278,10 +279,15 @@ def test_fingerprint_mismatch_raises_and_leaves_the_store_untouched(tmp_path, ch
         p2 = dict(p, max_bin=63)
     elif change == "partition_rows":
         p2 = dict(p, partition_rows=1500)
-    else:
+    elif change == "eval_set":
         ev2 = [(Xv[::-1].copy(), yv)]
+    else:  # one value away from either end of the eval set (version 2 hashed only its ends)
+        Xv2 = Xv.copy()
+        Xv2[300, 2] += 1.0
+        ev2 = [(Xv2, yv)]
     expected = {"data": "sampled", "max_bin": "max_bin: cache 255, now 63",
-                "partition_rows": "partition boundaries", "eval_set": "first or last rows"}[change]
+                "partition_rows": "partition boundaries", "eval_set": "first or last rows",
+                "eval_set_middle": "the content of an eval set"}[change]
     with pytest.raises(ValueError, match=expected) as err:
         oocgbdt.train(p2, X2, y, eval_set=ev2, verbose=False)
     assert "left untouched" in str(err.value) and path in str(err.value)
@@ -313,6 +319,85 @@ def test_a_path_that_is_not_an_oocgbdt_cache_raises_before_any_work(tmp_path, mo
     with pytest.raises(TypeError, match="cache_path must be a str, a path-like or None"):
         oocgbdt.train(dict(PARAMS, cache="disk", cache_path=3), X, y)
     assert not (tmp_path / "new").exists()
+
+
+def test_unusable_cache_paths_raise_before_any_work(tmp_path, monkeypatch):
+    X, y = _synthetic(n=1000)
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("no work may start")
+    monkeypatch.setattr(training, "fit_bin_mapper", no_work)
+    store = str(tmp_path / "data.zarr")
+    write_dataset(store, X, y)
+    a_file = tmp_path / "afile"
+    a_file.write_text("keep")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    snap = _snapshot(store)
+    cases = {os.path.join(store, "cache"): "inside the Zarr store",
+             os.path.join(store, "X", "c"): "inside the Zarr store",
+             str(a_file / "sub"): "is a file, not a directory",
+             str(tmp_path / "dangling"): "symbolic link to a missing target",
+             "": "is empty", "  ": "is empty"}
+    for path, expected in cases.items():
+        with pytest.raises(ValueError, match=expected):
+            oocgbdt.train(dict(PARAMS, cache="disk", cache_path=path), X, y, verbose=False)
+    assert _snapshot(store) == snap and a_file.read_text() == "keep"
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_tilde_in_cache_path_is_the_home_directory(tmp_path, monkeypatch):
+    X, y = _synthetic(n=1000)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    b = oocgbdt.train(dict(PARAMS, cache="disk", cache_path="~/c"), X, y, verbose=False)
+    assert b.cache_report["path"] == str(tmp_path / "c") and b.cache_report["kept"]
+    assert not (tmp_path / "~").exists()
+
+
+def test_a_fit_that_loses_the_race_for_a_new_cache_path_removes_nothing(tmp_path, monkeypatch):
+    """Two fits that both found ``cache_path`` new: the one that claims it second (here, the
+    other claims it while this one fits its bins) stops with an error and leaves the other's
+    files alone; the other then completes its cache, which a later fit reuses."""
+    X, y = _synthetic(n=3000)
+    path = tmp_path / "cache"
+    real = training.fit_bin_mapper
+
+    def other_fit_claims_meanwhile(*args, **kwargs):
+        cache_mod.claim_cache_dir(path)
+        (path / "train").mkdir()  # what the other fit has written so far
+        return real(*args, **kwargs)
+    monkeypatch.setattr(training, "fit_bin_mapper", other_fit_claims_meanwhile)
+    with pytest.raises(ValueError, match="another fit started writing a cache there"):
+        oocgbdt.train(dict(PARAMS, cache="disk", cache_path=str(path)), X, y, verbose=False)
+    assert sorted(os.listdir(path)) == sorted([cache_mod.CLAIM_FILE, "train"])
+    monkeypatch.setattr(training, "fit_bin_mapper", real)
+    with pytest.raises(ValueError, match="another fit is writing now"):  # inspected: not ours
+        oocgbdt.train(dict(PARAMS, cache="disk", cache_path=str(path)), X, y, verbose=False)
+    assert sorted(os.listdir(path)) == sorted([cache_mod.CLAIM_FILE, "train"])
+
+
+def test_claim_cache_dir_admits_one_fit(tmp_path):
+    path = tmp_path / "c"
+    cache_mod.claim_cache_dir(path)
+    with pytest.raises(ValueError, match="another fit started writing"):
+        cache_mod.claim_cache_dir(path)
+    other = tmp_path / "d"
+    other.mkdir()
+    (other / "theirs.txt").write_text("x")  # written after the inspection, before the claim
+    with pytest.raises(ValueError, match="no longer empty"):
+        cache_mod.claim_cache_dir(other)
+    assert os.listdir(other) == ["theirs.txt"]
+
+
+def test_a_completed_cache_holds_no_claim_and_is_reused(tmp_path):
+    X, y = _synthetic(n=3000)
+    path = tmp_path / "cache"
+    p = dict(PARAMS, cache="disk", cache_path=str(path))
+    first = oocgbdt.train(p, X, y, verbose=False)
+    assert cache_mod.CLAIM_FILE not in os.listdir(path)
+    again = oocgbdt.train(p, X, y, verbose=False)
+    assert again.cache_report["reused"]
+    _same(first, again, X)
 
 
 @pytest.mark.parametrize("on_cluster", [False, True], ids=["in-process", "cluster"])
@@ -385,9 +470,28 @@ def test_cluster_memory_bytes_sums_worker_limits():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, memory_limit="3GB",
                       dashboard_address=":0") as cl, Client(cl) as c:
         assert cluster_memory_bytes(c) == 6_000_000_000
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit=0,
+    # Workers without a limit share their host's memory: counted once per host, not per worker.
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False, memory_limit=0,
                       dashboard_address=":0") as cl, Client(cl) as c:
         assert cluster_memory_bytes(c) == psutil.virtual_memory().total
+
+
+def test_cluster_memory_bytes_counts_each_hosts_unlimited_memory_once():
+    import psutil
+    machine = psutil.virtual_memory().total
+
+    class FakeClient:
+        def __init__(self, workers):
+            self.workers = workers
+
+        def scheduler_info(self):
+            return {"workers": {f"tcp://{h}:{i}": {"host": h, "memory_limit": m}
+                                for i, (h, m) in enumerate(self.workers)}}
+    two_hosts = [("a", 0), ("a", None), ("b", 0)]
+    assert cluster_memory_bytes(FakeClient(two_hosts)) == 2 * machine
+    # a limited worker beside unlimited ones on its host: the host still counts once
+    mixed = [("a", 0), ("a", 1000), ("c", 2000)]
+    assert cluster_memory_bytes(FakeClient(mixed)) == machine + 2000
 
 
 def test_after_the_write_pass_workers_hold_only_small_partition_state(tmp_path, monkeypatch):
