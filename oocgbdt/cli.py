@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -240,8 +241,17 @@ def _cmd_train(args) -> int:
 
     model_path = _path(args.model)
     _check_new_file(model_path, args.overwrite, "model file")
+    if model_path.exists() and not _is_model_file(model_path):
+        raise CLIError(f"refusing to overwrite '{model_path}': --overwrite only replaces an "
+                       f"oocgbdt model file, and this is not one. Remove it yourself or choose "
+                       f"another --model.")
     user_params = _collect_params(args)
     params = resolve_params(user_params)  # bad names/values fail here, before any data is read
+    cache_path = params["cache_path"]
+    if cache_path is not None and _path(cache_path) in (model_path, *model_path.parents):
+        raise CLIError(f"--cache-path '{cache_path}' and --model '{model_path}' overlap: the "
+                       f"model file would be written at or inside the cache directory; give "
+                       f"them different paths.")
     gave_verbose = any(ALIASES.get(k) == "verbose" for k in user_params)
     verbose = None if gave_verbose else not args.quiet
     if args.quiet:
@@ -309,7 +319,22 @@ def _cmd_train(args) -> int:
         how = ("reused, not binned again" if report.get("reused") else
                "written; a later run on the same data and bin settings reuses it")
         print(f"Disk cache of the binned rows at {report['path']} ({how}).")
+    elif report.get("mode") == "memory" and params["cache_path"] is not None:
+        print(f"The binned rows were kept in memory ({report.get('reason')}); nothing was "
+              f"written to --cache-path '{params['cache_path']}'.")
     return 0
+
+
+def _is_model_file(path: Path) -> bool:
+    """Whether ``path`` starts like a model written by ``Booster.save_model`` (reads 64 bytes)."""
+    from oocgbdt.core.booster import MODEL_FORMAT
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return False
+    return head.startswith(b'{"format": "' + MODEL_FORMAT.encode() + b'"')
 
 
 # ------------------------------------------------------------------------------------------
@@ -326,6 +351,11 @@ def _is_text_out(path: Path) -> bool:
 def _check_out(out: Path, overwrite: bool) -> None:
     if _is_text_out(out):
         _check_new_file(out, overwrite, "output file")
+        if out.exists() and not _is_prediction_text(out):
+            raise CLIError(f"refusing to overwrite '{out}': --overwrite only replaces predictions "
+                           f"written by `oocgbdt predict` (a header of prediction or raw_score "
+                           f"columns), and this file is not. Remove it yourself or choose another "
+                           f"OUT.")
         return
     if out.exists() or out.is_symlink():
         if not overwrite:
@@ -357,6 +387,18 @@ def _commit_dir(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
     else:
         os.rename(tmp, out)
+
+
+def _is_prediction_text(path: Path) -> bool:
+    """Whether the first line of ``path`` is a header :func:`_column_names` writes."""
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(4096).decode("ascii", errors="replace").strip()
+    except OSError:
+        return False
+    fields = re.split(r"[,\t]", first)
+    return bool(first) and all(re.fullmatch(r"(prediction|raw_score)(_class_\d+)?", f)
+                               for f in fields)
 
 
 def _column_names(booster, raw_score: bool) -> list:

@@ -128,6 +128,43 @@ def test_train_refuses_existing_model(workspace, capsys):
     assert model.read_bytes() == before
 
 
+def test_train_overwrite_replaces_only_a_model_file(workspace, tmp_path, capsys):
+    train = str(workspace / "train.zarr")
+    data = tmp_path / "mydata.tsv"
+    data.write_text("a\tb\n1\t2\n")
+    assert main(["train", train, "--model", str(data), "--overwrite", "--quiet",
+                 "--param", "n_estimators=1"]) == 2
+    line = _err_line(capsys, "train")
+    assert "refusing to overwrite" in line and "not" in line and "model file" in line
+    assert data.read_text() == "a\tb\n1\t2\n"
+    model = tmp_path / "m.json"
+    for _ in range(2):  # a new model file, then --overwrite replaces the model file
+        assert main(["train", train, "--model", str(model), "--overwrite", "--quiet",
+                     "--param", "n_estimators=1"]) == 0
+    assert Booster.load_model(model).num_trees() == 1
+
+
+def test_train_cache_path_overlapping_the_model_fails_before_training(workspace, tmp_path,
+                                                                      capsys):
+    train, model = str(workspace / "train.zarr"), tmp_path / "m.json"
+    for cache in (model, tmp_path):  # the model's own path, or a folder holding it
+        assert main(["train", train, "--model", str(model), "--cache", "disk",
+                     "--cache-path", str(cache), "--param", "n_estimators=1"]) == 2
+        line = _err_line(capsys, "train")
+        assert "overlap" in line and "--cache-path" in line
+        assert capsys.readouterr().out == ""  # nothing trained
+    assert not model.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_train_says_when_a_named_cache_path_was_not_used(workspace, tmp_path, capsys):
+    cache = tmp_path / "c"
+    assert main(["train", str(workspace / "train.zarr"), "--model", str(tmp_path / "m.json"),
+                 "--cache-path", str(cache), "--param", "n_estimators=1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert f"nothing was written to --cache-path '{cache}'" in out and "in memory" in out
+    assert not cache.exists()
+
+
 def test_train_errors(workspace, tmp_path, capsys):
     train = str(workspace / "train.zarr")
     model = str(tmp_path / "m.json")
@@ -262,6 +299,19 @@ def test_predict_errors(workspace, tmp_path, capsys):
     assert main(["predict", model, str(headerless), out]) == 2
     assert "--label" in _err_line(capsys, "predict")
     assert not (tmp_path / "p.csv").exists()
+
+
+def test_predict_overwrite_replaces_only_predictions(workspace, tmp_path, capsys):
+    model, data = str(workspace / "model.json"), str(workspace / "valid.zarr")
+    user_file = tmp_path / "mine.csv"
+    user_file.write_text("a,b\n1,2\n")
+    assert main(["predict", model, data, str(user_file), "--overwrite"]) == 2
+    assert "refusing to overwrite" in _err_line(capsys, "predict")
+    assert user_file.read_text() == "a,b\n1,2\n"
+    out = tmp_path / "p.tsv"
+    for flag in ([], ["--raw-score"]):  # new, then replaced by predict's own output
+        assert main(["predict", model, data, str(out), "--overwrite"] + flag) == 0
+    assert out.read_text().splitlines()[0] == "raw_score"
 
 
 def test_predict_multiclass_csv_columns(tmp_path, capsys):
