@@ -322,8 +322,9 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     ------
     ValueError, TypeError
         Invalid parameters or inputs, before any training work starts; a ``cache_path`` that
-        exists and is not a complete oocgbdt cache (before any work), or holds the cache of
-        other data or bin settings (after the bins are fitted; the store is left untouched).
+        exists and is not a complete oocgbdt cache, lies inside a Zarr store or cannot be
+        created (before any work), holds the cache of other data or bin settings, or that
+        another fit claimed first (after the bins are fitted; the store is left untouched).
 
     Notes
     -----
