@@ -15,7 +15,8 @@ import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _num_samples, check_array, check_is_fitted, validate_data
+from sklearn.utils.validation import (_num_features, _num_samples, check_is_fitted,
+                                      validate_data)
 
 from oocgbdt.dask.io import align_rows, as_dask_array, as_row_chunked, is_lazy
 from oocgbdt.dask.training import train
@@ -47,9 +48,9 @@ _PARAMS_DOC = """
         Maximum bins per feature (the NaN bin included).
     subsample_for_bin : int, default 200000
         Rows sampled to find bin boundaries (``bin_construct_sample_cnt``).
-    random_state : int, numpy.random.RandomState or None, default None
+    random_state : int, numpy.random.RandomState, numpy.random.Generator or None, default None
         Master seed (LightGBM ``seed``; None means 0, so training is deterministic; a
-        RandomState gives one draw of it). It keys the rows sampled for bin boundaries, the
+        RandomState or Generator gives one draw of it; anything else raises a TypeError). It keys the rows sampled for bin boundaries, the
         bagging and GOSS draws (together with LightGBM's default ``bagging_seed`` 3),
         ``colsample_bytree``'s draws (with ``feature_fraction_seed`` 2) and
         ``feature_screening``'s draws.
@@ -242,10 +243,18 @@ class _GBDTModel(BaseEstimator):
                 Xe, ye = pair
                 if not is_lazy(Xe):
                     _check_X_shape_and_kind(Xe, f"eval_set[{i}] X")
-                    with _name_conversion_errors(f"eval_set[{i}] X"):
-                        Xe = check_array(Xe, ensure_all_finite=False, dtype=np.float32,
-                                         accept_sparse=("csr", "csc", "coo"),
-                                         input_name=f"eval_set[{i}] X")
+                    try:
+                        n_e = _num_features(Xe)
+                    except TypeError:
+                        n_e = None  # validate_data below says what is wrong
+                    if n_e is not None and n_e != self.n_features_in_:
+                        raise ValueError(f"eval_set[{i}] X has {n_e} features but X has "
+                                         f"{self.n_features_in_}; they must match.")
+                    # As predict: the features of fit, by name when fit had names (columns
+                    # reordered or renamed raise, instead of being scored by position).
+                    with _name_conversion_errors(f"eval_set[{i}] X"), _named(f"eval_set[{i}] X"):
+                        Xe = validate_data(self, Xe, reset=False, ensure_all_finite=False,
+                                           dtype=np.float32, accept_sparse=("csr", "csc", "coo"))
                 checked.append((Xe, self._encode_y(ye, f"eval_set[{i}] y")))
             eval_set = checked
         self.booster_ = train(params, X, y, sample_weight=sample_weight, eval_set=eval_set,
@@ -297,6 +306,17 @@ def _name_conversion_errors(name):
         raise
 
 
+@contextmanager
+def _named(name):
+    """Prefix scikit-learn's feature-name and feature-count errors with the argument's name."""
+    try:
+        yield
+    except ValueError as e:
+        if "feature" in str(e) and not str(e).startswith(name):
+            raise ValueError(f"{name}: {e}") from e
+        raise
+
+
 def _with_sklearn_names(message, params):
     """Add the estimator's names to a message that names parameters by LightGBM's names only.
 
@@ -314,8 +334,17 @@ def _with_sklearn_names(message, params):
 
 
 def p_seed(random_state):
+    """``random_state`` as an int seed: an int, or one draw from a RandomState or Generator
+    (as LightGBM's estimators take them)."""
     if isinstance(random_state, np.random.RandomState):
         return int(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**31 - 1))
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state,
+                                                                   (int, np.integer)):
+        raise TypeError(f"random_state must be None, an int, a numpy.random.RandomState or a "
+                        f"numpy.random.Generator; got {type(random_state).__name__} "
+                        f"{random_state!r}.")
     return int(random_state)
 
 

@@ -305,6 +305,42 @@ def test_eval_set_with_another_feature_count(cluster):
                             eval_set=[(X, y), (_dask(np.ones((N, 5))), _poisoned(y))])
 
 
+def test_eval_set_dataframe_with_other_columns_than_fit():
+    """Scored by position, a reordered eval frame gave wrong metrics and early stopping."""
+    import pandas as pd
+    X, y = _data()
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    for cols in (["d", "b", "c", "a"], ["w", "x", "y", "z"]):
+        other = pd.DataFrame(X, columns=cols)
+        with pytest.raises(ValueError, match=r"eval_set\[0\] X: The feature names should match"):
+            GBDTRegressor().fit(df, y, eval_set=[(other, y)])
+
+
+def test_eval_names_and_eval_sample_weight_must_fit_the_eval_sets(cluster):
+    X, y = _data()
+    ev = [(X, y), (X[:50], y[:50])]
+    with pytest.raises(ValueError, match="eval_names must be distinct.*'a' is given more"):
+        oocgbdt.train(BINARY, X, y, eval_set=ev, eval_names=["a", "a"])
+    with pytest.raises(TypeError, match="eval_names must be a list of str"):
+        oocgbdt.train(BINARY, X, y, eval_set=ev[:1], eval_names="a")
+    for weights in ([np.ones(N)], [np.ones(N), None, np.ones(N)]):
+        with pytest.raises(ValueError, match=f"eval_sample_weight has {len(weights)} entries "
+                                             f"for 2 eval sets"):
+            oocgbdt.train(BINARY, X, y, eval_set=ev, eval_sample_weight=weights)
+    with pytest.raises(TypeError, match="eval_sample_weight must be a list.*got ndarray"):
+        oocgbdt.train(BINARY, X, y, eval_set=ev[:1], eval_sample_weight=np.ones(N))
+    with pytest.raises(ValueError, match="eval_names must be distinct"):
+        GBDTRegressor().fit(_dask(X), _poisoned(y), eval_set=ev, eval_names=["v", "v"],
+                             client=cluster)
+
+
+def test_random_state_of_another_type():
+    X, y = _data()
+    for bad in (1.5, "0", True):
+        with pytest.raises(TypeError, match="random_state must be None, an int"):
+            GBDTRegressor(random_state=bad).fit(X, y)
+
+
 def test_eval_set_with_unseen_class(cluster):
     X, y = _data()
     labels = np.array(["no", "yes"])[y.astype(int)]

@@ -336,6 +336,18 @@ def test_pickle_round_trip_without_client(Est, cluster):
     assert loaded.get_params() == est.get_params()
 
 
+def test_random_state_generator_gives_one_draw_of_the_seed():
+    """A numpy Generator is one draw of the seed, as a RandomState is (LightGBM takes both)."""
+    X, y = _regression()
+    params = dict(n_estimators=5, subsample=0.5, subsample_freq=1)
+    from_generator = GBDTRegressor(random_state=np.random.default_rng(7), **params).fit(X, y)
+    seed = int(np.random.default_rng(7).integers(0, 2**31 - 1))
+    from_int = GBDTRegressor(random_state=seed, **params).fit(X, y)
+    other = GBDTRegressor(random_state=seed + 1, **params).fit(X, y)
+    np.testing.assert_array_equal(from_generator.predict(X), from_int.predict(X))
+    assert not np.array_equal(other.predict(X), from_int.predict(X))  # the seed matters here
+
+
 # ---------------------------------------------------------------------------------------------
 # parity with LightGBM on real data (../shared/data)
 # ---------------------------------------------------------------------------------------------

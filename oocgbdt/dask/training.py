@@ -292,8 +292,9 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         Scored after every round with ``params["metric"]``; the last one decides early stopping
         together with the others (LightGBM's rule: any metric of any set that stops improving).
     eval_names : list of str, optional
-        Names for ``eval_set`` (default ``valid_0``, ``valid_1``, ...).
-    eval_sample_weight : list of array-like, optional
+        Distinct names for ``eval_set`` (default ``valid_0``, ``valid_1``, ...).
+    eval_sample_weight : list of (array-like or None), optional
+        One entry per eval set: its row weights, or None for none.
     feature_names : list of str, optional
     client : distributed.Client, optional
         Cluster to train on; default the current default client, else an embedded LocalCluster
@@ -355,9 +356,23 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                          f"features.")
     evals = []
     eval_set = list(eval_set or [])
+    if isinstance(eval_names, str):
+        raise TypeError(f"eval_names must be a list of str, one per eval set; got the str "
+                        f"{eval_names!r}.")
     eval_names = list(eval_names) if eval_names is not None else [f"valid_{i}" for i in range(len(eval_set))]
     if len(eval_names) != len(eval_set):
         raise ValueError(f"eval_names has {len(eval_names)} names for {len(eval_set)} eval sets.")
+    repeated = sorted({str(n) for n in eval_names if eval_names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"eval_names must be distinct (results are keyed by name); "
+                         f"{', '.join(map(repr, repeated))} is given more than once.")
+    if eval_sample_weight is not None:
+        if not isinstance(eval_sample_weight, (list, tuple)):
+            raise TypeError(f"eval_sample_weight must be a list with one entry (array-like or "
+                            f"None) per eval set; got {type(eval_sample_weight).__name__}.")
+        if len(eval_sample_weight) != len(eval_set):
+            raise ValueError(f"eval_sample_weight has {len(eval_sample_weight)} entries for "
+                             f"{len(eval_set)} eval sets; give one (array-like or None) per set.")
     for i, pair in enumerate(eval_set):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError(f"eval_set[{i}] must be an (X, y) pair, got {type(pair).__name__}.")
