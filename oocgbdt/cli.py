@@ -436,10 +436,9 @@ def _csv_frames(path: Path, booster, args):
     elif args.no_header:
         header = None
     else:
-        import re
-        fields = re.split(sep, first) if sep == r"\s+" else first.split(sep)
-        header = None if all(cv._is_number(f) for f in fields) else 0
-    columns = list(pd.read_csv(path, sep=sep, header=header, nrows=0 if header == 0 else 1).columns)
+        header = None if all(cv._is_number(f) for f in cv._split_fields(first, sep)) else 0
+    columns = list(pd.read_csv(path, sep=sep, header=header, index_col=False,
+                               nrows=0 if header == 0 else 1).columns)
     dropped = []
     if args.label is not None:
         dropped.append(cv._resolve_column(args.label, columns, "label", path))
@@ -447,7 +446,15 @@ def _csv_frames(path: Path, booster, args):
         dropped.append(cv._resolve_column(d, columns, "drop", path))
     remaining = [c for c in columns if c not in dropped]
     names = [str(c) for c in booster.feature_names]
-    by_name = header == 0 and all(n in map(str, remaining) for n in names)
+    given = {str(c) for c in remaining}
+    by_name = header == 0 and all(n in given for n in names)
+    if header == 0 and not by_name and given & set(names):
+        # The header names some of the model's features: matching the others by position
+        # would feed wrong columns silently.
+        missing = [n for n in names if n not in given]
+        raise CLIError(f"DATA '{path}' names some of the model's features in its header but not "
+                       f"{missing[:20]}{'...' if len(missing) > 20 else ''}; give every feature "
+                       f"the model was trained on.")
     if by_name:
         lookup = {str(c): c for c in remaining}
         use = [lookup[n] for n in names]
@@ -466,9 +473,9 @@ def _csv_frames(path: Path, booster, args):
                        f"expects {booster.n_features} ({names[:20]}{'...' if len(names) > 20 else ''})."
                        f"{hint}")
     reader = pd.read_csv(path, sep=sep, header=header, chunksize=args.chunk_rows,
-                         compression="infer", usecols=use, skip_blank_lines=True)
+                         compression="infer", usecols=use, skip_blank_lines=True, index_col=False)
     with reader:
-        for frame in reader:
+        for frame in cv._parse_warnings_as_errors(reader, path):
             try:
                 yield frame[use].to_numpy(dtype=X_DTYPE, na_value=np.nan)
             except (ValueError, TypeError) as exc:

@@ -285,6 +285,21 @@ def test_predict_from_csv_matches_booster(workspace, tmp_path, out_name):
     np.testing.assert_array_equal(got, expected)
 
 
+def test_predict_csv_naming_only_some_features_is_refused(workspace, tmp_path, capsys):
+    """With as many columns as features, a header naming only some of them was matched by
+    position: every column fed to a wrong feature, exit 0."""
+    frame = pd.read_csv(workspace / "valid.csv").drop(columns=["row_id", "target"])
+    cols = list(frame.columns)
+    partial = frame.rename(columns={cols[-1]: "other"})[[cols[1], cols[0]] + cols[2:-1] + ["other"]]
+    src = tmp_path / "partial.csv"
+    partial.to_csv(src, index=False)
+    out = tmp_path / "p.csv"
+    assert main(["predict", str(workspace / "model.json"), str(src), str(out)]) == 2
+    line = _err_line(capsys, "predict")
+    assert "names some of the model's features" in line and f"['{cols[-1]}']" in line
+    assert not out.exists()
+
+
 def test_predict_errors(workspace, tmp_path, capsys):
     model = str(workspace / "model.json")
     out = str(tmp_path / "p.csv")

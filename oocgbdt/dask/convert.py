@@ -7,7 +7,12 @@ The source is read ``chunk_rows`` rows at a time and each block is appended to a
 Readers
 -------
 - CSV/TSV (also ``.gz``, ``.bz2``, ``.xz``, ``.zip`` with one member): ``pandas.read_csv`` with
-  ``chunksize=chunk_rows``.
+  ``chunksize=chunk_rows`` and ``index_col=False``; a row with more fields than the header is an
+  error (pandas would otherwise drop the extra fields, or take the first field of every row as
+  an index and shift every column). A row with FEWER fields is padded with NaN, as pandas does:
+  it cannot be told apart from empty trailing fields without a second parse. Blank-separated
+  files split on a single space unless the first line pads fields with runs of blanks
+  (:func:`_sniff_sep`).
 - Parquet (a file, or a directory of ``*.parquet`` files read in sorted order):
   ``pyarrow.parquet.ParquetFile.iter_batches(batch_size=chunk_rows)``, reading only the needed
   columns.
@@ -26,6 +31,7 @@ import itertools
 import lzma
 import os
 import re
+import warnings
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -120,13 +126,34 @@ def _looks_like_libsvm(line: bytes) -> bool:
     return len(tokens) >= 2 and all(_LIBSVM_TOKEN.match(t) for t in tokens[1:])
 
 
+def _sniff_libsvm(path: Path, max_lines: int = 50) -> bool:
+    """Whether the first data lines of ``path`` read as LibSVM: every line a label alone or
+    ``label idx:val ...``, and at least one line with features (a row without features is
+    valid LibSVM, so the first line alone cannot decide)."""
+    seen_features = False
+    with _open_binary(path) as fh:
+        for line in itertools.islice(fh, max_lines):
+            s = line.split(b"#", 1)[0].strip()
+            if not s:
+                continue
+            tokens = s.split()
+            if len(tokens) == 1:
+                if not _is_number(tokens[0].decode("utf-8", errors="replace")):
+                    return False
+                continue
+            if not _looks_like_libsvm(s):
+                return False
+            seen_features = True
+    return seen_features
+
+
 def infer_format(source: str | os.PathLike) -> str:
     """Infer the format of ``source`` from its extension (content sniffing for ``.txt``).
 
     ``.csv``/``.tsv`` -> ``"csv"``, ``.parquet``/``.pq`` (or a directory) -> ``"parquet"``,
     ``.svm``/``.libsvm``/``.svmlight`` -> ``"libsvm"``; a compression suffix (``.gz``, ``.bz2``,
     ``.xz``, ``.zip``) is looked through. For ``.txt`` and bare compressed files the first data
-    line decides between LibSVM (``label idx:val ...``) and CSV.
+    lines (up to 50) decide between LibSVM (``label idx:val ...``, or a label alone) and CSV.
 
     Parameters
     ----------
@@ -150,7 +177,7 @@ def infer_format(source: str | os.PathLike) -> str:
     if inner in _EXT_FORMATS:
         return _EXT_FORMATS[inner]
     if inner == ".txt" or (comp and not inner):
-        return "libsvm" if _looks_like_libsvm(_first_data_line(path)) else "csv"
+        return "libsvm" if _sniff_libsvm(path) else "csv"
     raise ValueError(
         f"Cannot infer the format of '{path}' from its extension {inner or '(none)'!r}; pass fmt= one of "
         f"{list(FORMATS)}. LightGBM's .train/.test files are TSV without header: fmt='csv', sep='\\t', "
@@ -184,12 +211,52 @@ def _is_number(token: str) -> bool:
 
 
 def _sniff_sep(line: str, inner_ext: str) -> str:
+    """The field separator, from the first non-blank line (stripped) of a CSV/TSV file.
+
+    Blank-separated files: a single space when the line has no run of blanks (what
+    ``DataFrame.to_csv(sep=" ")`` writes: an empty field is then two spaces, which ``\\s+``
+    would merge, shifting every later field of the row one column left), else any run of
+    whitespace (aligned columns padded with blanks).
+    """
     preferred = {".tsv": "\t", ".csv": ","}.get(inner_ext)
     candidates = ([preferred] if preferred else []) + ["\t", ",", ";", "|"]
     for c in candidates:
         if c in line:
             return c
-    return preferred or r"\s+"
+    if preferred:
+        return preferred
+    return " " if " " in line and "  " not in line else r"\s+"
+
+
+def _split_fields(line: str, sep: str) -> list:
+    """``line`` split by ``sep`` as the CSV reader will (``\\s+`` is a regular expression)."""
+    return re.split(sep, line) if sep == r"\s+" else line.split(sep)
+
+
+def _parse_warnings_as_errors(reader, path: Path) -> Iterator[pd.DataFrame]:
+    """Frames of a ``pd.read_csv`` chunk reader made with ``index_col=False``; rows with more
+    fields than the header (pandas drops the extra fields with a ``ParserWarning``) raise a
+    ValueError instead. Without ``index_col=False`` pandas silently took the first field of
+    every such row as the index, shifting every column."""
+    row0 = 0
+    frames = iter(reader)
+    while True:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.ParserWarning)
+            try:
+                frame = next(frames, None)
+            except pd.errors.ParserError as e:  # e.g. one row with an extra field
+                raise ValueError(f"'{path}': {str(e).strip()}") from e
+        for w in caught:
+            if issubclass(w.category, pd.errors.ParserWarning):
+                raise ValueError(f"'{path}': rows at or after data row {row0} have more fields than "
+                                 f"the header names ({w.message}); check the separator (sep=) and "
+                                 f"the header, or fix the file.")
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if frame is None:
+            return
+        row0 += len(frame)
+        yield frame
 
 
 def _read_csv_chunks(path: Path, *, sep: str, header: Optional[int], chunk_rows: int) -> Iterator[pd.DataFrame]:
@@ -202,9 +269,10 @@ def _read_csv_chunks(path: Path, *, sep: str, header: Optional[int], chunk_rows:
         compression="infer",
         comment=None,
         skip_blank_lines=True,
+        index_col=False,
     )
     with reader:
-        yield from reader
+        yield from _parse_warnings_as_errors(reader, path)
 
 
 def _parquet_files(path: Path) -> list[Path]:
@@ -251,9 +319,18 @@ def _read_parquet_chunks(path: Path, *, columns: Sequence[str], chunk_rows: int)
         pf = pq.ParquetFile(f)
         try:
             for batch in pf.iter_batches(batch_size=chunk_rows, columns=list(columns)):
-                yield batch.to_pandas()
+                # ignore_metadata: a pandas index stored in the file (``set_index("id")``) stays
+                # a column, as the schema lists it; nullable booleans become pandas' boolean
+                # dtype (NaN where null), not Python objects.
+                yield batch.to_pandas(ignore_metadata=True, types_mapper=_BOOL_AS_NULLABLE)
         finally:
             pf.close()
+
+
+def _BOOL_AS_NULLABLE(arrow_type):
+    import pyarrow as pa
+
+    return pd.BooleanDtype() if pa.types.is_boolean(arrow_type) else None
 
 
 def _non_numeric_error(path: Path, bad: Sequence[tuple]) -> ValueError:
@@ -313,6 +390,8 @@ def _tabular_blocks(
             nan_rows += int(np.isnan(frame[label_col].to_numpy(dtype=Y_DTYPE, na_value=np.nan)).sum())
             row0 += n
             continue
+        if n == 0:  # a header without data rows: every column reads as object
+            continue
         bad = []
         for c in needed:
             s = frame[c]
@@ -344,6 +423,10 @@ def _tabular_blocks(
         if w is not None and np.isnan(w).any():
             i = int(np.flatnonzero(np.isnan(w))[0])
             raise ValueError(f"'{path}': weight column {weight_col!r} has missing values (first at data row ~{row0 + i}).")
+        if w is not None and not (np.isfinite(w).all() and (w >= 0).all()):
+            i = int(np.flatnonzero(~(np.isfinite(w) & (w >= 0)))[0])
+            raise ValueError(f"'{path}': weight column {weight_col!r} must hold finite weights >= 0 "
+                             f"(as training requires); found {float(w[i])} (at data row ~{row0 + i}).")
         row0 += n
         yield X, y, w
     if nan_rows:
@@ -557,14 +640,14 @@ def convert(
             inner, _ = _split_ext(src)
             first = _first_data_line(src, skip_comments=False).decode("utf-8", errors="replace")
             sep_ = sep if sep is not None else _sniff_sep(first, inner)
+            if not first.strip():
+                raise ValueError(f"'{src}' has no data rows (the file is empty).")
             if header == "infer":
-                fields = re.split(sep_, first) if sep_ == r"\s+" else first.split(sep_)
-                header_ = None if all(_is_number(f) for f in fields) else 0
+                header_ = None if all(_is_number(f) for f in _split_fields(first, sep_)) else 0
             else:
                 header_ = header
-            columns = list(
-                pd.read_csv(src, sep=sep_, header=header_, nrows=0 if header_ == 0 else 1).columns
-            )
+            columns = list(pd.read_csv(src, sep=sep_, header=header_, index_col=False,
+                                       nrows=0 if header_ == 0 else 1).columns)
         else:
             if sep is not None:
                 raise ValueError("sep= does not apply to Parquet files.")

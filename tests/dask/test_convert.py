@@ -204,6 +204,22 @@ def test_parquet_is_streamed(tmp_path, frame, monkeypatch):
     assert ds.X.chunks[0] == (8,) * 5 + (7,)
 
 
+def test_parquet_with_a_stored_pandas_index_and_nullable_booleans(tmp_path):
+    """A named pandas index stays a column (it was moved into the frame's index: KeyError),
+    and a boolean column with nulls reads as 1/0/NaN (it was rejected as not numeric)."""
+    df = pd.DataFrame({"id": [10, 15, 12], "a": [1.5, 2.0, 3.0], "label": [0, 1, 0],
+                       "flag": pd.array([True, None, False], dtype="boolean")})
+    src = tmp_path / "d.parquet"
+    df.set_index("id").to_parquet(src)
+    ds = convert(src, tmp_path / "out", label="label", chunk_rows=2)
+    assert ds.feature_names == ("a", "flag", "id")
+    np.testing.assert_array_equal(
+        ds.X.compute(), np.array([[1.5, 1, 10], [2, np.nan, 15], [3, 0, 12]], np.float32))
+    np.testing.assert_array_equal(ds.y.compute(), [0, 1, 0])
+    by_index = convert(src, tmp_path / "out2", label="id")
+    np.testing.assert_array_equal(by_index.y.compute(), [10, 15, 12])
+
+
 def test_parquet_directory(tmp_path, frame):
     d = tmp_path / "parts"
     d.mkdir()
@@ -372,6 +388,70 @@ def test_inf_label(tmp_path, frame):
     frame.to_csv(src, index=False)
     with pytest.raises(ValueError, match="infinite"):
         convert(src, tmp_path / "out", label="target")
+
+
+@pytest.mark.parametrize("bad", [np.inf, -1.0])
+def test_weight_that_training_rejects_fails_at_conversion(tmp_path, frame, bad):
+    frame.loc[7, "w"] = bad
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match=r"weight column 'w' must hold finite weights >= 0.*"
+                                         rf"found {bad}.*row ~7"):
+        convert(src, tmp_path / "out", label="target", weight="w")
+    assert not (tmp_path / "out").exists()
+
+
+def test_space_separated_file_with_an_empty_field(tmp_path, frame):
+    """What ``to_csv(sep=" ")`` writes for NaN (two spaces) must not shift the row's fields
+    (any-whitespace splitting merged them: a feature's value became the label)."""
+    src = tmp_path / "data.txt"
+    frame.to_csv(src, index=False, sep=" ")
+    assert "  " in src.read_text() or " \n" in src.read_text()  # f_nan has empty fields
+    ds = convert(src, tmp_path / "out", label="target", chunk_rows=16)
+    oracle = pd.read_csv(src, sep=" ")
+    _check(ds, _features(oracle), oracle["target"].to_numpy(), 16)
+
+
+def test_aligned_columns_padded_with_blanks_still_read(tmp_path):
+    src = tmp_path / "aligned.txt"
+    src.write_text("a    b  label\n1.5  2    0\n10   3.25 1\n")
+    ds = convert(src, tmp_path / "out", label="label")
+    np.testing.assert_array_equal(ds.X.compute(), np.array([[1.5, 2], [10, 3.25]], np.float32))
+    np.testing.assert_array_equal(ds.y.compute(), [0, 1])
+
+
+@pytest.mark.parametrize("extra_everywhere", [True, False])
+def test_rows_with_more_fields_than_the_header_raise(tmp_path, extra_everywhere):
+    """One more field in every row made pandas take the first field as the index, silently
+    shifting every column."""
+    src = tmp_path / "extra.csv"
+    rows = ["1,2,0,9", "3,4,1,9"] if extra_everywhere else ["1,2,0", "3,4,1,9"]
+    src.write_text("a,b,label\n" + "\n".join(rows) + "\n")
+    expected = "more fields than the header" if extra_everywhere else "Expected 3 fields in line 3"
+    with pytest.raises(ValueError, match=f"extra.csv'.*{expected}"):
+        convert(src, tmp_path / "out", label="label")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("content", ["a,b,label\n", ""], ids=["header-only", "empty"])
+def test_csv_without_data_rows(tmp_path, content):
+    src = tmp_path / "d.csv"
+    src.write_text(content)
+    with pytest.raises(ValueError, match="has no data rows"):
+        convert(src, tmp_path / "out", label="label")
+
+
+def test_libsvm_txt_whose_first_row_has_no_features_is_detected(tmp_path):
+    src = tmp_path / "a.txt"
+    src.write_text("0\n1 1:0.5 3:2\n0 2:1\n")
+    assert infer_format(src) == "libsvm"
+    ds = convert(src, tmp_path / "out")
+    X, y = load_svmlight_file(str(src), zero_based=False)
+    np.testing.assert_array_equal(ds.X.compute(), X.toarray().astype(np.float32))
+    np.testing.assert_array_equal(ds.y.compute(), y)
+    one_column = tmp_path / "b.txt"  # labels alone on every line: a one-column CSV, not LibSVM
+    one_column.write_text("y\n1\n0\n")
+    assert infer_format(one_column) == "csv"
 
 
 def test_existing_dest(tmp_path, frame):
