@@ -33,3 +33,21 @@ MISSING_NONE, MISSING_ZERO, MISSING_NAN = 0, 1, 2
 K_ZERO_THRESHOLD = float(np.float32(1e-35))
 #: LightGBM's kEpsilon.
 K_EPSILON = 1e-15
+
+
+def as_float_if_frame(X):
+    """A pandas DataFrame with extension dtypes (nullable ``Float64``/``Int64``/``boolean``)
+    as a float64 ndarray, ``pd.NA`` as NaN; anything else through ``np.asarray``.
+
+    ``np.asarray`` turns such a frame into an object array holding ``pd.NA``, which no numeric
+    cast accepts. A frame that does not convert (text columns) is returned as ``np.asarray``
+    gives it, for the caller's dtype check to name.
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if (hasattr(X, "columns") and dtypes is not None
+            and any(not isinstance(d, np.dtype) for d in dtypes)):
+        try:
+            return X.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            pass
+    return np.asarray(X)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from oocgbdt._dtypes import X_DTYPE
+from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.core.tree import Tree
 from oocgbdt.kernels.predict import predict_raw, predict_raw_sparse
@@ -155,7 +155,7 @@ class Booster:
 
     # ---- prediction ----------------------------------------------------------------------
     def _check_X(self, X, name="X"):
-        X = np.asarray(X)
+        X = as_float_if_frame(X)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D of shape (n_samples, {self.n_features}), "
                              f"got an array with {X.ndim} dimension(s) and shape {X.shape}.")

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from oocgbdt._dtypes import X_DTYPE
+from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 
 __all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values"]
 
@@ -92,7 +92,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
         rows = max(1, int(chunk_size or a.shape[0] or 1))
         arr = da.from_array(a, chunks=(rows, max(a.shape[1], 1)), asarray=False)
     else:
-        a = np.asarray(obj)
+        a = as_float_if_frame(obj) if numeric else np.asarray(obj)
         if a.ndim != ndim:
             _bad_ndim(name, ndim, a.ndim, a.shape)
         if numeric and a.dtype == object:

@@ -109,3 +109,23 @@ def test_multiclass_and_early_stopping():
     assert proba.shape == (3000, 4)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
     assert (proba.argmax(axis=1) == y).mean() > 0.85
+
+
+def test_dataframe_with_nullable_dtypes_trains_and_predicts_as_its_float_values():
+    """pd.NA of nullable columns is NaN (np.asarray made an object array no cast accepts)."""
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    X[rng.random(size=X.shape) < 0.05] = np.nan
+    y = np.nan_to_num(X[:, 0]) + 0.1 * rng.normal(size=400)
+    df = pd.DataFrame({"a": pd.array(X[:, 0], dtype="Float64"),
+                       "b": pd.array(np.where(np.isnan(X[:, 1]), None, np.round(X[:, 1] * 10)),
+                                     dtype="Int64"),
+                       "c": X[:, 2]})
+    values = df.to_numpy(dtype=np.float64, na_value=np.nan)
+    assert np.isnan(values).any()
+    params = dict(objective="regression", n_estimators=5, num_leaves=7, min_data_in_leaf=10)
+    from_frame = oocgbdt.train(params, df, y, verbose=False)
+    from_values = oocgbdt.train(params, values, y, verbose=False)
+    assert from_frame == from_values
+    np.testing.assert_array_equal(from_frame.predict(df), from_values.predict(values))
