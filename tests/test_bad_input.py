@@ -334,6 +334,23 @@ def test_eval_names_and_eval_sample_weight_must_fit_the_eval_sets(cluster):
                              client=cluster)
 
 
+def test_eval_labels_the_objective_cannot_take(cluster):
+    """Eval labels were never checked: multiclass labels >= num_class failed late in the
+    metric with an IndexError, binary labels 2 or 0.5 were scored silently."""
+    X, y = _data()
+    multi = dict(objective="multiclass", num_class=3, n_estimators=2)
+    y3 = np.arange(N) % 3.0
+    with pytest.raises(ValueError, match=r"eval_set 'valid_0' y must contain integer class "
+                                         r"labels in \[0, num_class\) = \[0, 3\).*found.*7"):
+        oocgbdt.train(multi, X, y3, eval_set=[(X, y3 + 5)])
+    bad = y.copy()
+    bad[:2] = [2.0, 0.5]
+    with pytest.raises(ValueError, match="eval_set 'holdout' y must contain only the labels 0 "
+                                         "and 1 for objective 'binary'"):
+        oocgbdt.train(BINARY, _dask(X), _dask(y), eval_set=[(_dask(X), _dask(bad))],
+                      eval_names=["holdout"], client=cluster)
+
+
 def test_random_state_of_another_type():
     X, y = _data()
     for bad in (1.5, "0", True):

@@ -153,7 +153,7 @@ class Objective:
         return hash((type(self), tuple(sorted(self.__dict__.items()))))
 
     # -- labels -----------------------------------------------------------------------------
-    def check_labels(self, y):
+    def check_labels(self, y, name="y"):
         """Raise if ``y`` is not a valid label vector for this objective.
 
         Usable per chunk: it only looks at the values it is given.
@@ -162,19 +162,22 @@ class Objective:
         ----------
         y : array-like of shape (n_samples,)
             Labels (bool, integer or float).
+        name : str, default "y"
+            How messages name the labels (e.g. ``"eval_set 'valid_0' y"``).
 
         Raises
         ------
         ValueError
             If ``y`` is not 1-D, not numeric, holds NaN or infinite values, or (binary) holds
             values other than 0 and 1, or (multiclass) values that are not integers in
-            ``[0, num_class)``. The message names ``y``, what was expected and what was found.
+            ``[0, num_class)``. The message names ``name``, what was expected and what was
+            found.
         """
-        y = _as_1d_numeric("y", y)
-        _check_finite("y", y)
-        self._check_label_values(y)
+        y = _as_1d_numeric(name, y)
+        _check_finite(name, y)
+        self._check_label_values(y, name)
 
-    def _check_label_values(self, y):
+    def _check_label_values(self, y, name):
         pass
 
     # -- init score -------------------------------------------------------------------------
@@ -390,11 +393,11 @@ class BinaryLogloss(Objective):
     def lightgbm_objective_string(self):
         return "binary sigmoid:1"
 
-    def _check_label_values(self, y):
+    def _check_label_values(self, y, name):
         bad = (y != 0) & (y != 1)
         if bad.any():
             raise ValueError(
-                "y must contain only the labels 0 and 1 for objective 'binary', found "
+                f"{name} must contain only the labels 0 and 1 for objective 'binary', found "
                 + _show_values(y[bad])
             )
 
@@ -461,13 +464,13 @@ class MulticlassSoftmax(Objective):
     def _sum_weight_index(self):
         return self.num_class
 
-    def _check_label_values(self, y):
+    def _check_label_values(self, y, name):
         bad = (y < 0) | (y >= self.num_class)
         if y.dtype.kind == "f":
             bad |= y != np.floor(y)
         if bad.any():
             raise ValueError(
-                f"y must contain integer class labels in [0, num_class) = [0, {self.num_class}) "
+                f"{name} must contain integer class labels in [0, num_class) = [0, {self.num_class}) "
                 f"for objective 'multiclass', found " + _show_values(y[bad])
             )
 

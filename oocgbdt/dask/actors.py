@@ -591,6 +591,31 @@ class ActorBackend:
                 self._stop_shards(f"a call to a shard failed: {e!r}")
                 raise
 
+    def wait_placed(self, futures) -> None:
+        """Wait for the futures of tasks pinned to the shards' workers
+        (``allow_other_workers=False``, as the partitions are loaded), checking every
+        :data:`LIVENESS_SECONDS` that those workers are still there: the pinned tasks of a lost
+        worker would wait for its address forever (and the caller with them).
+
+        Raises
+        ------
+        RuntimeError
+            A shard's worker was lost; the message names it.
+        """
+        from distributed import wait
+        while True:
+            try:
+                wait(futures, timeout=LIVENESS_SECONDS)
+                return
+            except TimeoutError:
+                present = set(self.client.scheduler_info()["workers"])
+                lost = sorted(set(self._lost()) | {o for o, w in enumerate(self.workers)
+                                                   if w not in present})
+                if lost:
+                    message = self._lost_message(lost)
+                    self._stop_shards(message)
+                    raise RuntimeError(message) from None
+
     def _lost_message(self, lost):
         addresses = ", ".join(self.workers[o] for o in lost)
         return (f"the worker of shard(s) {lost} ({addresses}) was lost during training, and "

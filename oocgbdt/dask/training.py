@@ -198,6 +198,7 @@ def _load_partitions(task_sets, client, actors=None):
         loaded = {s: client.compute(t) for s, t in task_sets.items()}
     else:
         loaded = {s: _compute_placed(client, actors, t) for s, t in task_sets.items()}
+        actors.wait_placed([f for v in loaded.values() for f in v])  # raises if a worker is lost
     stats = client.gather(client.map(chunk_conflict_stats, loaded["train"], pure=False))
     if actors is not None:
         loaded = {s: actors.adopt(v) for s, v in loaded.items()}
@@ -255,7 +256,13 @@ def _check_labels_and_weights(yd, wd, evals, objective, compute):
         check_values(ye, we, y_name=f"eval_set {name!r} y", weight_name=f"{name!r} weight",
                      compute=compute)
     if objective.num_tree_per_iteration > 1 or objective.name == "binary":
-        objective.check_labels(compute(da.unique(yd))[0])
+        # One compute for the distinct labels of y and of every eval set (LightGBM scores eval
+        # labels it would refuse to train on; a multiclass eval label >= num_class then
+        # failed late, in the metric, with an IndexError).
+        uniques = compute(da.unique(yd), *(da.unique(ye) for _, _, ye, _ in evals))
+        objective.check_labels(uniques[0])
+        for (name, *_), u in zip(evals, uniques[1:]):
+            objective.check_labels(u, name=f"eval_set {name!r} y")
 
 
 def _boost_on_worker(chunks, eval_sets, boost_kwargs, progress_topic=None):
@@ -507,7 +514,9 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 if c is not None:
                     # Reading raw partitions leaves freed heap that glibc keeps; hand it back so
                     # the workers' memory (what their limit watches) is what training holds.
-                    c.run(release_heap)
+                    # Best effort: a worker lost meanwhile is reported by the loop's liveness
+                    # check, naming it (an error here was a bare CommClosedError).
+                    c.run(release_heap, on_error="ignore")
                 chunks = loaded["train"]
                 eval_sets = [(name, loaded[s]) for name, s in eval_keys]
                 del loaded

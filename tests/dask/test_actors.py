@@ -518,17 +518,15 @@ def test_lookahead_leaves_auto_splits_ahead_on_several_workers(client):
 
 
 _KILL_SCRIPT = """
-import os, sys, threading, time
+import os, signal, sys, threading, time
 import numpy as np
 import oocgbdt
+import oocgbdt.dask.training as training
 from distributed import Client, LocalCluster
 
 
-def die():
-    os._exit(1)
-
-
 if __name__ == "__main__":
+    phase = sys.argv[1]
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20000, 10)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=20000) > 0).astype(float)
@@ -537,16 +535,30 @@ if __name__ == "__main__":
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as c:
         victim = sorted(c.scheduler_info()["workers"])[1]
+        pid = c.run(os.getpid)[victim]
 
-        def killer():
-            time.sleep(6)
+        def kill():  # at once, before the scheduler knows
+            os.kill(pid, signal.SIGKILL)
             print("KILLED", flush=True)
-            try:
-                c.run(die, workers=[victim])
-            except Exception:  # its connection closes as it exits
-                pass
 
-        threading.Thread(target=killer, daemon=True).start()
+        if phase == "boosting":  # while the shards run passes
+            threading.Thread(target=lambda: (time.sleep(6), kill()), daemon=True).start()
+        elif phase == "loading":  # once the partitions' tasks are pinned to the shards' workers
+            placed = training._compute_placed
+
+            def killing(client, actors, tasks):
+                futures = placed(client, actors, tasks)
+                kill()
+                return futures
+            training._compute_placed = killing
+        else:  # "loaded": the partitions are on the shards, before the loop starts
+            load = training._load_partitions
+
+            def killing(*args, **kwargs):
+                out = load(*args, **kwargs)
+                kill()
+                return out
+            training._load_partitions = killing
         start = time.time()
         try:
             oocgbdt.train(params, X, y, client=c)
@@ -557,20 +569,24 @@ if __name__ == "__main__":
 """
 
 
-def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path):
-    """A worker process dies in the middle of a fit (killed 6 s after the fit starts, while
-    the shards run passes): the fit raises within seconds instead of waiting forever for the
-    other shard, which waited for values the lost shard would have pushed. This is a helper's
-    repro; it hung in every run before the liveness checks of ``ActorBackend._result``, and
-    raised the closed connection's ``CommClosedError`` instead of naming the lost worker until
-    session 7. It runs in a process of its own, killed with its cluster if it hangs."""
+@pytest.mark.parametrize("phase", ["boosting", "loading", "loaded"])
+def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
+    """A worker process dies in the middle of a fit: the fit raises within seconds, naming the
+    lost worker, instead of waiting forever. ``boosting``: killed 6 s after the fit starts,
+    while the shards run passes (a helper's repro; it hung in every run before the liveness
+    checks of ``ActorBackend._result``, and raised the closed connection's
+    ``CommClosedError`` until session 7). ``loading``: killed once the partitions' tasks are
+    pinned to the shards' workers (hung forever until session 10: the pinned tasks waited for
+    the dead worker's address). ``loaded``: killed after loading, before the loop (a bare
+    ``CommClosedError`` from releasing the workers' heap until session 10). Each runs in a
+    process of its own, killed with its cluster if it hangs."""
     import os
     import signal
     import subprocess
     import sys
     script = tmp_path / "kill_a_worker.py"
     script.write_text(_KILL_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, str(script), phase], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=120)
