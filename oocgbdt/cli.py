@@ -139,10 +139,11 @@ def parse_param(item: str):
     if canonical is None:
         return name, value
     ptype = PARAMETERS[canonical].type
+    # metric excepted: its text 'None' means "no metric" (None: the objective's default).
+    if "None" in ptype and text.lower() in ("none", "null") and canonical != "metric":
+        return name, None
     if ptype.startswith("str"):
         return name, text
-    if "None" in ptype and text.lower() in ("none", "null"):
-        return name, None
     if ptype == "bool" and value in (0, 1) and not isinstance(value, bool):
         return name, bool(value)
     return name, value
@@ -688,7 +689,9 @@ def _cmd_quickstart(args) -> int:
           f"{time.perf_counter() - t_all:.1f} s in all)")
     print(f"Model saved to  {model_path}")
     print(f"Data saved to   {tr.path} and {te.path}")
-    print(f"Next: oocgbdt predict {model_path} {te.path} {workdir / 'test-predictions.csv'}")
+    preds = workdir / "test-predictions.csv"  # a rerun's earlier predictions need --overwrite
+    print(f"Next: oocgbdt predict {model_path} {te.path} {preds}"
+          + (" --overwrite" if preds.exists() else ""))
     return 0
 
 

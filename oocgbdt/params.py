@@ -1,6 +1,6 @@
 """This module contains the one table of every oocgbdt parameter.
 
-Every layer (the estimators, ``oocgbdt.dask.train``, the core objects and the CLI) reads its
+Every layer (the estimators, ``oocgbdt.train``, the core objects and the CLI) reads its
 parameters from the dict returned by :func:`resolve_params`, so a parameter has exactly one name,
 one default, one constraint and one docstring everywhere. The canonical names are LightGBM's
 (``include/LightGBM/config.h``), with three exceptions taken from LightGBM's scikit-learn API:
@@ -492,8 +492,8 @@ _TABLE = [
     # ---- binning -----------------------------------------------------------------------------
     Param(
         "max_bin", 255, ("max_bins",), "int", _range(2, 65535, integer=True),
-        "Maximum number of bins of non-missing values per feature (the NaN bin, when used, is "
-        "extra).",
+        "Maximum number of bins per feature, the NaN bin included when the feature has missing "
+        "values (as LightGBM: a feature with NaNs gets at most max_bin - 1 bins of values).",
     ),
     Param(
         "min_data_in_bin", 3, (), "int", _range(1, integer=True),
@@ -538,7 +538,9 @@ _TABLE = [
     ),
     Param(
         "seed", 0, ("random_seed", "random_state"), "int or None", _range(0, integer=True),
-        "Master random seed; None means 0. Random streams are keyed by (seed, tree, chunk).",
+        "Master random seed; None means 0. It keys the bin sample's rows, the row sampling "
+        "(with bagging_seed, by round and global row index), feature_fraction's and "
+        "feature_screening's draws (by round): models do not depend on chunking or workers.",
         _normalize_seed,
     ),
     # ---- row sampling (bagging, GOSS) -------------------------------------------------------
@@ -798,6 +800,31 @@ def _convert(param, given_name, value):
     if error is not None:
         raise ValueError(f"{label} {error}")
     return value
+
+
+def check_param(name, value):
+    """Validate and normalize one parameter alone (no checks across parameters).
+
+    Parameters
+    ----------
+    name : str
+        A canonical name or an alias.
+    value : object
+
+    Returns
+    -------
+    The normalized value, as :func:`resolve_params` would hold it.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`resolve_params` for this parameter's type and constraint; ValueError for an
+        unknown name.
+    """
+    canonical = ALIASES.get(name)
+    if canonical is None:
+        raise ValueError(f"Unknown parameter {name!r}{_suggest(name) or '.'}")
+    return _convert(PARAMETERS[canonical], name, value)
 
 
 def resolve_params(params=None):

@@ -20,7 +20,7 @@ from sklearn.utils.validation import (_num_features, _num_samples, check_is_fitt
 
 from oocgbdt.dask.io import align_rows, as_dask_array, as_row_chunked, is_lazy
 from oocgbdt.dask.training import train
-from oocgbdt.params import ALIASES, resolve_params
+from oocgbdt.params import ALIASES, check_param, resolve_params
 
 __all__ = ["GBDTRegressor", "GBDTClassifier"]
 
@@ -55,7 +55,9 @@ _PARAMS_DOC = """
         ``colsample_bytree``'s draws (with ``feature_fraction_seed`` 2) and
         ``feature_screening``'s draws.
     early_stopping_rounds : int or None, default None
-        Stop when no metric on any eval set improved for this many rounds.
+        Stop when any metric on any eval set has not improved for this many rounds (LightGBM's
+        rule); the model keeps every tree and predicts with ``best_iteration_``. Needs
+        ``eval_set`` (ValueError otherwise, as LightGBM).
     metric : str, list of str or None, default None
         Evaluation metrics (default: the objective's).
     chunk_size : int, default 65536
@@ -184,9 +186,11 @@ class _GBDTModel(BaseEstimator):
         p = self.get_params()
         # random_state is an alias of seed: errors name it as given.
         p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
-        # ``metric`` is checked by ``train`` against the objective, known only after the labels.
+        # ``metric``'s names are checked here; whether they suit the objective is checked by
+        # ``train``, as the classifier's objective is known only after the labels are read.
         try:
             resolve_params({k: v for k, v in p.items() if k != "metric"})
+            check_param("metric", p["metric"])
         except ValueError as e:
             raise ValueError(_with_sklearn_names(str(e), p)) from e
         return p

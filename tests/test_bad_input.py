@@ -351,6 +351,25 @@ def test_eval_labels_the_objective_cannot_take(cluster):
                       eval_names=["holdout"], client=cluster)
 
 
+def test_unknown_metric_on_an_estimator_fails_before_any_data_is_read(cluster):
+    X, y = _data()
+    for Est in (GBDTClassifier, GBDTRegressor):
+        with pytest.raises(ValueError, match="got unknown metric 'foo'"):
+            Est(metric="foo").fit(_poisoned(X), _poisoned(y), client=cluster)
+
+
+def test_early_stopping_without_an_eval_set_or_metric():
+    X, y = _data()
+    with pytest.raises(ValueError, match="early_stopping_rounds=3 needs an eval set and a "
+                                         "metric.*got no eval_set"):
+        oocgbdt.train(dict(BINARY, early_stopping_rounds=3), X, y)
+    with pytest.raises(ValueError, match="got metric=None"):
+        oocgbdt.train(dict(BINARY, early_stopping_rounds=3, metric="None"), X, y,
+                      eval_set=[(X, y)])
+    with pytest.raises(ValueError, match="needs an eval set"):
+        GBDTClassifier(early_stopping_rounds=3).fit(X, y)
+
+
 def test_random_state_of_another_type():
     X, y = _data()
     for bad in (1.5, "0", True):

@@ -235,6 +235,10 @@ def test_parse_param_types():
     assert parse_param("objective=binary") == ("objective", "binary")
     assert parse_param("early_stopping_rounds=None") == ("early_stopping_rounds", None)
     assert parse_param("unknown_thing=3") == ("unknown_thing", 3)
+    # None for str parameters that accept it (was refused: the text 'none' was kept)
+    assert parse_param("feature_screening=none") == ("feature_screening", None)
+    assert parse_param("feature_screening=ema") == ("feature_screening", "ema")
+    assert parse_param("metric=None") == ("metric", "None")  # 'None' means no metric
 
 
 # --------------------------------------------------------------------------------------------
@@ -365,6 +369,17 @@ def test_quickstart_beats_the_baseline(tmp_path, capsys):
     # a non-empty workdir is not reused without --overwrite
     assert main(["quickstart", "--workdir", str(workdir), "--n-estimators", "2"]) == 2
     assert "--overwrite" in _err_line(capsys, "quickstart")
+
+    # the printed next step works, also after a rerun that leaves its predictions behind
+    for rerun in (False, True):
+        if rerun:
+            assert main(["quickstart", "--workdir", str(workdir), "--n-estimators", "2",
+                         "--overwrite", "--quiet"]) == 0
+            out = capsys.readouterr().out
+        hint = re.search(r"^Next: oocgbdt (predict .*)$", out, re.M).group(1).split()
+        assert ("--overwrite" in hint) == rerun
+        assert main(hint) == 0
+        assert "Wrote predictions" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", [[], ["convert"], ["train"], ["predict"], ["quickstart"]])

@@ -232,9 +232,23 @@ class Booster:
     def feature_importance(self, importance_type="split", iteration=None) -> np.ndarray:
         """Per-feature importance: number of splits (``"split"``) or total split gain (``"gain"``).
 
+        Parameters
+        ----------
+        importance_type : {"split", "gain"}, default "split"
+        iteration : int or None, default None
+            Count the trees of the first ``iteration`` boosting rounds; None: up to
+            ``best_iteration`` when early stopping set one, else every round; ``<= 0``: every
+            round (as ``predict``'s ``num_iteration`` and LightGBM's ``feature_importance``).
+
         Returns
         -------
-        ndarray of shape (n_features,): int64 for ``"split"``, float64 for ``"gain"``.
+        ndarray of shape (n_features,): int64 for ``"split"``, float64 for ``"gain"``, in the
+        original feature order (bundles never appear).
+
+        Raises
+        ------
+        ValueError
+            An unknown ``importance_type``.
         """
         if importance_type not in ("split", "gain"):
             raise ValueError(f"importance_type must be 'split' or 'gain', got {importance_type!r}.")

@@ -180,8 +180,9 @@ def infer_format(source: str | os.PathLike) -> str:
         return "libsvm" if _sniff_libsvm(path) else "csv"
     raise ValueError(
         f"Cannot infer the format of '{path}' from its extension {inner or '(none)'!r}; pass fmt= one of "
-        f"{list(FORMATS)}. LightGBM's .train/.test files are TSV without header: fmt='csv', sep='\\t', "
-        "header=None (or fmt='libsvm' for LibSVM ones)."
+        f"{list(FORMATS)} (CLI: --format csv|tsv|parquet|libsvm). LightGBM's .train/.test files are "
+        "TSV without header: fmt='csv', sep='\\t', header=None (CLI: --format tsv --no-header), or "
+        "fmt='libsvm' (--format libsvm) for LibSVM ones."
     )
 
 
@@ -632,7 +633,8 @@ def convert(
         has_weight = False
     else:
         if sparse is True:
-            raise ValueError(f"sparse=True applies to LibSVM sources; {fmt_} sources are stored dense.")
+            raise ValueError(f"sparse=True (CLI: --layout sparse) applies to LibSVM sources; {fmt_} "
+                             f"sources are stored dense.")
         sparse = False
         if label is None:
             raise ValueError(f"label= is required for {fmt_} sources (a column name or integer column index).")

@@ -363,6 +363,11 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                          f"features.")
     evals = []
     eval_set = list(eval_set or [])
+    if params["early_stopping_rounds"] is not None and not (eval_set and metrics):
+        raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
+                         f"set and a metric to watch (as in LightGBM), got "
+                         f"{'no eval_set' if not eval_set else 'metric=None (no metric)'}; give "
+                         f"eval_set, or leave early_stopping_rounds unset.")
     if isinstance(eval_names, str):
         raise TypeError(f"eval_names must be a list of str, one per eval set; got the str "
                         f"{eval_names!r}.")
@@ -546,8 +551,13 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                     # auto: split leaves ahead where a pass is costly (round trips between
                     # workers, or a read of the disk cache); in process the extra work on leaves
                     # split ahead outweighs the passes saved.
-                    params = dict(params, lookahead_leaves=2 if n_workers > 1 or mode == "disk"
-                                  else 0)
+                    # Only exact leaf-wise growth with an unbounded pool splits ahead (see the
+                    # parameter's doc): record 0 where it is ignored, as the value used.
+                    ahead = (params["grow_policy"] == "leafwise"
+                             and params["max_leaves_per_pass"] == 1
+                             and not params["histogram_pool_size"] > 0)
+                    params = dict(params, lookahead_leaves=2 if ahead and (
+                        n_workers > 1 or mode == "disk") else 0)
                 boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
                                     metrics=metrics, verbose=params["verbose"], key=key,
                                     bundler=bundler)

@@ -321,6 +321,19 @@ def test_a_path_that_is_not_an_oocgbdt_cache_raises_before_any_work(tmp_path, mo
     assert not (tmp_path / "new").exists()
 
 
+def test_lookahead_is_recorded_as_used():
+    """Splitting ahead is off with a bounded pool and outside exact leaf-wise growth; the model
+    recorded 2 there, though 0 was used."""
+    X, y = _synthetic(n=2000)
+    recorded = {}
+    for name, extra in (("unbounded", {}), ("pool", dict(histogram_pool_size=0.01)),
+                        ("batched", dict(max_leaves_per_pass=2)),
+                        ("depthwise", dict(grow_policy="depthwise", max_depth=3))):
+        b = oocgbdt.train(dict(PARAMS, cache="disk", **extra), X, y, verbose=False)
+        recorded[name] = b.params["lookahead_leaves"]
+    assert recorded == dict(unbounded=2, pool=0, batched=0, depthwise=0)
+
+
 def test_unusable_cache_paths_raise_before_any_work(tmp_path, monkeypatch):
     X, y = _synthetic(n=1000)
 
