@@ -46,7 +46,7 @@ class Booster(_CoreBooster):
         """
         if not is_lazy(X):
             return super().predict(X, raw_score=raw_score, num_iteration=num_iteration)
-        Xd = as_row_chunked(X, "X")
+        Xd = as_row_chunked(X, "X", allow_empty=True)  # 0 rows: an empty result, as NumPy's
         if Xd.shape[1] != self.n_features:
             raise ValueError(f"X has {Xd.shape[1]} features, but the model was trained on "
                              f"{self.n_features} features.")

@@ -51,7 +51,7 @@ def _open_zarr(obj, name):
 
 
 def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
-                  numeric: bool = True) -> da.Array:
+                  numeric: bool = True, allow_empty: bool = False) -> da.Array:
     """Wrap ``obj`` as a Dask array with ``ndim`` dimensions, chunked along rows only.
 
     Parameters
@@ -65,11 +65,13 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
         Rows per chunk for in-memory input (NumPy); ignored for Dask and Zarr input.
     numeric : bool, default True
         Require a numeric (or bool) dtype; False for class labels, which may be strings.
+    allow_empty : bool, default False
+        Accept zero rows (prediction; training needs at least one).
 
     Raises
     ------
     ValueError
-        Wrong number of dimensions, zero rows, unknown chunk sizes.
+        Wrong number of dimensions, zero rows (unless ``allow_empty``), unknown chunk sizes.
     TypeError
         Non-numeric dtype.
     FileNotFoundError
@@ -111,7 +113,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
     if any(np.isnan(c) for c in arr.chunks[0]):
         raise ValueError(f"{name} has unknown chunk sizes along rows (for example after boolean "
                          f"indexing); call {name} = {name}.compute_chunk_sizes() first.")
-    if arr.shape[0] == 0:
+    if arr.shape[0] == 0 and not allow_empty:
         raise ValueError(f"{name} has 0 rows; at least 1 row is required.")
     if numeric and (not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool)
                     or arr.dtype.kind == "c"):
@@ -133,9 +135,9 @@ def _bad_ndim(name, ndim, found, shape):
     raise ValueError(f"{name} must be {want}, got {found} dimension(s) with shape {shape}.")
 
 
-def as_row_chunked(X, name="X", chunk_size=None) -> da.Array:
+def as_row_chunked(X, name="X", chunk_size=None, allow_empty=False) -> da.Array:
     """Features as a float32 Dask array chunked by rows (see :func:`as_dask_array`)."""
-    return as_dask_array(X, name, ndim=2, chunk_size=chunk_size)
+    return as_dask_array(X, name, ndim=2, chunk_size=chunk_size, allow_empty=allow_empty)
 
 
 def align_rows(X: da.Array, v, name: str, chunk_size=None, numeric: bool = True) -> da.Array:

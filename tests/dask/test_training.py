@@ -89,6 +89,22 @@ def test_predict_is_lazy_for_dask_and_zarr_input(tmp_path):
         np.testing.assert_array_equal(out.compute(scheduler="sync"), booster.predict(X))
 
 
+@pytest.mark.parametrize("num_class", [1, 3])
+def test_predict_on_zero_rows_is_empty_for_numpy_and_dask(num_class):
+    """An empty Dask array raised "X has 0 rows" (a training check) where NumPy gives an empty
+    result."""
+    X, y = _synthetic(n=600)
+    params = dict(objective="binary", n_estimators=2) if num_class == 1 else dict(
+        objective="multiclass", num_class=3, n_estimators=2)
+    labels = y if num_class == 1 else np.arange(600) % 3.0
+    booster = oocgbdt.train(params, X, labels, verbose=False)
+    shape = (0,) if num_class == 1 else (0, 3)
+    assert booster.predict(X[:0]).shape == shape
+    lazy = booster.predict(da.from_array(X[:0], chunks=(100, -1)))
+    assert isinstance(lazy, da.Array) and lazy.shape == shape
+    assert lazy.compute(scheduler="sync").shape == shape
+
+
 def test_multiclass_and_early_stopping():
     """In-process (NumPy input): the boosting loop is the same code on every backend."""
     rng = np.random.default_rng(3)
