@@ -608,9 +608,7 @@ class ActorBackend:
                 wait(futures, timeout=LIVENESS_SECONDS)
                 return
             except TimeoutError:
-                present = set(self.client.scheduler_info()["workers"])
-                lost = sorted(set(self._lost()) | {o for o, w in enumerate(self.workers)
-                                                   if w not in present})
+                lost = self._lost()
                 if lost:
                     message = self._lost_message(lost)
                     self._stop_shards(message)
