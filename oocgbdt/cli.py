@@ -432,14 +432,8 @@ def _csv_frames(path: Path, booster, args):
     if not first:
         raise CLIError(f"DATA '{path}' is empty.")
     sep = _unescape_sep(args.sep) if args.sep is not None else cv._sniff_sep(first, inner)
-    if args.header:
-        header = 0
-    elif args.no_header:
-        header = None
-    else:
-        header = None if all(cv._is_number(f) for f in cv._split_fields(first, sep)) else 0
-    columns = list(pd.read_csv(path, sep=sep, header=header, index_col=False,
-                               nrows=0 if header == 0 else 1).columns)
+    header, columns = cv._csv_columns(path, first, sep,
+                                      0 if args.header else None if args.no_header else "infer")
     dropped = []
     if args.label is not None:
         dropped.append(cv._resolve_column(args.label, columns, "label", path))

@@ -50,10 +50,10 @@ _PARAMS_DOC = """
         Rows sampled to find bin boundaries (``bin_construct_sample_cnt``).
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, default None
         Master seed (LightGBM ``seed``; None means 0, so training is deterministic; a
-        RandomState or Generator gives one draw of it; anything else raises a TypeError). It keys the rows sampled for bin boundaries, the
-        bagging and GOSS draws (together with LightGBM's default ``bagging_seed`` 3),
-        ``colsample_bytree``'s draws (with ``feature_fraction_seed`` 2) and
-        ``feature_screening``'s draws.
+        RandomState or Generator gives one draw of it; anything else raises a TypeError). It
+        keys the rows sampled for bin boundaries, the bagging and GOSS draws (together with
+        LightGBM's default ``bagging_seed`` 3), ``colsample_bytree``'s draws (with
+        ``feature_fraction_seed`` 2) and ``feature_screening``'s draws.
     early_stopping_rounds : int or None, default None
         Stop when any metric on any eval set has not improved for this many rounds (LightGBM's
         rule); the model keeps every tree and predicts with ``best_iteration_``. Needs

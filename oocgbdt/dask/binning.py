@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from oocgbdt.core.bin_mapper import BinMapper
 
-__all__ = ["sample_row_indices", "sample_key", "fit_bin_mapper", "bin_blocks"]
+__all__ = ["sample_row_indices", "bin_sample", "sample_key", "fit_bin_mapper", "bin_blocks"]
 
 
 def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | None:
@@ -22,6 +22,15 @@ def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | No
         return None
     rng = np.random.default_rng(seed)
     return np.sort(rng.choice(n_rows, size=n_sample, replace=False))
+
+
+def bin_sample(X: da.Array, params: dict, compute):
+    """The rows of ``X`` that the bin sample takes (:func:`sample_row_indices` with
+    ``bin_construct_sample_cnt`` and ``seed``; every row of a smaller ``X``), computed with
+    ``compute`` (Dask array -> NumPy or scipy.sparse)."""
+    idx = sample_row_indices(int(X.shape[0]), int(params["bin_construct_sample_cnt"]),
+                             int(params["seed"]))
+    return compute(X if idx is None else X[idx])
 
 
 def sample_key(X: da.Array, params: dict) -> tuple:
@@ -53,8 +62,7 @@ def fit_bin_mapper(X: da.Array, params: dict, compute, on_sample=None) -> BinMap
         counts of the sample only when it is the bin sample of the same ``X``.
     """
     n_rows = X.shape[0]
-    idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]), int(params["seed"]))
-    sample = compute(X if idx is None else X[idx])
+    sample = bin_sample(X, params, compute)
     if on_sample is not None:
         on_sample(sample)
     mapper = BinMapper(max_bin=int(params["max_bin"]), min_data_in_bin=int(params["min_data_in_bin"]),

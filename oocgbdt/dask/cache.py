@@ -44,9 +44,10 @@ that moves partition boundaries; any bin setting; any change in the sampled rows
 ``bin_construct_sample_cnt`` rows, all rows of a smaller data set, training or eval) or in the
 first and last rows. What it cannot detect: on a set larger than the bin sample, a change
 confined to rows that were neither sampled nor at either end (e.g. a few edited values in the
-middle of a large file), and a change that leaves the fitted bins and sampled rows identical. Labels and weights are not in the cache (they are read afresh on every
-fit), so changing them is always safe. A dense and a sparse copy of the same data fingerprint
-differently (their samples are hashed in their own layout).
+middle of a large file), and a change that leaves the fitted bins and sampled rows identical.
+Labels and weights are not in the cache (they are read afresh on every fit), so changing them
+is always safe. A dense and a sparse copy of the same data fingerprint differently (their
+samples are hashed in their own layout).
 
 Workers read the store by path: on a cluster of several machines, ``cache_path`` must be on a
 filesystem that every worker sees (the default temporary directory is on the client's machine).

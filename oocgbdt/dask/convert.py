@@ -229,9 +229,17 @@ def _sniff_sep(line: str, inner_ext: str) -> str:
     return " " if " " in line and "  " not in line else r"\s+"
 
 
-def _split_fields(line: str, sep: str) -> list:
-    """``line`` split by ``sep`` as the CSV reader will (``\\s+`` is a regular expression)."""
-    return re.split(sep, line) if sep == r"\s+" else line.split(sep)
+def _csv_columns(path: Path, first: str, sep: str, header) -> tuple:
+    """``(header, columns)`` of a CSV file: ``header="infer"`` becomes None when every field of
+    its first non-blank line ``first`` is a number, else 0; ``columns`` are the labels
+    ``pd.read_csv`` gives (one row read at most), with ``index_col=False`` as when the rows
+    are read."""
+    if header == "infer":
+        fields = re.split(sep, first) if sep == r"\s+" else first.split(sep)  # as the reader
+        header = None if all(_is_number(f) for f in fields) else 0
+    columns = list(pd.read_csv(path, sep=sep, header=header, index_col=False,
+                               nrows=0 if header == 0 else 1).columns)
+    return header, columns
 
 
 def _parse_warnings_as_errors(reader, path: Path) -> Iterator[pd.DataFrame]:
@@ -323,12 +331,13 @@ def _read_parquet_chunks(path: Path, *, columns: Sequence[str], chunk_rows: int)
                 # ignore_metadata: a pandas index stored in the file (``set_index("id")``) stays
                 # a column, as the schema lists it; nullable booleans become pandas' boolean
                 # dtype (NaN where null), not Python objects.
-                yield batch.to_pandas(ignore_metadata=True, types_mapper=_BOOL_AS_NULLABLE)
+                yield batch.to_pandas(ignore_metadata=True, types_mapper=_nullable_bool)
         finally:
             pf.close()
 
 
-def _BOOL_AS_NULLABLE(arrow_type):
+def _nullable_bool(arrow_type):
+    """``to_pandas``'s ``types_mapper``: Arrow booleans as pandas' nullable boolean dtype."""
     import pyarrow as pa
 
     return pd.BooleanDtype() if pa.types.is_boolean(arrow_type) else None
@@ -644,12 +653,7 @@ def convert(
             sep_ = sep if sep is not None else _sniff_sep(first, inner)
             if not first.strip():
                 raise ValueError(f"'{src}' has no data rows (the file is empty).")
-            if header == "infer":
-                header_ = None if all(_is_number(f) for f in _split_fields(first, sep_)) else 0
-            else:
-                header_ = header
-            columns = list(pd.read_csv(src, sep=sep_, header=header_, index_col=False,
-                                       nrows=0 if header_ == 0 else 1).columns)
+            header_, columns = _csv_columns(src, first, sep_, header)
         else:
             if sep is not None:
                 raise ValueError("sep= does not apply to Parquet files.")

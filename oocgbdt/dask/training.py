@@ -40,7 +40,7 @@ from oocgbdt.core.objectives import get_objective
 from oocgbdt.dask.actors import ActorBackend
 from oocgbdt.dask.progress import EventBar, caller_bar
 from oocgbdt.dask.backend import DaskBackend
-from oocgbdt.dask.binning import fit_bin_mapper, sample_row_indices
+from oocgbdt.dask.binning import bin_sample, fit_bin_mapper
 from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.booster import Booster
 from oocgbdt.dask.cache import (EDGE_ROWS, abort_writes, cached_bins, cached_partition,
@@ -173,10 +173,8 @@ def _sample_sha256(X, params, compute) -> str:
     """Hash of the rows of ``X`` at the indices of a bin sample of its size (every row of a set
     of at most ``bin_construct_sample_cnt`` rows): the content part of an eval set's cache
     fingerprint."""
-    idx = sample_row_indices(X.shape[0], int(params["bin_construct_sample_cnt"]),
-                             int(params["seed"]))
     h = hashlib.sha256()
-    hash_rows(h, compute(X if idx is None else X[idx])[0])
+    hash_rows(h, bin_sample(X, params, lambda a: compute(a)[0]))
     return h.hexdigest()
 
 
@@ -460,9 +458,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 if mode == "disk":
                     h = hashlib.sha256()
                     if not samples:  # fit_bin_mapper was wrapped (a benchmark): read it again
-                        idx = sample_row_indices(Xd.shape[0], int(params["bin_construct_sample_cnt"]),
-                                                 int(params["seed"]))
-                        samples.append(compute(Xd if idx is None else Xd[idx])[0])
+                        samples.append(bin_sample(Xd, params, lambda a: compute(a)[0]))
                     hash_rows(h, samples[0])
                     parts = fingerprint_parts(
                         params, bin_mapper, bundler,
