@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 __all__ = ["train", "Booster", "GBDTRegressor", "GBDTClassifier", "__version__"]
 
-_LAZY = {"train": "oocgbdt.dask.training", "Booster": "oocgbdt.dask.booster",
+_LAZY = {"train": "oocgbdt.dask.training", "Booster": "oocgbdt.dask.predict",
          "GBDTRegressor": "oocgbdt.sklearn", "GBDTClassifier": "oocgbdt.sklearn"}
 
 

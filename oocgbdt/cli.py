@@ -1,7 +1,7 @@
 """This module contains the ``oocgbdt`` command line: ``convert``, ``train``, ``predict``, ``quickstart``.
 
-Each command is a thin wrapper over the library (:func:`oocgbdt.dask.convert.convert`,
-:func:`oocgbdt.dask.training.train`, :meth:`oocgbdt.dask.booster.Booster.predict`), so the CLI and
+Each command is a thin wrapper over the library (:func:`oocgbdt.io.convert.convert`,
+:func:`oocgbdt.dask.training.train`, :meth:`oocgbdt.dask.predict.Booster.predict`), so the CLI and
 Python code give the same results. Conventions shared by every command:
 
 * Outputs are never replaced unless ``--overwrite`` is given, and are written atomically
@@ -183,7 +183,7 @@ def _collect_params(args) -> dict:
 
 
 def _cmd_convert(args) -> int:
-    from oocgbdt.dask.convert import convert, infer_format
+    from oocgbdt.io.convert import convert, infer_format
 
     source, dest = _path(args.source), _path(args.dest)
     if not source.exists():
@@ -222,7 +222,7 @@ def _cmd_convert(args) -> int:
 
 
 def _open_labelled(path_text, what):
-    from oocgbdt.dask.store import open_dataset
+    from oocgbdt.io.dataset import open_dataset
 
     ds = open_dataset(_path(path_text))
     if ds.y is None:
@@ -483,7 +483,7 @@ def _open_zarr_input(path: Path, booster):
     """Lazy features of a Zarr dataset/array, with a warning when names differ from the model's."""
     import zarr
 
-    from oocgbdt.dask.store import DATASET_FORMAT, open_dataset
+    from oocgbdt.io.dataset import DATASET_FORMAT, open_dataset
 
     try:
         node = zarr.open(str(path), mode="r")
@@ -504,7 +504,7 @@ def _cmd_predict(args) -> int:
     import dask
     import numpy as np
 
-    from oocgbdt.dask.booster import Booster
+    from oocgbdt.dask.predict import Booster
 
     model_path, data, out = _path(args.model), _path(args.data), _path(args.out)
     if not model_path.is_file():
@@ -608,7 +608,7 @@ def _cmd_quickstart(args) -> int:
     import numpy as np
     import pandas as pd
 
-    from oocgbdt.dask.store import write_dataset
+    from oocgbdt.io.dataset import write_dataset
     from oocgbdt.dask.training import train
     from oocgbdt.datasets import QUICKSTART_LABEL, quickstart_path
 
@@ -640,7 +640,7 @@ def _cmd_quickstart(args) -> int:
         write_dataset(paths[split], X_all[idx], y_all[idx], feature_names=names,
                       label=QUICKSTART_LABEL, chunk_rows=max(1, len(idx) // 8), source=str(src),
                       overwrite=args.overwrite)
-    from oocgbdt.dask.store import open_dataset
+    from oocgbdt.io.dataset import open_dataset
 
     tr, te = open_dataset(paths["train"]), open_dataset(paths["test"])
     print(f"California housing: {_n(n)} rows x {len(names)} features, regression on "
@@ -929,7 +929,7 @@ def main(argv=None) -> int:
         parser.print_help(sys.stderr)
         return _USER_ERROR
     if getattr(args, "chunk_rows", 0) is None:
-        from oocgbdt.dask.store import DEFAULT_CHUNK_ROWS
+        from oocgbdt.io.dataset import DEFAULT_CHUNK_ROWS
         args.chunk_rows = DEFAULT_CHUNK_ROWS
     prog = f"oocgbdt {args.command}"
     debug = os.environ.get(_DEBUG_ENV, "").strip() not in ("", "0")

@@ -18,7 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (_num_features, _num_samples, check_is_fitted,
                                       validate_data)
 
-from oocgbdt.dask.io import align_rows, as_dask_array, as_row_chunked, is_lazy
+from oocgbdt.dask.inputs import align_rows, as_dask_array, as_row_chunked, is_lazy
 from oocgbdt.dask.training import train
 from oocgbdt.params import ALIASES, check_param, resolve_params
 

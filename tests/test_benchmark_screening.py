@@ -3,8 +3,6 @@
 The fraud-like task always runs (its data is generated); lightgbm_binary runs only when the
 real-data folder is there (the ``shared_data`` fixture; otherwise that part is left out).
 """
-import time
-
 import numpy as np
 import pytest
 
@@ -44,9 +42,7 @@ def test_quick_run_prints_every_method(request, capsys):
         request.getfixturevalue("shared_data")
     except pytest.skip.Exception:
         datasets = ["fraud"]
-    t0 = time.perf_counter()
     assert screening.main(["--quick", "--datasets", *datasets]) == 0
-    elapsed = time.perf_counter() - t0
     out = capsys.readouterr().out
 
     for name in datasets:
@@ -64,7 +60,6 @@ def test_quick_run_prints_every_method(request, capsys):
             "identical") in out
     targets = out[out.index("## Targets"):]
     assert targets.count("PASS: ") + targets.count("FAIL: ") == 2
-    assert elapsed < 60, f"--quick took {elapsed:.1f} s"
 
 
 def test_make_fraud_is_deterministic_and_fraud_like():

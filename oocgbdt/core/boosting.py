@@ -1,11 +1,11 @@
-"""This module contains the boosting loop, written once for every backend.
+"""This module contains the boosting loop, written once for every executor.
 
 Data flow position: on the client. Per round: gradients per chunk, one tree per output grown by
 :class:`~oocgbdt.core.grower.TreeGrower` over a :class:`~oocgbdt.core.histogram_source.HistogramSource`,
 the finished tree applied to every training and evaluation chunk, metric partial sums
 tree-reduced, and early stopping decided once, here. The Dask layer calls :func:`boost` with a
-backend over a ``distributed.Client``; tests and NumPy input call it with a
-:class:`~oocgbdt.core.backend.LocalBackend`.
+executor over a ``distributed.Client``; tests and NumPy input call it with a
+:class:`~oocgbdt.core.executor.LocalExecutor`.
 """
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
-from oocgbdt.core.backend import tree_reduce
-from oocgbdt.core.chunk import (chunk_add_score, chunk_apply_tree, chunk_compact_columns,
-                                chunk_gradients, chunk_leaf_counts,
-                                chunk_label_stats, chunk_metric_partials, merge_metric_partials)
+from oocgbdt.core.executor import tree_reduce
+from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, partition_compact_columns,
+                                partition_gradients, partition_leaf_counts,
+                                partition_label_stats, partition_metric_partials, merge_metric_partials)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
 from oocgbdt.core.screening import FeatureScreener
-from oocgbdt.core.sampling import RowSampler, chunk_n_rows, sampling_enabled
-from oocgbdt.core.split import FeatureMeta, SplitParams, feature_segments
+from oocgbdt.core.sampling import RowSampler, partition_n_rows, sampling_enabled
+from oocgbdt.core.split import FeatureMeta, SplitParams, feature_blocks
 
 __all__ = ["BoostResult", "boost", "compute_init_score", "histogram_pool_capacity"]
 
@@ -43,8 +43,8 @@ class BoostResult:
     and row sampling: a multiclass round's trees share it equally), the share spent sampling
     rows (``seconds_sampling``), the same total in CPU seconds of this process, all threads
     (``cpu_seconds``: robust to other processes on a shared machine; only meaningful where the
-    loop's tasks run in this process), seconds waiting for split records, and, on a backend that times
-    its tasks (:class:`~oocgbdt.core.backend.LocalBackend`), seconds routing rows and building
+    loop's tasks run in this process), seconds waiting for split records, and, on a executor that times
+    its tasks (:class:`~oocgbdt.core.executor.LocalExecutor`), seconds routing rows and building
     histograms (``seconds_histogram``), summing partial histograms over chunks
     (``seconds_reduce``) and, per pass, the last sum, the siblings' subtraction and the split
     search (``seconds_split_search``).
@@ -60,12 +60,12 @@ class BoostResult:
     screening_scores: np.ndarray | None = None
 
 
-def compute_init_score(backend, label_stat_handles, objective, params, split_every, key):
+def compute_init_score(executor, label_stat_handles, objective, params, split_every, key):
     """Boost-from-average init score (shape (n_outputs,)) from per-chunk label statistics."""
     k = objective.num_tree_per_iteration
     if not params["boost_from_average"]:
         return np.zeros(k)
-    stats = backend.gather(tree_reduce(backend, _sum_list, label_stat_handles, split_every,
+    stats = executor.gather(tree_reduce(executor, _sum_list, label_stat_handles, split_every,
                                        f"{key}-labelsum"))
     return np.asarray(objective.init_score_from_stats(stats), dtype=np.float64).reshape(k)
 
@@ -96,14 +96,14 @@ def _improved(metric, score, best):
     return score > best if metric.higher_is_better else score < best
 
 
-def _segmented(backend, meta, n_segments):
-    """``(meta, segments)``: the pass's split search shared by ``n_segments`` feature segments
-    (:func:`~oocgbdt.core.split.feature_segments`), each segment's search metadata scattered;
+def _scatter_feature_blocks(executor, meta, n_feature_blocks):
+    """``(meta, feature_blocks)``: the pass's split search shared by ``n_feature_blocks`` feature blocks
+    (:func:`~oocgbdt.core.split.feature_blocks`), each block's search metadata scattered;
     or ``(meta, None)`` when not shared."""
-    found = feature_segments(meta, n_segments) if n_segments > 1 else None
+    found = feature_blocks(meta, n_feature_blocks) if n_feature_blocks > 1 else None
     if found is None:
         return meta, None
-    return meta, [(lo, hi, backend.scatter(m)) for lo, hi, m in found]
+    return meta, [(lo, hi, executor.scatter(m)) for lo, hi, m in found]
 
 
 def progress_bar(total, verbose=True):
@@ -120,15 +120,15 @@ def round_postfix(evals_result) -> dict:
     return {f"{last}'s {m}": f"{v[-1]:.6g}" for m, v in evals_result[last].items() if v}
 
 
-def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
+def boost(executor, chunks, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
     ----------
-    backend : LocalBackend or the Dask layer's backend
-    chunks : list of handles to :class:`~oocgbdt.core.chunk.ChunkData`
-        Training rows (from :func:`~oocgbdt.core.chunk.chunk_init`, raw scores at zero).
+    executor : LocalExecutor or the Dask layer's executor
+    chunks : list of handles to :class:`~oocgbdt.core.partition.PartitionData`
+        Training rows (from :func:`~oocgbdt.core.partition.partition_init`, raw scores at zero).
     bin_mapper : fitted BinMapper
     bundler : fitted FeatureBundler, optional
         When given, the chunks' columns are its bundles (Exclusive Feature Bundling): histograms
@@ -136,7 +136,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     params : dict
         Resolved parameters (:func:`oocgbdt.params.resolve_params`).
     objective : Objective; metrics : list of metric objects
-    eval_sets : list of ``(name, list of ChunkData handles)``
+    eval_sets : list of ``(name, list of PartitionData handles)``
     verbose : bool
         Show a progress bar over rounds with the latest metric.
     progress : callable, optional
@@ -150,11 +150,11 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     max_cached = histogram_pool_capacity(params["histogram_pool_size"], meta.n_hist_bins)
     # Several shards: each reduces and searches a block of features (LightGBM's data-parallel
     # learner). Not with a bounded pool, whose evictions count whole histograms.
-    n_segments = getattr(backend, "n_segments", 1) if max_cached is None else 1
-    replicate = bool(getattr(backend, "replicate_search", False))
-    meta, segments = _segmented(backend, meta, n_segments)
-    sp_h = backend.scatter(sp)
-    meta_h = backend.scatter(meta)
+    n_feature_blocks = executor.n_feature_blocks if max_cached is None else 1
+    replicate = bool(executor.replicate_search)
+    meta, blocks = _scatter_feature_blocks(executor, meta, n_feature_blocks)
+    sp_h = executor.scatter(sp)
+    meta_h = executor.scatter(meta)
     n_out = objective.num_tree_per_iteration
     lr = float(params["learning_rate"])
     split_every = int(params["split_every"])
@@ -164,10 +164,10 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     eval_chunks = {name: list(handles) for name, handles in eval_sets}
     best = {}  # (set, metric) -> (score, round)
     n = len(chunks)
-    stats = backend.map(chunk_label_stats, chunks, [objective] * n, key=f"{key}-labelstats")
-    init = compute_init_score(backend, stats, objective, params, split_every, key)
-    chunks = backend.map(chunk_add_score, chunks, [init] * n, key=f"{key}-init", consume=0)
-    eval_chunks = {name: backend.map(chunk_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}",
+    stats = executor.map(partition_label_stats, chunks, [objective] * n, key=f"{key}-labelstats")
+    init = compute_init_score(executor, stats, objective, params, split_every, key)
+    chunks = executor.map(partition_add_score, chunks, [init] * n, key=f"{key}-init", consume=0)
+    eval_chunks = {name: executor.map(partition_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}",
                                       consume=0)
                    for name, ec in eval_chunks.items()}
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
@@ -178,45 +178,44 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
     lookahead = (params["lookahead_leaves"] or 0) if max_cached is None else 0
     sampler = None
     if sampling_enabled(params):
-        rows = backend.gather(backend.map(chunk_n_rows, chunks, key=f"{key}-nrows"))
+        rows = executor.gather(executor.map(partition_n_rows, chunks, key=f"{key}-nrows"))
         sampler = RowSampler(params, rows)
     total = int(params["n_estimators"])
     bar = progress(total) if progress is not None else progress_bar(total, verbose)
     try:
         for rnd in range(total):
             t_round, c_round = time.perf_counter(), time.process_time()
-            chunks = backend.map(chunk_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}",
+            chunks = executor.map(partition_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}",
                                  consume=0)
             t_sample = time.perf_counter()
             if sampler is not None and sampler.active(rnd):
-                chunks = sampler.sample(backend, chunks, rnd, key=f"{key}-sample-{rnd}")
+                chunks = sampler.sample(executor, chunks, rnd, key=f"{key}-sample-{rnd}")
             # The round's shared work (gradients, row sampling), split among its trees.
             share = (time.perf_counter() - t_round) / n_out
             share_sampling = (time.perf_counter() - t_sample) / n_out
             share_cpu = (time.process_time() - c_round) / n_out
-            round_meta, round_meta_h, round_segments = meta, meta_h, segments
+            round_meta, round_meta_h, round_blocks = meta, meta_h, blocks
             if screener is not None:
                 # One selection per round, shared by a multiclass round's trees.
-                round_meta, round_segments = _segmented(
-                    backend, meta.screened(screener.select(rnd)),
-                    n_segments)
-                round_meta_h = backend.scatter(round_meta)
-                chunks = backend.map(chunk_compact_columns, chunks, [round_meta_h] * n,
+                round_meta, round_blocks = _scatter_feature_blocks(
+                    executor, meta.screened(screener.select(rnd)),
+                    n_feature_blocks)
+                round_meta_h = executor.scatter(round_meta)
+                chunks = executor.map(partition_compact_columns, chunks, [round_meta_h] * n,
                                      key=f"{key}-columns-{rnd}", consume=0)
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)
             round_trees = []
             for k in range(n_out):
                 t_start, c_start = time.perf_counter(), time.process_time()
-                # Read a timing backend's totals once before and once after the tree (a remote
-                # backend asks its workers for them).
-                timed = getattr(backend, "seconds", None)
-                timed = None if timed is None else dict(timed)
+                # Read the executor's timers once before and once after the tree (a remote
+                # executor asks its workers for them).
+                timed = dict(executor.seconds)
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
                 # Leaves split ahead of their turn take source ids up to 2 x num_leaves.
                 source = HistogramSource(chunks, k, round_meta_h, sp_h,
                                          2 * int(params["num_leaves"]),
-                                         backend=backend, split_every=split_every, key=tree_key,
-                                         max_cached=max_cached, segments=round_segments,
+                                         executor=executor, split_every=split_every, key=tree_key,
+                                         max_cached=max_cached, feature_blocks=round_blocks,
                                          replicate=replicate)
                 grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
                                     params["max_depth"], grow_policy=params["grow_policy"],
@@ -231,18 +230,18 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                 if meta.bundled:
                     arrays.update(meta.node_arrays(tree.split_feature))
                 arrays["routed"] = np.asarray(grower.routed, dtype=bool)
-                arrays_h = backend.scatter(arrays)
-                chunks = backend.map(chunk_apply_tree, chunks, [arrays_h] * n, [k] * n,
+                arrays_h = executor.scatter(arrays)
+                chunks = executor.map(partition_apply_tree, chunks, [arrays_h] * n, [k] * n,
                                      tree_rows, key=f"{tree_key}-apply", consume=0)
                 del tree_rows
                 # The tree's true leaf counts, counted as it is applied (one small gather; the
                 # next tree's pass needs the applied scores anyway).
-                counts = backend.gather(backend.map(chunk_leaf_counts, chunks,
+                counts = executor.gather(executor.map(partition_leaf_counts, chunks,
                                                     key=f"{tree_key}-counts"))
                 tree.set_leaf_counts(np.sum(counts, axis=0))
                 for name in eval_chunks:
                     ec = eval_chunks[name]
-                    eval_chunks[name] = backend.map(chunk_apply_tree, ec, [arrays_h] * len(ec),
+                    eval_chunks[name] = executor.map(partition_apply_tree, ec, [arrays_h] * len(ec),
                                                     [k] * len(ec), key=f"{tree_key}-apply-{name}",
                                                     consume=0)
                 round_trees.append(tree)
@@ -256,15 +255,14 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
                              cpu_seconds=time.process_time() - c_start + share_cpu,
                              seconds_sampling=share_sampling,
                              seconds_waiting=grower.time_waiting)
-                if timed is not None:
-                    now = dict(backend.seconds)
-                    spent = {f: now[f] - timed.get(f, 0.0) for f in now}
-                    stats.update(
-                        seconds_histogram=(spent.get("chunk_root", 0.0)
-                                           + spent.get("chunk_split_many", 0.0)),
-                        seconds_reduce=spent.get("sum_histograms", 0.0),
-                        seconds_split_search=(spent.get("finish_root", 0.0)
-                                              + spent.get("finish_split_many", 0.0)))
+                now = dict(executor.seconds)
+                spent = {f: now[f] - timed.get(f, 0.0) for f in now}
+                stats.update(
+                    seconds_histogram=(spent.get("partition_root", 0.0)
+                                       + spent.get("partition_split_many", 0.0)),
+                    seconds_reduce=spent.get("sum_histograms", 0.0),
+                    seconds_split_search=(spent.get("finish_root", 0.0)
+                                          + spent.get("finish_split_many", 0.0)))
                 result.tree_stats.append(stats)
             if all(t.n_leaves == 1 for t in round_trees) and rnd > 0:
                 # LightGBM stops when no leaf meets the split requirements (gbdt.cpp TrainOneIter).
@@ -273,7 +271,7 @@ def boost(backend, chunks, *, bin_mapper, params, objective, metrics=(), eval_se
             result.trees.extend(round_trees)
             if screener is not None:
                 screener.update(round_meta.feature_mask, round_gains)
-            stop = _evaluate(backend, eval_chunks, metric_list, objective, evals_result, best,
+            stop = _evaluate(executor, eval_chunks, metric_list, objective, evals_result, best,
                              rnd, es_rounds, params, split_every, key)
             if metric_list and eval_chunks:
                 bar.set_postfix(round_postfix(evals_result), refresh=False)
@@ -302,18 +300,18 @@ def _best_round(best, params):
     return first_round + 1
 
 
-def _evaluate(backend, eval_chunks, metrics, objective, evals_result, best, rnd, es_rounds,
+def _evaluate(executor, eval_chunks, metrics, objective, evals_result, best, rnd, es_rounds,
               params, split_every, key):
     """Compute every metric on every eval set; return the 1-based best round when stopping."""
     if not metrics or not eval_chunks:
         return None
     handles = {}
     for name, ec in eval_chunks.items():
-        parts = backend.map(chunk_metric_partials, ec, [metrics] * len(ec), [objective] * len(ec),
+        parts = executor.map(partition_metric_partials, ec, [metrics] * len(ec), [objective] * len(ec),
                             key=f"{key}-metric-{name}-{rnd}")
-        handles[name] = tree_reduce(backend, merge_metric_partials, parts, split_every,
+        handles[name] = tree_reduce(executor, merge_metric_partials, parts, split_every,
                                     f"{key}-metricsum-{name}-{rnd}", extra=(metrics,))
-    stats = backend.gather(list(handles.values()))
+    stats = executor.gather(list(handles.values()))
     stop = None
     for (name, st) in zip(handles, stats):
         for i, (m, s) in enumerate(zip(metrics, st)):

@@ -3,9 +3,9 @@
 Data flow position: between the grower (which only decides which leaves to split) and the chunks
 (which hold rows). Each request is one pass over the rows it touches: per chunk, route the rows
 of every leaf split in the pass and histogram the children to build (one fused task,
-:func:`~oocgbdt.core.chunk.chunk_split_many`); tree-reduce the stacked partial histograms; in the
+:func:`~oocgbdt.core.partition.partition_split_many`); tree-reduce the stacked partial histograms; in the
 final task, derive each sibling by subtraction and search both children of every split.
-Histograms stay where the backend keeps them; only :class:`~oocgbdt.core.split.SplitInfo`
+Histograms stay where the executor keeps them; only :class:`~oocgbdt.core.split.SplitInfo`
 records reach the caller.
 
 Kept histograms (the histogram pool). Between passes the source keeps the histogram of each open
@@ -27,33 +27,33 @@ from dataclasses import replace
 
 import numpy as np
 
-from oocgbdt.core.backend import EVERYWHERE, LocalBackend, reduce_levels
-from oocgbdt.core.chunk import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, chunk_root,
-                                chunk_split_many, finish_root, finish_split_many, histogram_rows,
+from oocgbdt.core.executor import EVERYWHERE, LocalExecutor, reduce_levels
+from oocgbdt.core.partition import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, partition_root,
+                                partition_split_many, finish_root, finish_split_many, histogram_rows,
                                 histograms_only,
                                 pass_histogram, pass_records, sum_histograms,
                                 tree_rows_only)
 
-__all__ = ["HistogramSource", "merge_segment_records"]
+__all__ = ["HistogramSource", "merge_block_records"]
 
 
-def merge_segment_records(records, gains):
-    """Merge the finish steps' results of the feature segments of one pass into what a single
-    finish step gives (:func:`~oocgbdt.core.chunk.finish_split_many`).
+def merge_block_records(records, gains):
+    """Merge the finish steps' results of the feature blocks of one pass into what a single
+    finish step gives (:func:`~oocgbdt.core.partition.finish_split_many`).
 
     Parameters
     ----------
-    records : list over segments (in feature order) of lists of ``(left, right)`` SplitInfo or None
-    gains : list over segments of ndarray of shape (n_splits, n_features)
-        ``-inf`` outside each segment's features.
+    records : list over feature_blocks (in feature order) of lists of ``(left, right)`` SplitInfo or None
+    gains : list over feature_blocks of ndarray of shape (n_splits, n_features)
+        ``-inf`` outside each block's features.
 
     Returns
     -------
     (records, gains)
-        Per split and child, the best segment's SplitInfo (the higher gain; on a tie the lower
-        feature, which is in the earlier segment, as ``np.argmax`` picks over all features),
-        its ``splittable`` the union of the segments' (each is False outside its features);
-        the gains are the elementwise maximum over segments.
+        Per split and child, the best block's SplitInfo (the higher gain; on a tie the lower
+        feature, which is in the earlier block, as ``np.argmax`` picks over all features),
+        its ``splittable`` the union of the feature_blocks' (each is False outside its features);
+        the gains are the elementwise maximum over feature_blocks.
     """
     merged = []
     for per_split in zip(*records):
@@ -72,16 +72,16 @@ def merge_segment_records(records, gains):
 
 
 class HistogramSource:
-    """Histograms of one tree's leaves over a list of chunks, computed through a backend.
+    """Histograms of one tree's leaves over a list of chunks, computed through a executor.
 
     Parameters
     ----------
-    chunks : list of handles to :class:`~oocgbdt.core.chunk.ChunkData` (gradients computed)
+    chunks : list of handles to :class:`~oocgbdt.core.partition.PartitionData` (gradients computed)
     class_idx : int
         Which output's gradients this tree fits.
     meta, params : handles to FeatureMeta and SplitParams (scattered once)
     max_leaves : int
-    backend : LocalBackend or the Dask layer's backend, default LocalBackend()
+    executor : LocalExecutor or the Dask layer's executor, default LocalExecutor()
     split_every : int, default 8
         Fan-in of the histogram reduction.
     key : str
@@ -89,18 +89,18 @@ class HistogramSource:
     max_cached : int or None, default None
         At most this many leaf histograms are kept between passes (None: no bound; 0: none, so
         every split histograms both children).
-    segments : list of ``(lo, hi, search meta handle)``, or None
-        Share each split pass's reduction and search out by feature segments (see
-        :func:`~oocgbdt.core.split.feature_segments`; ``meta`` must carry their count rows):
-        segment ``k``'s slices of the partial histograms are summed and searched on the
-        backend's place ``k`` (a shard), where its slice of every kept histogram stays, and
-        the caller merges the segments' best splits. The splits found are the same, and every
+    feature_blocks : list of ``(lo, hi, search meta handle)``, or None
+        Share each split pass's reduction and search out by feature blocks (see
+        :func:`~oocgbdt.core.split.feature_blocks`; ``meta`` must carry their count rows):
+        block ``k``'s slices of the partial histograms are summed and searched on the
+        executor's place ``k`` (a shard), where its slice of every kept histogram stays, and
+        the caller merges the feature_blocks' best splits. The splits found are the same, and every
         histogram value is added in the same order. None: one final step sums and searches all.
     replicate : bool, default False
-        Without segments: run the final steps (sum the last reduction level, search, keep the
-        children's histograms) at every place of the backend (``place=EVERYWHERE``), each on
+        Without feature_blocks: run the final steps (sum the last reduction level, search, keep the
+        children's histograms) at every place of the executor (``place=EVERYWHERE``), each on
         its own copy of the partials, so that the split records and the kept histograms are
-        already everywhere (see :class:`~oocgbdt.dask.actors.SpmdBackend`). The same values
+        already everywhere (see :class:`~oocgbdt.runtime.spmd.SpmdExecutor`). The same values
         as one final step.
 
     Attributes
@@ -119,10 +119,10 @@ class HistogramSource:
         committed split (:meth:`commit`) of this tree.
     """
 
-    def __init__(self, chunks, class_idx, meta, params, max_leaves, *, backend=None,
-                 split_every=8, key="oocgbdt", max_cached=None, segments=None,
+    def __init__(self, chunks, class_idx, meta, params, max_leaves, *, executor=None,
+                 split_every=8, key="oocgbdt", max_cached=None, feature_blocks=None,
                  replicate=False):
-        self.backend = backend if backend is not None else LocalBackend()
+        self.executor = executor if executor is not None else LocalExecutor()
         self.chunks = list(chunks)
         self.class_idx = class_idx
         self.meta = meta
@@ -131,13 +131,13 @@ class HistogramSource:
         self.split_every = split_every
         self.key = key
         self.max_cached = None if max_cached is None else max(0, int(max_cached))
-        self.segments = list(segments) if segments else None
-        self.replicate = bool(replicate) and self.segments is None
+        self.feature_blocks = list(feature_blocks) if feature_blocks else None
+        self.replicate = bool(replicate) and self.feature_blocks is None
         # Where the final steps run: every place at once (each sums the partials and searches
         # on its own copy, so split records need not travel), or where their inputs are.
         self._final = EVERYWHERE if self.replicate else None
         self._rows = None           # per-chunk handles of (TreeRows, histograms)
-        self._hist = {}             # leaf -> handle of its histogram (a list: one per segment)
+        self._hist = {}             # leaf -> handle of its histogram (a list: one per feature block)
         self._gain = {}             # leaf -> best split gain of a leaf in _hist (pool priority)
         self.n_passes = 0
         self.n_hist_built = 0
@@ -176,18 +176,18 @@ class HistogramSource:
 
     def root(self):
         """Histogram all rows into leaf 0; returns ``(LeafTotals, SplitInfo or None)``."""
-        b = self.backend
+        b = self.executor
         n = len(self.chunks)
-        self._rows = b.map(chunk_root, self.chunks, [self.class_idx] * n, [self.meta] * n,
+        self._rows = b.map(partition_root, self.chunks, [self.class_idx] * n, [self.meta] * n,
                            [self.max_leaves] * n, key=f"{self.key}-root")
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
         found = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root",
                          place=self._final)
         res = b.submit(pass_records, found, key=f"{self.key}-records-root", place=self._final)
         hist = b.submit(pass_histogram, found, key=f"{self.key}-hist-root", place=self._final)
-        if self.segments is not None:  # views on the root's shard, pushed where searched
+        if self.feature_blocks is not None:  # views on the root's shard, pushed where searched
             hist = [b.submit(histogram_rows, hist, lo, hi, key=f"{self.key}-hist-root-{k}")
-                    for k, (lo, hi, _) in enumerate(self.segments)]
+                    for k, (lo, hi, _) in enumerate(self.feature_blocks)]
         self._hist = {0: hist}
         self.n_passes += 1
         self.n_hist_built += 1
@@ -204,7 +204,7 @@ class HistogramSource:
         the finish step reads. The reduction reads the partial histograms alone
         (:func:`histograms_only`): a partial sent to another worker does not carry the chunk's
         row order."""
-        b = self.backend
+        b = self.executor
         hists = b.map(histograms_only, results, key=f"{key}-hists")
         if 2 < len(hists) <= 2 * self.split_every:
             # Consecutive pairs first: partitions sit on workers in contiguous blocks, so a pair
@@ -216,19 +216,19 @@ class HistogramSource:
             hists = [b.submit(sum_histograms, hists[i:i + 2], key=f"{key}-pair-{i // 2}")
                      if i + 1 < len(hists) else hists[i] for i in range(0, len(hists), 2)]
         parts = reduce_levels(b, sum_histograms, hists, self.split_every, key)
-        if self.segments is not None or self.replicate:
-            return parts  # summed by the finish steps (per segment: see _finish_segments)
+        if self.feature_blocks is not None or self.replicate:
+            return parts  # summed by the finish steps (per feature block: see _finish_blocks)
         return [b.submit(sum_histograms, parts, key=f"{key}-last")]
 
     def _drop_partials(self):
         """Keep only each chunk's row grouping between passes: its partial histograms (one per
         chunk and built child, p x k x n_hist_bins x 16 bytes in all) are consumed by this
         pass's reduction. Called before the pass's split records are gathered: a deferring
-        backend (the actor backend) then runs it in the same batch as the pass, so the partials
+        executor (the actor executor) then runs it in the same batch as the pass, so the partials
         are released by the next pass's call, before that pass makes its own (issued after the
         gather, it ran with the next pass and the partials of two passes were held at once).
         Every step that reads the pass's results was issued before it, so they are consumed."""
-        self._rows = self.backend.map(tree_rows_only, self._rows,
+        self._rows = self.executor.map(tree_rows_only, self._rows,
                                       key=f"{self.key}-p{self.n_passes}-keep", consume=0)
 
     def split_many(self, requests):
@@ -259,7 +259,7 @@ class HistogramSource:
         if not todo:
             self._bound_pool()
             return out
-        b = self.backend
+        b = self.executor
         n = len(self.chunks)
         build = []
         for _, _, _, split, parent in todo:
@@ -270,11 +270,11 @@ class HistogramSource:
         plan = SplitPlan(tuple(t[1] for t in todo), tuple(t[2] for t in todo),
                          tuple(t[3] for t in todo), tuple(build))
         tag = f"{self.key}-p{self.n_passes}"
-        self._rows = b.map(chunk_split_many, self.chunks, self._rows, [self.class_idx] * n,
+        self._rows = b.map(partition_split_many, self.chunks, self._rows, [self.class_idx] * n,
                            [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
-        if self.segments is None:
+        if self.feature_blocks is None:
             found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
                              key=f"{tag}-find", place=self._final)
             res = b.submit(pass_records, found, key=f"{tag}-records", place=self._final)
@@ -283,17 +283,17 @@ class HistogramSource:
                     self._hist[child] = b.submit(pass_histogram, found, i, side,
                                                  key=f"{tag}-hist-{child}", place=self._final)
         else:
-            res = self._finish_segments(parents, parts, plan, todo, tag)
+            res = self._finish_blocks(parents, parts, plan, todo, tag)
         built = plan.built()
         self.n_passes += 1
         self.n_hist_built += len(built)
         self.n_hist_subtracted += 2 * len(todo) - len(built)
         self._drop_partials()  # queued before the wait: see _drop_partials
-        if self.segments is None:
+        if self.feature_blocks is None:
             records, gains = b.gather(res)
         else:
             got = b.gather(res)
-            records, gains = merge_segment_records([g[0] for g in got], [g[1] for g in got])
+            records, gains = merge_block_records([g[0] for g in got], [g[1] for g in got])
         for (idx, leaf, right_leaf, _, _), (left, right), g in zip(todo, records, gains):
             self._split_gains[leaf] = g
             out[idx] = (left, right)
@@ -302,19 +302,19 @@ class HistogramSource:
         self._bound_pool()
         return out
 
-    def _finish_segments(self, parents, parts, plan, todo, tag):
-        """Queue one finish step per feature segment, on the segment's place: it sums the
-        segment's slices of ``parts`` (the same additions, in the same order, as one final sum)
-        and searches the segment's features of every split's children, whose segment slices it
-        keeps. Returns the handles of the segments' records."""
-        b = self.backend
+    def _finish_blocks(self, parents, parts, plan, todo, tag):
+        """Queue one finish step per feature block, on the block's place: it sums the
+        block's slices of ``parts`` (the same additions, in the same order, as one final sum)
+        and searches the block's features of every split's children, whose block slices it
+        keeps. Returns the handles of the feature_blocks' records."""
+        b = self.executor
         res = []
         # Every slice first: each shard then sends the others theirs before it waits for its own.
         slices = [[b.submit(histogram_rows, p, lo, hi, key=f"{tag}-slice-{k}-{j}")
-                   for j, p in enumerate(parts)] for k, (lo, hi, _) in enumerate(self.segments)]
-        for k, (lo, hi, seg_meta) in enumerate(self.segments):
+                   for j, p in enumerate(parts)] for k, (lo, hi, _) in enumerate(self.feature_blocks)]
+        for k, (lo, hi, block_meta) in enumerate(self.feature_blocks):
             seg_parents = [None if p is None else p[k] for p in parents]
-            found = b.submit(finish_split_many, seg_parents, slices[k], plan, seg_meta, self.params,
+            found = b.submit(finish_split_many, seg_parents, slices[k], plan, block_meta, self.params,
                              key=f"{tag}-find-{k}", place=k)
             res.append(b.submit(pass_records, found, key=f"{tag}-records-{k}", place=k))
             for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
@@ -348,7 +348,7 @@ class HistogramSource:
 
     @property
     def rows(self) -> list:
-        """Handles of each chunk's :class:`~oocgbdt.core.chunk.TreeRows` after the last pass (the
+        """Handles of each chunk's :class:`~oocgbdt.core.partition.TreeRows` after the last pass (the
         rows grouped by the leaves the passes routed them to), until :meth:`close`."""
         return list(self._rows)
 

@@ -16,8 +16,8 @@ probability, so the ranking is the same).
 """
 import numpy as np
 
-from .._dtypes import K_EPSILON, Y_DTYPE
-from ..params import DEFAULT_METRIC, METRIC_OBJECTIVES, METRICS, normalize_metric
+from oocgbdt._dtypes import K_EPSILON, Y_DTYPE
+from oocgbdt.params import DEFAULT_METRIC, METRIC_OBJECTIVES, METRICS, normalize_metric
 
 __all__ = [
     "Metric",

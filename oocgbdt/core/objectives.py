@@ -18,9 +18,9 @@ LightGBM sources: ``src/objective/regression_objective.hpp`` (``RegressionL2loss
 """
 import numpy as np
 
-from .._dtypes import G_H_DTYPE, K_EPSILON, Y_DTYPE
-from ..kernels.loss import gradients_binary, gradients_l2, gradients_multiclass
-from ..params import DEFAULT_METRIC, resolve_params
+from oocgbdt._dtypes import G_H_DTYPE, K_EPSILON, Y_DTYPE
+from oocgbdt.kernels.loss import gradients_binary, gradients_l2, gradients_multiclass
+from oocgbdt.params import DEFAULT_METRIC, resolve_params
 
 __all__ = [
     "Objective",

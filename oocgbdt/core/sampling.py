@@ -1,9 +1,9 @@
 """This module contains row sampling per boosting round: GOSS and uniform bagging.
 
-Data flow position: once per round, after :func:`~oocgbdt.core.chunk.chunk_gradients` and before
+Data flow position: once per round, after :func:`~oocgbdt.core.partition.partition_gradients` and before
 the round's trees. Every decision that involves more than one chunk is made once, on the caller
 (the boosting loop), from tree-reduced statistics; each chunk then selects its own rows and keeps
-their indices in :attr:`ChunkData.rows <oocgbdt.core.chunk.ChunkData>`, so the round's trees route
+their indices in :attr:`PartitionData.rows <oocgbdt.core.partition.PartitionData>`, so the round's trees route
 and histogram only those rows. Every row still gets its score updated after each tree.
 
 GOSS (LightGBM's ``goss.hpp``; the NIPS 2017 paper's Algorithm 2)
@@ -44,13 +44,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from oocgbdt._dtypes import G_H_DTYPE, LEAF_DTYPE
-from oocgbdt.core.backend import tree_reduce
+from oocgbdt.core.executor import tree_reduce
 from oocgbdt.kernels.sampling import bernoulli_select, goss_select, radix_counts, uniforms
 
 __all__ = [
     "RowSelection", "RowSampler", "sampling_enabled", "goss_warmup_rounds", "goss_top_k",
-    "goss_keys", "row_uniforms", "stream_key", "chunk_n_rows", "chunk_key_histogram",
-    "chunk_count_ties", "chunk_select_rows", "sum_counts",
+    "goss_keys", "row_uniforms", "stream_key", "partition_n_rows", "partition_key_histogram",
+    "partition_count_ties", "partition_select_rows", "sum_counts",
 ]
 
 #: Stream kinds (part of the random key, so bagging and GOSS never share draws).
@@ -125,12 +125,12 @@ def _tie_quotas(tie_counts, need: int) -> list:
 
 # ---- per-chunk task bodies --------------------------------------------------------------------
 
-def chunk_n_rows(data) -> int:
+def partition_n_rows(data) -> int:
     """Rows of a chunk (gathered once, for global row offsets and ``n``)."""
     return int(data.n_rows)
 
 
-def chunk_key_histogram(data, high_bucket):
+def partition_key_histogram(data, high_bucket):
     """Radix-select counts of a chunk's GOSS keys (int64).
 
     ``high_bucket`` None: rows per value of the high 16 bits of the key (shape (2**15,)).
@@ -150,7 +150,7 @@ def sum_counts(parts):
     return out
 
 
-def chunk_count_ties(data, threshold_bits: int) -> int:
+def partition_count_ties(data, threshold_bits: int) -> int:
     """Rows of a chunk whose key equals the threshold key exactly."""
     return int(np.count_nonzero(_key_bits(data) == np.uint32(threshold_bits)))
 
@@ -185,8 +185,8 @@ class RowSelection:
     multiplier: float = 1.0
 
 
-def chunk_select_rows(data, sel: RowSelection):
-    """Select a chunk's rows for this round; returns a new ChunkData with ``rows`` set.
+def partition_select_rows(data, sel: RowSelection):
+    """Select a chunk's rows for this round; returns a new PartitionData with ``rows`` set.
 
     GOSS rows kept by the random draw get their gradients and hessians (every output) multiplied
     by ``sel.multiplier`` in float32; everything else is unchanged. ``rows`` is ascending int32.
@@ -245,27 +245,27 @@ class RowSampler:
         """Whether round ``rnd`` (0-based) trains on a sample."""
         return rnd >= self.warmup if self.strategy == "goss" else True
 
-    def sample(self, backend, chunks, rnd: int, key: str):
+    def sample(self, executor, chunks, rnd: int, key: str):
         """Select round ``rnd``'s rows; returns new chunk handles (``rows`` set on each)."""
         if self.strategy == "goss":
-            selections = self._goss(backend, chunks, rnd, key)
+            selections = self._goss(executor, chunks, rnd, key)
         else:
             bag_round = rnd - rnd % self.bagging_freq
             k = stream_key(self.seed, self.bagging_seed, BAGGING_STREAM, bag_round)
             selections = [RowSelection(off, k, self.bagging_fraction) for off in self.offsets]
             self.last = dict(bag_round=bag_round)
-        return backend.map(chunk_select_rows, chunks, selections, key=f"{key}-select",
+        return executor.map(partition_select_rows, chunks, selections, key=f"{key}-select",
                                consume=0)
 
-    def _goss(self, backend, chunks, rnd, key):
+    def _goss(self, executor, chunks, rnd, key):
         n = len(chunks)
         top_k = goss_top_k(self.n_rows, self.top_rate)
-        high = backend.gather(tree_reduce(
-            backend, sum_counts, backend.map(chunk_key_histogram, chunks, [None] * n, key=f"{key}-kh"),
+        high = executor.gather(tree_reduce(
+            executor, sum_counts, executor.map(partition_key_histogram, chunks, [None] * n, key=f"{key}-kh"),
             self.split_every, f"{key}-khsum"))
         bucket, above = _top_bucket(high, top_k)
-        low = backend.gather(tree_reduce(
-            backend, sum_counts, backend.map(chunk_key_histogram, chunks, [bucket] * n, key=f"{key}-kl"),
+        low = executor.gather(tree_reduce(
+            executor, sum_counts, executor.map(partition_key_histogram, chunks, [bucket] * n, key=f"{key}-kl"),
             self.split_every, f"{key}-klsum"))
         low_bucket, above_low = _top_bucket(low, top_k - above)
         threshold = (bucket << 16) | low_bucket
@@ -273,7 +273,7 @@ class RowSampler:
         if need == int(low[low_bucket]):
             ties = [-1] * n
         else:
-            counts = backend.gather(backend.map(chunk_count_ties, chunks, [threshold] * n,
+            counts = executor.gather(executor.map(partition_count_ties, chunks, [threshold] * n,
                                                 key=f"{key}-ties"))
             ties = _tie_quotas(np.asarray(counts, dtype=np.int64), need)
         k = stream_key(self.seed, self.bagging_seed, GOSS_STREAM, rnd)

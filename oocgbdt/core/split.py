@@ -14,7 +14,7 @@ from oocgbdt.kernels.bundling import expand_histogram
 from oocgbdt.kernels.splitting import find_best_thresholds, leaf_output
 
 __all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "best_split", "leaf_totals",
-           "feature_segments"]
+           "feature_blocks"]
 
 
 @dataclass(frozen=True)
@@ -199,31 +199,31 @@ class FeatureMeta:
         return out
 
 
-def feature_segments(meta: FeatureMeta, n_segments: int):
-    """Share a leaf's split search out by features: ``n_segments`` contiguous feature ranges
+def feature_blocks(meta: FeatureMeta, n_feature_blocks: int):
+    """Share a leaf's split search out by features: ``n_feature_blocks`` contiguous feature ranges
     with about equal numbers of searchable bins (LightGBM's data-parallel learner gives each
     machine a block of features to reduce and search, ``DataParallelTreeLearner``).
 
     Returns
     -------
     list of ``(lo, hi, search_meta)``, or None
-        Per segment, its histogram rows ``[lo, hi)`` and the metadata that searches that slice
-        after the count row (:func:`oocgbdt.core.chunk.histogram_rows`) alone: feature offsets
-        shifted by ``lo - 1`` and only the segment's features searchable.
-        None when there is less than one searchable feature per segment, or when the histogram
+        Per block, its histogram rows ``[lo, hi)`` and the metadata that searches that slice
+        after the count row (:func:`oocgbdt.core.partition.histogram_rows`) alone: feature offsets
+        shifted by ``lo - 1`` and only the block's features searchable.
+        None when there is less than one searchable feature per block, or when the histogram
         layout is not the per-feature one (bundles merged by EFB).
     """
-    if n_segments < 2 or (meta.bundled and not meta.expand_is_copy):
+    if n_feature_blocks < 2 or (meta.bundled and not meta.expand_is_copy):
         return None
     searchable = meta.feature_mask & (meta.n_bins > 1)
-    if np.count_nonzero(searchable) < n_segments:
+    if np.count_nonzero(searchable) < n_feature_blocks:
         return None
     weight = np.where(searchable, meta.n_bins, 0).astype(np.float64)
     cum = np.cumsum(weight)
     n_features = meta.n_bins.shape[0]
-    # Segment k starts at the first feature whose cumulative weight passes k / n_segments of it.
-    bounds = [0] + [int(np.searchsorted(cum, cum[-1] * k / n_segments, side="right"))
-                    for k in range(1, n_segments)] + [n_features]
+    # Segment k starts at the first feature whose cumulative weight passes k / n_feature_blocks of it.
+    bounds = [0] + [int(np.searchsorted(cum, cum[-1] * k / n_feature_blocks, side="right"))
+                    for k in range(1, n_feature_blocks)] + [n_features]
     out = []
     for f_lo, f_hi in zip(bounds[:-1], bounds[1:]):
         if not (f_lo < f_hi and weight[f_lo:f_hi].any()):
@@ -302,7 +302,7 @@ def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
 
     With bundling, a root histogram carries the slice of feature ``meta.totals_feature``
     decoded from its bundle after its ``n_hist_bins`` rows (see
-    :func:`oocgbdt.core.chunk.chunk_root`); summing it exactly as without bundling gives
+    :func:`oocgbdt.core.partition.partition_root`); summing it exactly as without bundling gives
     bit-identical totals.
     """
     if meta.bundled:

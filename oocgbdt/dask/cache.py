@@ -2,7 +2,7 @@
 
 Data flow position: after the bins, bundles and partitions are fixed, before boosting.
 
-``cache="memory"``: each partition's :class:`~oocgbdt.core.chunk.ChunkData` holds its binned
+``cache="memory"``: each partition's :class:`~oocgbdt.core.partition.PartitionData` holds its binned
 columns (``X_binned``, the bundles with EFB) in worker memory (in-process for NumPy input with
 no client).
 
@@ -13,10 +13,10 @@ chunk (Blosc lz4 level 1 when that halves it, see ``CODEC`` and ``COMPRESS_BELOW
 bytes), and returns a :class:`Piece` record (a few bytes). A worker of the write pass therefore
 holds one piece's raw rows at a time, whatever the partition size, and the write tasks carry no
 placement, so Dask's queuing of root tasks bounds how many run at once. Each partition's
-ChunkData is then made from its labels (and weights) alone, :func:`cached_partition`, with
+PartitionData is then made from its labels (and weights) alone, :func:`cached_partition`, with
 ``X_binned`` a :class:`CachedBins` reference (path, shape, dtype, pieces: a few hundred bytes),
 exactly as when a stored cache is reused. Every pass reads a partition's bins back from the store
-(:func:`oocgbdt.core.chunk.chunk_bins`). What stays in worker memory is the per-row state,
+(:func:`oocgbdt.core.partition.partition_bins`). What stays in worker memory is the per-row state,
 ``PER_ROW_STATE_BYTES`` per row and output (see below), not the columns.
 
 Store layout (a directory)::
@@ -70,7 +70,7 @@ import scipy.sparse as sp
 import zarr
 from zarr.codecs import BloscCodec
 
-from oocgbdt.core.chunk import chunk_init
+from oocgbdt.core.partition import partition_init
 from oocgbdt.dask.partitions import bin_raw_blocks
 
 __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CLAIM_FILE", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
@@ -113,7 +113,7 @@ EDGE_ROWS = 8
 #: when the cache is complete: of two fits that start writing to one new path, the second stops
 #: with an error and removes nothing (see :func:`claim_cache_dir`).
 CLAIM_FILE = ".oocgbdt-writing"
-#: Bytes per row and output kept in memory whatever the cache (ChunkData): float64 raw score (8),
+#: Bytes per row and output kept in memory whatever the cache (PartitionData): float64 raw score (8),
 #: float32 gradient and hessian (8); plus, once per row, the float32 label (4), float32 weight
 #: (4, when given), int32 sampled row index (4, GOSS/bagging) and the int32 leaf order of the
 #: tree being grown (4).
@@ -144,9 +144,9 @@ class Piece:
 class CachedBins:
     """A partition's binned columns in the disk cache, read on demand.
 
-    Satisfies what :func:`oocgbdt.core.chunk.chunk_bins` needs: ``shape``, ``dtype`` and
+    Satisfies what :func:`oocgbdt.core.partition.partition_bins` needs: ``shape``, ``dtype`` and
     ``read()``. Picklable and small (a path, a shape and the pieces' rows), so it travels with
-    the ChunkData.
+    the PartitionData.
 
     Attributes
     ----------
@@ -579,13 +579,13 @@ def abort_writes(root) -> None:
 
 
 def cached_partition(ref: CachedBins, y_blocks, w_blocks, n_outputs: int, conflicts=(0, 0)):
-    """Task body: a partition's ChunkData over bins already in the cache (no binning)."""
+    """Task body: a partition's PartitionData over bins already in the cache (no binning)."""
     y = np.concatenate([np.asarray(v) for v in y_blocks])
     if y.shape[0] != ref.shape[0]:
         raise ValueError(f"disk cache partition {ref.path!r} has {ref.shape[0]} rows but the "
                          f"labels of that partition have {y.shape[0]}.")
     w = None if w_blocks is None else np.concatenate([np.asarray(v) for v in w_blocks])
-    data = chunk_init(np.empty((y.shape[0], 0), dtype=ref.dtype), y, w, n_outputs)
+    data = partition_init(np.empty((y.shape[0], 0), dtype=ref.dtype), y, w, n_outputs)
     return replace(data, X_binned=ref, conflicts=tuple(int(c) for c in conflicts))
 
 

@@ -3,7 +3,7 @@
 Data flow position: after the bins (and bundles) are fitted, before the per-row state is loaded.
 A *storage chunk* is a row chunk of the input (a Dask/Zarr chunk, or ``chunk_size`` rows of a
 NumPy array); a *compute partition* is a run of consecutive storage chunks that becomes one
-:class:`~oocgbdt.core.chunk.ChunkData`, so every pass runs one task per partition.
+:class:`~oocgbdt.core.partition.PartitionData`, so every pass runs one task per partition.
 
 Why: each pass costs, per task, a histogram of every bin to zero, send and add in the fan-in
 (612 KB on 100 features x 255 bins) and a scheduler round trip on a cluster, whatever the number
@@ -33,7 +33,7 @@ from dataclasses import replace
 import numpy as np
 
 from oocgbdt.core.bundler import bundle_chunk
-from oocgbdt.core.chunk import chunk_from_raw, chunk_init
+from oocgbdt.core.partition import partition_from_raw, partition_init
 
 __all__ = ["TARGET_ROWS", "MIN_ROWS", "MIN_PARTITIONS", "MAX_BINNED_BYTES", "MAX_RAW_BYTES",
            "default_partition_rows", "group_chunks", "partition_bounds", "load_partition",
@@ -111,11 +111,11 @@ def partition_bounds(chunk_rows, groups) -> np.ndarray:
 
 
 def load_partition(blocks, y_blocks, w_blocks, n_outputs: int, bin_mapper, bundler=None):
-    """Task body: read -> bin -> (bundle) -> :class:`~oocgbdt.core.chunk.ChunkData` of one partition.
+    """Task body: read -> bin -> (bundle) -> :class:`~oocgbdt.core.partition.PartitionData` of one partition.
 
     Each raw block is binned on its own (never a float copy of the whole partition) and the
     binned rows are concatenated; binning is row by row, so the result equals binning the
-    concatenated rows, and one block gives exactly :func:`~oocgbdt.core.chunk.chunk_from_raw`.
+    concatenated rows, and one block gives exactly :func:`~oocgbdt.core.partition.partition_from_raw`.
 
     Parameters
     ----------
@@ -126,16 +126,16 @@ def load_partition(blocks, y_blocks, w_blocks, n_outputs: int, bin_mapper, bundl
 
     Returns
     -------
-    ChunkData
+    PartitionData
         ``conflicts`` summed over the blocks.
     """
     if len(blocks) == 1:
-        return chunk_from_raw(blocks[0], y_blocks[0], None if w_blocks is None else w_blocks[0],
+        return partition_from_raw(blocks[0], y_blocks[0], None if w_blocks is None else w_blocks[0],
                               n_outputs, bin_mapper, bundler)
     cols, conflicts = bin_raw_blocks(blocks, bin_mapper, bundler)
     y = np.concatenate([np.asarray(v) for v in y_blocks])
     w = None if w_blocks is None else np.concatenate([np.asarray(v) for v in w_blocks])
-    return replace(chunk_init(cols, y, w, n_outputs), conflicts=conflicts)
+    return replace(partition_init(cols, y, w, n_outputs), conflicts=conflicts)
 
 
 def bin_raw_blocks(blocks, bin_mapper, bundler=None):

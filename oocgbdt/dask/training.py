@@ -5,15 +5,15 @@ weights (one small reduction) -> fit bins (and bundles) on a row sample (small c
 group row chunks into compute partitions (:mod:`oocgbdt.dask.partitions`) -> per partition, one
 task reads, bins and loads it as state next to the data, its bins kept in memory or written to
 the disk cache (:mod:`oocgbdt.dask.cache`) -> run :func:`oocgbdt.core.boosting.boost` on a
-backend -> a :class:`~oocgbdt.dask.booster.Booster`.
+executor -> a :class:`~oocgbdt.dask.predict.Booster`.
 
 Where it runs: on the ``client`` given, else the default client, else, for Dask or Zarr input, an
 embedded LocalCluster closed afterwards. In-memory NumPy input with no client runs the same task
-bodies in-process on threads (:class:`~oocgbdt.core.backend.LocalBackend`): the data already
+bodies in-process on threads (:class:`~oocgbdt.core.executor.LocalExecutor`): the data already
 fits in memory, and a cluster would only add start-up time. On a cluster with one worker (the
 embedded LocalCluster), the loop itself runs as one task on that worker, next to every chunk,
-over the same LocalBackend; with several workers it runs on the client over an
-:class:`~oocgbdt.dask.actors.ActorBackend` (one actor per worker holding its block of
+over the same LocalExecutor; with several workers it runs on the client over an
+:class:`~oocgbdt.runtime.actor_executor.ActorExecutor` (one actor per worker holding its block of
 partitions, called directly, not through the scheduler). All give the same model for the same
 partitions: the task bodies and their reduction order are the same.
 """
@@ -32,25 +32,25 @@ import dask
 import dask.array as da
 import numpy as np
 
-from oocgbdt.core.backend import LocalBackend
+from oocgbdt.core.executor import LocalExecutor
 from oocgbdt.core.boosting import boost
-from oocgbdt.core.chunk import chunk_conflict_stats
+from oocgbdt.core.partition import partition_conflict_stats
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
-from oocgbdt.dask.actors import ActorBackend
-from oocgbdt.dask.progress import EventBar, caller_bar
-from oocgbdt.dask.backend import DaskBackend
+from oocgbdt.runtime.actor_executor import ActorExecutor
+from oocgbdt.runtime.progress import EventBar, caller_bar
+from oocgbdt.dask.executor import DaskBackend
 from oocgbdt.dask.binning import bin_sample, fit_bin_mapper
 from oocgbdt.dask.bundling import fit_bundler
-from oocgbdt.dask.booster import Booster
+from oocgbdt.dask.predict import Booster
 from oocgbdt.dask.cache import (EDGE_ROWS, abort_writes, cached_bins, cached_partition,
                                 check_fingerprint, claim_cache_dir, cluster_memory_bytes,
                                 create_cache, directory_bytes, finish_cache, fingerprint_parts,
                                 hash_rows, inspect_cache_path, partition_path, piece_groups,
                                 remove_cache, stored_pieces, write_piece)
-from oocgbdt.dask.cluster import client_for_training, find_client
-from oocgbdt.dask.heap import release_heap, training_heap
-from oocgbdt.dask.io import align_rows, as_row_chunked, check_values, is_lazy, is_sparse
+from oocgbdt.runtime.cluster import client_for_training, find_client
+from oocgbdt.runtime.heap import release_heap, training_heap
+from oocgbdt.dask.inputs import align_rows, as_row_chunked, check_values, is_lazy, is_sparse
 from oocgbdt.dask.partitions import default_partition_rows, group_chunks, load_partition, partition_bounds
 from oocgbdt.params import resolve_params
 
@@ -66,7 +66,7 @@ def _blocks(arr):
 
 def _partition_tasks(X, y, weight, groups, bin_mapper, bundler, n_outputs, key, refs=None,
                      conflicts=None):
-    """Delayed ChunkData per compute partition (a group of consecutive row chunks).
+    """Delayed PartitionData per compute partition (a group of consecutive row chunks).
 
     Memory (``refs`` None): read -> bin -> bundle -> state, fused per partition
     (``load_partition``). Disk cache (``refs`` given, written by :func:`_write_cache` or
@@ -142,7 +142,7 @@ def _write_cache(sets, groups, root, bin_mapper, bundler, client, key):
 
 
 def _chunk_tasks(X, y, weight, bin_mapper, bundler, n_outputs, key, groups=None):
-    """Delayed ChunkData with the bins in memory, one per partition (``groups``: chunk index
+    """Delayed PartitionData with the bins in memory, one per partition (``groups``: chunk index
     ranges; None: one per chunk). ``key`` stays the last positional argument: benchmarks wrap
     this function to share the binned training chunks between runs."""
     if groups is None:
@@ -179,11 +179,11 @@ def _sample_sha256(X, params, compute) -> str:
 
 
 def _load_partitions(task_sets, client, actors=None):
-    """Run the loading tasks of every set (one ChunkData per partition).
+    """Run the loading tasks of every set (one PartitionData per partition).
 
-    Returns ``({set: ChunkData handles}, per-partition (conflict rows, lost values) of the
+    Returns ``({set: PartitionData handles}, per-partition (conflict rows, lost values) of the
     training set)``. Without a client the tasks run on a thread pool of this process. With
-    ``actors`` (an :class:`~oocgbdt.dask.actors.ActorBackend`), each partition is computed on
+    ``actors`` (an :class:`~oocgbdt.runtime.actor_executor.ActorExecutor`), each partition is computed on
     the worker of the shard that holds it, then handed to the shards (the handles returned are
     their Refs).
     """
@@ -191,13 +191,13 @@ def _load_partitions(task_sets, client, actors=None):
         with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
             loaded = {s: list(dask.compute(*t, scheduler="threads", pool=pool))
                       for s, t in task_sets.items()}
-        return loaded, [chunk_conflict_stats(ch) for ch in loaded["train"]]
+        return loaded, [partition_conflict_stats(ch) for ch in loaded["train"]]
     if actors is None:
         loaded = {s: client.compute(t) for s, t in task_sets.items()}
     else:
         loaded = {s: _compute_placed(client, actors, t) for s, t in task_sets.items()}
         actors.wait_placed([f for v in loaded.values() for f in v])  # raises if a worker is lost
-    stats = client.gather(client.map(chunk_conflict_stats, loaded["train"], pure=False))
+    stats = client.gather(client.map(partition_conflict_stats, loaded["train"], pure=False))
     if actors is not None:
         loaded = {s: actors.adopt(v) for s, v in loaded.items()}
     return loaded, stats
@@ -227,7 +227,7 @@ def _choose_cache(params, stored, local, client, bytes_binned):
 
 def _compute_placed(client, actors, tasks):
     """Futures of ``tasks`` (one per partition), each computed on the worker of the shard that
-    will hold it (:meth:`~oocgbdt.dask.actors.ActorBackend.owner_of_partition`)."""
+    will hold it (:meth:`~oocgbdt.runtime.actor_executor.ActorExecutor.owner_of_partition`)."""
     n = len(tasks)
     futures = [None] * n
     for o, worker in enumerate(actors.workers):
@@ -265,16 +265,16 @@ def _check_labels_and_weights(yd, wd, evals, objective, compute):
 
 def _boost_on_worker(chunks, eval_sets, boost_kwargs, progress_topic=None):
     """Task body: the boosting loop next to the data, on the worker's threads; its progress
-    bar, given a topic, is the caller's (:mod:`oocgbdt.dask.progress`)."""
+    bar, given a topic, is the caller's (:mod:`oocgbdt.runtime.progress`)."""
     from distributed import get_worker
-    backend = LocalBackend(n_threads=get_worker().state.nthreads)
+    executor = LocalExecutor(n_threads=get_worker().state.nthreads)
     if progress_topic is not None:
         boost_kwargs = dict(boost_kwargs, progress=lambda total: EventBar(progress_topic))
     try:
         with training_heap():
-            return boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
+            return boost(executor, chunks, eval_sets=eval_sets, **boost_kwargs)
     finally:
-        backend.close()
+        executor.close()
 
 
 def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
@@ -336,10 +336,10 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     -----
     While a worker process trains, its glibc malloc thresholds are set to the values glibc
     adapts to on its own when a Dask nanny had fixed them (``MALLOC_TRIM_THRESHOLD_``), and
-    set back when the fit ends (:func:`oocgbdt.dask.heap.training_heap`).
+    set back when the fit ends (:func:`oocgbdt.runtime.heap.training_heap`).
 
     On a cluster of several workers every worker runs the boosting loop over its own
-    partitions and exchanges histograms with the others (:meth:`oocgbdt.dask.actors.ActorBackend.boost`);
+    partitions and exchanges histograms with the others (:meth:`oocgbdt.runtime.actor_executor.ActorExecutor.boost`);
     ``tree_stats``' timings are then those of the first worker. With ``verbose`` the progress
     bar is shown in this process (the loop's rounds arrive as ``distributed`` events).
     """
@@ -426,10 +426,10 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             # The client is the current one for distributed's own lookups (its wait, actor
             # handles), also when it is not the default client.
             if local:
-                backend = LocalBackend(n_threads=os.cpu_count() or 1)
+                executor = LocalExecutor(n_threads=os.cpu_count() or 1)
                 compute = _threaded_compute
             else:
-                backend = DaskBackend(c)
+                executor = DaskBackend(c)
                 compute = _client_compute(c)
             try:
                 samples = []
@@ -504,14 +504,14 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 n_workers = 0 if local else len(c.scheduler_info()["workers"])
                 if n_workers > 1:
                     # Several workers: one actor per worker holds its block of partitions, and
-                    # the loop calls the actors directly (see oocgbdt.dask.actors). Made only
+                    # the loop calls the actors directly (see oocgbdt.runtime.actor_executor). Made only
                     # now: a worker restarted during the phases above (at its memory limit)
                     # would have lost its actor, and partitions pinned to its old address would
                     # wait for it forever.
-                    backend = ActorBackend(c)
+                    executor = ActorExecutor(c)
                 loaded, conflict_stats = _load_partitions(task_sets, c,
-                                                          backend if n_workers > 1 else None)
-                del task_sets  # the graphs that read raw X; only ChunkData handles stay
+                                                          executor if n_workers > 1 else None)
+                del task_sets  # the graphs that read raw X; only PartitionData handles stay
                 if c is not None:
                     # Reading raw partitions leaves freed heap that glibc keeps; hand it back so
                     # the workers' memory (what their limit watches) is what training holds.
@@ -570,13 +570,13 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 elif n_workers > 1:
                     # Every shard runs the loop itself, exchanging partial histograms (and split
                     # records) with the others, with no round trip to this process (see
-                    # oocgbdt.dask.actors.SpmdBackend).
-                    result = backend.boost(chunks, eval_sets, boost_kwargs)
+                    # oocgbdt.runtime.spmd.SpmdExecutor).
+                    result = executor.boost(chunks, eval_sets, boost_kwargs)
                 else:
-                    result = boost(backend, chunks, eval_sets=eval_sets, **boost_kwargs)
+                    result = boost(executor, chunks, eval_sets=eval_sets, **boost_kwargs)
                 del chunks, eval_sets
             finally:
-                backend.close()
+                executor.close()
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).

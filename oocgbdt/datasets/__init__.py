@@ -38,7 +38,7 @@ def quickstart_path() -> pathlib.Path:
     Examples
     --------
     >>> from oocgbdt.datasets import quickstart_path
-    >>> from oocgbdt.dask.convert import convert
+    >>> from oocgbdt.io.convert import convert
     >>> ds = convert(quickstart_path(), "housing.zarr", label="target")   # doctest: +SKIP
     """
     ref = resources.files(__name__).joinpath(_QUICKSTART_FILE)

@@ -29,8 +29,8 @@ import math
 
 import numpy as np
 
-from .._dtypes import K_ZERO_THRESHOLD, MISSING_NAN
-from ._jit import njit
+from oocgbdt._dtypes import K_ZERO_THRESHOLD, MISSING_NAN
+from oocgbdt.kernels._jit import njit
 
 __all__ = [
     "value_to_bin",

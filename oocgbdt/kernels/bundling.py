@@ -23,10 +23,10 @@ Every kernel has a plain NumPy/Python ``_naive`` twin used by the tests.
 """
 import numpy as np
 
-from .._dtypes import MISSING_NAN
-from ._jit import PREFETCH_ROWS, njit, prefetch
-from .binning import value_to_bin
-from .partition import goes_left_bin, partition_segment
+from oocgbdt._dtypes import MISSING_NAN
+from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
+from oocgbdt.kernels.binning import value_to_bin
+from oocgbdt.kernels.routing import goes_left_bin, route_segment
 
 __all__ = [
     "encode_bin", "feature_bin_from_bundle",
@@ -326,7 +326,7 @@ def bin_sparse_entries(indices, data, bin_upper_bounds, bound_offsets, n_bins, m
 def bin_sparse_entries_naive(indices, data, bin_upper_bounds, bound_offsets, n_bins, missing_types,
                              out):
     """Twin of :func:`bin_sparse_entries` through :func:`map_to_bins_naive`, one entry at a time."""
-    from .binning import map_to_bins_naive
+    from oocgbdt.kernels.binning import map_to_bins_naive
     for k in range(len(indices)):
         f = int(indices[k])
         one = np.empty((1, 1), dtype=np.int64)
@@ -400,7 +400,7 @@ def bundle_sparse_rows_naive(indptr, indices, data, bin_upper_bounds, bound_offs
                              missing_types, feature_column, feature_start, feature_raw,
                              default_bins, fill, out):
     """Twin of :func:`bundle_sparse_rows`: densify, bin with NumPy, then merge naively."""
-    from .binning import map_to_bins_naive
+    from oocgbdt.kernels.binning import map_to_bins_naive
     n_rows = len(indptr) - 1
     n_features = len(n_bins)
     dense = np.zeros((n_rows, n_features), dtype=np.float64)
@@ -441,7 +441,7 @@ def decode_feature_column_naive(column, start, n_bins, default_bin, raw, out):
 @njit
 def split_rows_bundled(column, order, begin, count, threshold_bin, default_left, missing_type,
                        default_bin, nan_bin, start, n_bins, raw, out_order):
-    """:func:`oocgbdt.kernels.partition.split_rows` on a feature read off its bundle column.
+    """:func:`oocgbdt.kernels.routing.split_rows` on a feature read off its bundle column.
 
     Parameters are those of ``split_rows`` (``column`` is the bundle column), plus the split
     feature's layout ``start``, ``n_bins`` and ``raw`` (see the module docstring).
@@ -454,13 +454,13 @@ def split_rows_bundled(column, order, begin, count, threshold_bin, default_left,
         b = feature_bin_from_bundle(column[order[i]], start, n_bins, default_bin, raw)
         goes_left[i - begin] = goes_left_bin(b, threshold_bin, default_left, missing_type,
                                              default_bin, nan_bin)
-    return partition_segment(order, begin, goes_left, out_order)
+    return route_segment(order, begin, goes_left, out_order)
 
 
 def split_rows_bundled_naive(column, order, begin, count, threshold_bin, default_left, missing_type,
                              default_bin, nan_bin, start, n_bins, raw, out_order):
     """Twin of :func:`split_rows_bundled`: decode with Python, then partition with NumPy."""
-    from .partition import split_rows_naive
+    from oocgbdt.kernels.routing import split_rows_naive
     decoded = np.array([_feature_bin_py(v, start, n_bins, default_bin, raw) for v in column],
                        dtype=np.int64)
     return split_rows_naive(decoded, order, begin, count, threshold_bin, default_left,
@@ -473,7 +473,7 @@ def next_node_bundled(X_bundled, r, node, split_column, split_start, split_n_bin
                       right_child):
     """The child of internal node ``node`` that row ``r`` of bundled rows goes to (an internal
     node, or ``~leaf``): the node's feature read off its bundle column, then
-    :func:`~oocgbdt.kernels.partition.goes_left_bin`. Per-node arrays as for
+    :func:`~oocgbdt.kernels.routing.goes_left_bin`. Per-node arrays as for
     :func:`predict_binned_bundled`."""
     b = feature_bin_from_bundle(X_bundled[r, split_column[node]], split_start[node],
                                 split_n_bins[node], default_bin[node], split_raw[node])

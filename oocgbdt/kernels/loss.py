@@ -26,8 +26,8 @@ Formulas (LightGBM source files):
 """
 import numpy as np
 
-from .._dtypes import G_H_DTYPE
-from ._jit import njit
+from oocgbdt._dtypes import G_H_DTYPE
+from oocgbdt.kernels._jit import njit
 
 __all__ = [
     "gradients_l2",

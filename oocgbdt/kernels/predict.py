@@ -14,7 +14,7 @@ import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
 from oocgbdt.kernels.bundling import next_node_bundled
-from oocgbdt.kernels.partition import goes_left_bin
+from oocgbdt.kernels.routing import goes_left_bin
 
 __all__ = ["predict_raw", "predict_raw_naive", "predict_raw_sparse", "predict_raw_sparse_naive",
            "predict_binned", "predict_binned_naive", "leaves_by_segment", "K_ZERO_THRESHOLD"]
@@ -200,7 +200,7 @@ def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split
                       default_bin, nan_bin, left_child, right_child, routed, out_leaf):
     """The leaf of every row of a chunk in a finished tree, given the rows grouped as the tree's
     growth routed them: ``order[seg_begin[s]:seg_begin[s] + seg_count[s]]`` are the rows of one
-    leaf at the last pass (a :class:`~oocgbdt.core.chunk.TreeRows` segment).
+    leaf at the last pass (a :class:`~oocgbdt.core.partition.TreeRows` segment).
 
     Rows of one segment took the same side at every split a pass routed. A split no pass routed
     has leaves for children (their rows are never histogrammed, so they are never split), so

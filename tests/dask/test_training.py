@@ -5,7 +5,7 @@ import pytest
 from sklearn.metrics import mean_squared_error, roc_auc_score
 
 import oocgbdt
-from oocgbdt.dask.store import open_dataset, write_dataset
+from oocgbdt.io.dataset import open_dataset, write_dataset
 from tests.conftest import load_lightgbm_tsv, load_pmlb, train_test_split_rows
 
 lgb = pytest.importorskip("lightgbm")
@@ -26,29 +26,40 @@ def _to_zarr(tmp_path, name, X, y, n_chunks=8):
     return open_dataset(write_dataset(tmp_path / name, X, y, chunk_rows=rows).path)
 
 
+def _assert_predictions_equal(ours, theirs):
+    """The same 100 trees as LightGBM: oocgbdt adds the same float64 gradients in another
+    order than LightGBM's threads, so each leaf value differs by a few ulps at most, and a
+    prediction (100 leaves added) by under 1e-15 of the largest one (measured: 2e-16 for
+    probabilities, 4e-16 of 5e5 for regression). 1e-12 of that scale leaves a wide margin;
+    one different split moves predictions by far more."""
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12 * np.abs(theirs).max())
+
+
 def test_binary_matches_lightgbm_on_higgs_subset(shared_data, tmp_path, client):
-    """lightgbm_binary: AUC within 0.005 of LightGBM with identical parameters, from Zarr."""
+    """lightgbm_binary from Zarr (8 storage chunks): the test set's probabilities equal
+    LightGBM's with identical parameters, up to summation order."""
     X, y = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.train")
     Xt, yt = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.test")
     ds = _to_zarr(tmp_path, "train", X, y)
     assert len(ds.X.chunks[0]) >= 8
     booster = oocgbdt.train(dict(objective="binary", **PARAMS), ds.X, ds.y, client=client,
                             verbose=False)
-    ours = roc_auc_score(yt, booster.predict(Xt))
-    theirs = roc_auc_score(yt, _lightgbm("binary", X, y).predict(Xt))
-    assert abs(ours - theirs) < 0.005, (ours, theirs)
+    ours, theirs = booster.predict(Xt), _lightgbm("binary", X, y).predict(Xt)
+    _assert_predictions_equal(ours, theirs)
+    assert roc_auc_score(yt, ours) > 0.75  # a model that learned (the trees are LightGBM's)
 
 
 def test_regression_matches_lightgbm_on_california_housing(shared_data, tmp_path, client):
-    """california_housing: test RMSE within 1% of LightGBM with identical parameters."""
+    """california_housing from Zarr: the held-out rows' predictions equal LightGBM's with
+    identical parameters, up to summation order."""
     X, y = load_pmlb(shared_data / "california_housing" / "537_houses.tsv.gz")
     X, y, Xt, yt = train_test_split_rows(X, y)
     ds = _to_zarr(tmp_path, "train", X, y)
     booster = oocgbdt.train(dict(objective="regression", **PARAMS), ds.X, ds.y, client=client,
                             verbose=False)
-    ours = mean_squared_error(yt, booster.predict(Xt)) ** 0.5
-    theirs = mean_squared_error(yt, _lightgbm("regression", X, y).predict(Xt)) ** 0.5
-    assert abs(ours - theirs) / theirs < 0.01, (ours, theirs)
+    ours, theirs = booster.predict(Xt), _lightgbm("regression", X, y).predict(Xt)
+    _assert_predictions_equal(ours, theirs)
+    assert mean_squared_error(yt, ours) < 0.5 * np.var(yt)  # a model that learned
 
 
 def _synthetic(n=3000, f=6, seed=0, nan_share=0.05):
@@ -65,7 +76,7 @@ def test_bit_identical_for_1_and_2_workers_and_numpy_vs_zarr(tmp_path):
     from distributed import Client, LocalCluster
     X, y = _synthetic()
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=500).path)
-    params = dict(objective="binary", num_leaves=15, n_estimators=8, chunk_size=500,
+    params = dict(objective="binary", num_leaves=15, n_estimators=8, chunk_rows=500,
                   partition_rows=1000)  # 3 partitions of 2 chunks, spread over the workers
     models = []
     for n_workers in (1, 2):
@@ -106,7 +117,7 @@ def test_predict_on_zero_rows_is_empty_for_numpy_and_dask(num_class):
 
 
 def test_multiclass_and_early_stopping():
-    """In-process (NumPy input): the boosting loop is the same code on every backend."""
+    """In-process (NumPy input): the boosting loop is the same code on every executor."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(4000, 5)).astype(np.float32)
     noisy = X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.3, size=4000)
@@ -114,7 +125,7 @@ def test_multiclass_and_early_stopping():
     X, Xv, y, yv = X[:3000], X[3000:], y[:3000], y[3000:]
     booster = oocgbdt.train(dict(objective="multiclass", num_class=4, n_estimators=300,
                                  early_stopping_rounds=5, metric=["multi_logloss", "multi_error"],
-                                 first_metric_only=True, chunk_size=400),
+                                 first_metric_only=True, chunk_rows=400),
                             X, y, eval_set=[(Xv, yv)], verbose=False)
     hist = booster.evals_result["valid_0"]["multi_logloss"]
     assert booster.best_iteration is not None and booster.best_iteration < 300

@@ -1,7 +1,7 @@
 """Convert CSV/TSV, Parquet and LibSVM files to the oocgbdt Zarr dataset layout, streaming.
 
 The source is read ``chunk_rows`` rows at a time and each block is appended to a
-:class:`~oocgbdt.dask.store.DatasetWriter`, so memory is bounded by a few chunks
+:class:`~oocgbdt.io.dataset.DatasetWriter`, so memory is bounded by a few chunks
 (about ``chunk_rows * n_columns * 8`` bytes per parsed block), never by the file size.
 
 Readers
@@ -20,7 +20,7 @@ Readers
   ``sklearn.datasets.load_svmlight_file``. When ``n_features`` or the index base is not given, a
   first streaming pass finds the largest index and whether index 0 occurs. Sparse files (at
   most ``SPARSE_DENSITY`` of the cells stored) are written in the sparse layout (CSR per row
-  chunk, :mod:`oocgbdt.dask.store`) and never densified.
+  chunk, :mod:`oocgbdt.io.dataset`) and never densified.
 """
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ from typing import Any, Iterator, Optional, Sequence
 import numpy as np
 import pandas as pd
 
-from .._dtypes import X_DTYPE, Y_DTYPE
-from .store import DEFAULT_CHUNK_ROWS, Dataset, DatasetWriter, _as_path, _check_chunk_rows, _check_destination
-from .store import default_feature_names, open_dataset
+from oocgbdt._dtypes import X_DTYPE, Y_DTYPE
+from oocgbdt.io.dataset import DEFAULT_CHUNK_ROWS, Dataset, DatasetWriter, _as_path, _check_chunk_rows, _check_destination
+from oocgbdt.io.dataset import default_feature_names, open_dataset
 
 __all__ = ["convert", "FORMATS", "infer_format"]
 
@@ -581,7 +581,7 @@ def convert(
     Returns
     -------
     Dataset
-        The new store, opened lazily (:func:`oocgbdt.dask.store.open_dataset`). Feature names
+        The new store, opened lazily (:func:`oocgbdt.io.dataset.open_dataset`). Feature names
         are the column names, or ``Column_0..`` for header-less and LibSVM files.
 
     Raises

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from oocgbdt.core.booster import Booster as _CoreBooster
-from oocgbdt.dask.io import as_row_chunked, is_lazy
+from oocgbdt.dask.inputs import as_row_chunked, is_lazy
 
 __all__ = ["Booster"]
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
 
-__all__ = ["split_rows", "split_rows_naive", "goes_left_bin", "partition_segment"]
+__all__ = ["split_rows", "split_rows_naive", "goes_left_bin", "route_segment"]
 
 
 @njit
@@ -22,7 +22,7 @@ def goes_left_bin(b, threshold_bin, default_left, missing_type, default_bin, nan
 
 
 @njit
-def partition_segment(order, begin, goes_left, out_order):
+def route_segment(order, begin, goes_left, out_order):
     """Stably partition ``order[begin:begin + len(goes_left)]`` into ``out_order`` (same
     positions), rows with ``goes_left`` first; returns the number of left rows.
 
@@ -73,7 +73,7 @@ def split_rows(column, order, begin, count, threshold_bin, default_left, missing
             prefetch(column, order[i + PREFETCH_ROWS])
         goes_left[i - begin] = goes_left_bin(column[order[i]], threshold_bin, default_left,
                                              missing_type, default_bin, nan_bin)
-    return partition_segment(order, begin, goes_left, out_order)
+    return route_segment(order, begin, goes_left, out_order)
 
 
 def split_rows_naive(column, order, begin, count, threshold_bin, default_left, missing_type,

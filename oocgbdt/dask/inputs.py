@@ -39,7 +39,7 @@ def _open_zarr(obj, name):
         raise FileNotFoundError(f"{name}: no Zarr store at {str(path)!r}.")
     node = zarr.open(str(path), mode="r")
     if isinstance(node, zarr.Group) and isinstance(node.get("X"), zarr.Group):
-        from oocgbdt.dask.store import open_dataset  # a sparse dataset: X is a CSR group
+        from oocgbdt.io.dataset import open_dataset  # a sparse dataset: X is a CSR group
         return open_dataset(path).X
     if isinstance(node, zarr.Group):
         if "X" not in node:

@@ -1,7 +1,7 @@
 """This module contains the per-chunk state and the functions one boosting pass runs on it.
 
 Data flow position: every function here is a task body. The Dask layer (or the in-process
-:class:`~oocgbdt.core.backend.LocalBackend`) runs the ``chunk_*`` functions once per row chunk,
+:class:`~oocgbdt.core.executor.LocalExecutor`) runs the ``chunk_*`` functions once per row chunk,
 :func:`sum_histograms` at each level of the fan-in tree, and ``finish_*`` once per pass, next to
 the histograms. All take and return plain NumPy objects and never mutate their inputs, so a lost
 result can be recomputed and runs are deterministic.
@@ -17,22 +17,22 @@ from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, best_split, leaf_totals
 from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundled, split_rows_bundled
 from oocgbdt.kernels.histogram import build_histogram
-from oocgbdt.kernels.partition import split_rows
+from oocgbdt.kernels.routing import split_rows
 from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
 
 __all__ = [
-    "ChunkData", "TreeRows", "tree_rows_only", "chunk_bins", "chunk_init", "chunk_from_raw", "chunk_conflict_stats", "chunk_add_score", "chunk_gradients", "chunk_compact_columns", "chunk_root",
-    "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "chunk_split_many", "chunk_apply_tree",
-    "chunk_leaf_counts",
+    "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_gradients", "partition_compact_columns", "partition_root",
+    "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "partition_split_many", "partition_apply_tree",
+    "partition_leaf_counts",
     "histograms_only", "histogram_rows",
     "sum_histograms", "finish_root", "finish_split_many", "pass_records",
     "pass_histogram",
-    "chunk_label_stats", "chunk_metric_partials", "merge_metric_partials",
+    "partition_label_stats", "partition_metric_partials", "merge_metric_partials",
 ]
 
 
 @dataclass(frozen=True)
-class ChunkData:
+class PartitionData:
     """The rows of one chunk as training sees them.
 
     Attributes
@@ -42,7 +42,7 @@ class ChunkData:
         Feature Bundling, one per bundle (``X_bundled``; see :mod:`oocgbdt.kernels.bundling`).
         With the disk cache it is a reference to the rows in the cache store (any object with
         ``shape`` and ``read() -> ndarray``), read afresh by every task that needs the bins; task
-        bodies get the array through :func:`chunk_bins`.
+        bodies get the array through :func:`partition_bins`.
     y : ndarray of shape (n_rows,), dtype float32 (LightGBM stores labels as float32)
     weight : ndarray of shape (n_rows,), dtype float32, or None
     raw_score : ndarray of shape (n_outputs, n_rows), dtype float64
@@ -57,11 +57,11 @@ class ChunkData:
         without bundling).
     leaf_counts : ndarray of shape (n_leaves,), dtype int64, or None
         Rows of this round (``rows``, else every row) in each leaf of the last tree applied
-        (:func:`chunk_apply_tree`); None before the first.
+        (:func:`partition_apply_tree`); None before the first.
     compact : tuple or None
         ``(columns, X_compact)``: the chunk's column numbers (int64, ascending) and a copy of
         those columns of ``X_binned``, shape (n_rows, len(columns)), that the round's trees
-        histogram (:func:`chunk_compact_columns`); None when they histogram many columns.
+        histogram (:func:`partition_compact_columns`); None when they histogram many columns.
     """
 
     X_binned: np.ndarray
@@ -121,7 +121,7 @@ class TreeRows:
         b = self.leaf_begin[leaf]
         return self.order[b:b + self.leaf_count[leaf]]
 
-    def chunk_rows_of(self, leaf: int) -> np.ndarray:
+    def partition_rows_of(self, leaf: int) -> np.ndarray:
         """The chunk's row numbers of leaf ``leaf``'s rows, shape (leaf_count[leaf],), int32."""
         pos = self.rows_of(leaf)
         return pos if self.subset is None or self.subset[0] is None else self.subset[0][pos]
@@ -140,51 +140,51 @@ class TreeRows:
         return offsets, np.arange(n, dtype=np.int64)
 
 
-def chunk_bins(data: ChunkData) -> np.ndarray:
+def partition_bins(data: PartitionData) -> np.ndarray:
     """The chunk's binned columns as an ndarray: ``data.X_binned`` itself when held in memory,
     else read from the cache it references (one read per call: call once per task)."""
     x = data.X_binned
     return x if isinstance(x, np.ndarray) else x.read()
 
 
-def chunk_init(X_binned, y, weight, n_outputs: int) -> ChunkData:
-    """Build a chunk's :class:`ChunkData`; raw scores start at zero (see :func:`chunk_add_score`).
+def partition_init(X_binned, y, weight, n_outputs: int) -> PartitionData:
+    """Build a chunk's :class:`PartitionData`; raw scores start at zero (see :func:`partition_add_score`).
 
     ``y`` may be None for rows that are only predicted; it is then all zeros.
     """
     n = X_binned.shape[0]
     y = np.zeros(n, dtype=LABEL_DTYPE) if y is None else np.ascontiguousarray(y, dtype=LABEL_DTYPE)
     w = None if weight is None else np.ascontiguousarray(weight, dtype=LABEL_DTYPE)
-    return ChunkData(np.ascontiguousarray(X_binned), y, w, np.zeros((n_outputs, n), dtype=Y_DTYPE))
+    return PartitionData(np.ascontiguousarray(X_binned), y, w, np.zeros((n_outputs, n), dtype=Y_DTYPE))
 
 
-def chunk_from_raw(X_block, y, weight, n_outputs: int, bin_mapper, bundler=None) -> ChunkData:
-    """Read -> bin -> (bundle) -> :class:`ChunkData`, fused in one task per chunk.
+def partition_from_raw(X_block, y, weight, n_outputs: int, bin_mapper, bundler=None) -> PartitionData:
+    """Read -> bin -> (bundle) -> :class:`PartitionData`, fused in one task per chunk.
 
     ``X_block`` holds raw values (NumPy, or scipy.sparse binned from its stored entries); see
     :func:`oocgbdt.core.bundler.bundle_chunk`. The conflicts of the merge are kept in
-    ``ChunkData.conflicts``.
+    ``PartitionData.conflicts``.
     """
     cols, conflict_rows, lost = bundle_chunk(X_block, bin_mapper, bundler)
-    return replace(chunk_init(cols, y, weight, n_outputs), conflicts=(conflict_rows, lost))
+    return replace(partition_init(cols, y, weight, n_outputs), conflicts=(conflict_rows, lost))
 
 
-def chunk_conflict_stats(data: ChunkData) -> tuple:
+def partition_conflict_stats(data: PartitionData) -> tuple:
     """``(conflicting rows, lost values)`` of one chunk (gathered for the EFB report)."""
     return data.conflicts
 
 
-def chunk_add_score(data: ChunkData, score) -> ChunkData:
+def partition_add_score(data: PartitionData, score) -> PartitionData:
     """Add a per-output constant (shape (n_outputs,)), e.g. the init score, to every raw score."""
     return replace(data, raw_score=data.raw_score + np.asarray(score, dtype=Y_DTYPE)[:, None])
 
 
-def chunk_label_stats(data: ChunkData, objective):
+def partition_label_stats(data: PartitionData, objective):
     """Per-chunk label statistics for ``objective.init_score_from_stats`` (added across chunks)."""
     return objective.label_stats(data.y, data.weight)
 
 
-def chunk_gradients(data: ChunkData, objective) -> ChunkData:
+def partition_gradients(data: PartitionData, objective) -> PartitionData:
     """Gradients and hessians of every output from the current raw scores (every row; a
     previous round's row selection is dropped)."""
     k, n = data.raw_score.shape
@@ -202,12 +202,12 @@ def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows:
     return hist
 
 
-def _tree_inputs(data: ChunkData, rows: TreeRows, class_idx: int):
+def _tree_inputs(data: PartitionData, rows: TreeRows, class_idx: int):
     """``(X_binned, gradients, hessians)`` that ``rows`` index: the tree's compact subset, or the
     chunk's own arrays (bins read from the cache once per call)."""
     if rows.subset is not None:
         return rows.subset[1:]
-    return chunk_bins(data), data.gradients[class_idx], data.hessians[class_idx]
+    return partition_bins(data), data.gradients[class_idx], data.hessians[class_idx]
 
 
 def _feature_column(X: np.ndarray, meta: FeatureMeta, f: int) -> np.ndarray:
@@ -221,12 +221,12 @@ def _feature_column(X: np.ndarray, meta: FeatureMeta, f: int) -> np.ndarray:
     return out
 
 
-def chunk_compact_columns(data: ChunkData, meta: FeatureMeta) -> ChunkData:
+def partition_compact_columns(data: PartitionData, meta: FeatureMeta) -> PartitionData:
     """Keep with the chunk the compact copy of the columns the round's trees build
-    (``ChunkData.compact``), made only when the selection changes: feature screening usually
+    (``PartitionData.compact``), made only when the selection changes: feature screening usually
     keeps the same features round after round (EMA-FS on the benchmark's 1M x 100 set: the
     same 30 in every round after its warm-up), so each tree's copy (about 9 ms per 500k x 30)
-    is made once (``chunk_root`` takes its copy from here as well, the kept one when it
+    is made once (``partition_root`` takes its copy from here as well, the kept one when it
     matches). None when the round builds many columns, or with the disk cache."""
     X = data.X_binned
     if (not isinstance(X, np.ndarray)
@@ -238,7 +238,7 @@ def chunk_compact_columns(data: ChunkData, meta: FeatureMeta) -> ChunkData:
     return replace(data, compact=(columns, X.take(columns, axis=1)))
 
 
-def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: int):
+def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leaves: int):
     """Start a tree on a chunk: the round's rows (``data.rows``, else every row) in leaf 0;
     returns ``(TreeRows, root histogram)``.
 
@@ -246,13 +246,13 @@ def chunk_root(data: ChunkData, class_idx: int, meta: FeatureMeta, max_leaves: i
     appended after the bundle rows: its sum gives the root totals exactly as without bundling
     (:func:`oocgbdt.core.split.leaf_totals`). :func:`finish_root` drops it again.
     """
-    X = chunk_bins(data)
+    X = partition_bins(data)
     grad, hess = data.gradients[class_idx], data.hessians[class_idx]
     in_memory = isinstance(data.X_binned, np.ndarray)
     full_X = X
     # The same additions in the same order, on a compact copy of the built columns when the
     # tree builds few (the chunk's own when the boosting loop kept one for this selection).
-    compact = chunk_compact_columns(data, meta).compact
+    compact = partition_compact_columns(data, meta).compact
     columns = None
     if compact is not None:
         columns, X = compact
@@ -326,7 +326,7 @@ class SplitPlan:
         return out
 
 
-def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan):
+def partition_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan):
     """Route the rows of every split leaf of ``plan`` and histogram the children it builds, in one
     task per chunk.
 
@@ -375,7 +375,7 @@ def chunk_split_many(data: ChunkData, prev, class_idx: int, meta: FeatureMeta, p
 
 def histogram_rows(hist: np.ndarray, lo: int, hi: int) -> np.ndarray:
     """The count row and rows ``[lo, hi)`` of a histogram, or of each of stacked histograms:
-    one feature segment (:func:`oocgbdt.core.split.feature_segments`) with the leaf's row
+    one feature block (:func:`oocgbdt.core.split.feature_blocks`) with the leaf's row
     count. A view for the first segment (``lo == 1``), else a copy."""
     if lo == 1:
         return hist[..., :hi, :]
@@ -419,7 +419,7 @@ def finish_root(parts, meta: FeatureMeta, params: SplitParams):
     ``feature_gains`` (n_features,) is each feature's best split gain (``-inf``: none). The
     first item is what the client reads (small; :func:`pass_records`); the second is the root's
     histogram, shape (n_hist_bins, 2), kept for later passes (:func:`pass_histogram`), without
-    the totals rows of :func:`chunk_root`.
+    the totals rows of :func:`partition_root`.
     """
     hist = sum_histograms(parts)
     totals = leaf_totals(hist, meta)
@@ -510,14 +510,14 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
 
 # ---- finished trees and evaluation --------------------------------------------------------------------------
 
-def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int,
-                     rows: TreeRows | None = None) -> ChunkData:
+def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
+                     rows: TreeRows | None = None) -> PartitionData:
     """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores,
-    and count the round's rows in each leaf (``ChunkData.leaf_counts``).
+    and count the round's rows in each leaf (``PartitionData.leaf_counts``).
 
     ``tree_arrays`` comes from :meth:`oocgbdt.core.tree.Tree.binned_arrays`, plus, for bundled
     chunks, :meth:`oocgbdt.core.split.FeatureMeta.node_arrays` (each node's feature is then read
-    off its bundle column). Used for training and evaluation chunks alike; returns a new ChunkData.
+    off its bundle column). Used for training and evaluation chunks alike; returns a new PartitionData.
 
     ``rows``: this chunk's :class:`TreeRows` after the tree's last pass. When the round used
     every row, each row's leaf is read off its segment
@@ -527,7 +527,7 @@ def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int,
     root. The same leaves. Otherwise (sampled rounds, evaluation chunks) every row is walked.
     """
     t = tree_arrays
-    X = chunk_bins(data)
+    X = partition_bins(data)
     n_leaves = t["leaf_value"].shape[0]
     if rows is not None and data.rows is None:
         leaf = np.empty(X.shape[0], dtype=np.intp)
@@ -565,12 +565,12 @@ def chunk_apply_tree(data: ChunkData, tree_arrays: dict, class_idx: int,
     return replace(data, raw_score=raw, leaf_counts=np.bincount(counted, minlength=n_leaves))
 
 
-def chunk_leaf_counts(data: ChunkData) -> np.ndarray:
+def partition_leaf_counts(data: PartitionData) -> np.ndarray:
     """``data.leaf_counts`` (gathered, and added over chunks, for the tree's true leaf counts)."""
     return data.leaf_counts
 
 
-def chunk_metric_partials(data: ChunkData, metrics, objective):
+def partition_metric_partials(data: PartitionData, metrics, objective):
     """Per-chunk partial statistics of every metric (merged by :func:`merge_metric_partials`)."""
     raw = np.ascontiguousarray(data.raw_score.T)
     return [m.partial(data.y, raw, data.weight, objective) for m in metrics]

@@ -49,7 +49,7 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from .._dtypes import X_DTYPE, Y_DTYPE
+from oocgbdt._dtypes import X_DTYPE, Y_DTYPE
 
 __all__ = [
     "DATASET_FORMAT",
@@ -171,8 +171,8 @@ def _expected() -> str:
     return (
         f"expected a directory holding a Zarr group with attribute format={DATASET_FORMAT!r} "
         "and arrays 'X' (float32, 2-D) and optionally 'y' and 'weight' (1-D); "
-        "create one with oocgbdt.dask.convert.convert (CLI: `oocgbdt convert`) or "
-        "oocgbdt.dask.store.write_dataset"
+        "create one with oocgbdt.io.convert.convert (CLI: `oocgbdt convert`) or "
+        "oocgbdt.io.dataset.write_dataset"
     )
 
 
