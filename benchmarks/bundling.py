@@ -1,4 +1,4 @@
-"""Benchmark of Exclusive Feature Bundling (issue 3).
+"""Benchmark of Exclusive Feature Bundling.
 
     python -m benchmarks.bundling            # full: insteval one-hot + a 1M-row one-hot table
     python -m benchmarks.bundling --quick    # small sizes, for the smoke test (< 60 s)
@@ -164,7 +164,7 @@ def hwm():
 
 import oocgbdt
 import oocgbdt.dask.training
-from oocgbdt.dask.store import open_dataset
+from oocgbdt.io.dataset import open_dataset
 ds = open_dataset(sys.argv[1])
 before = hwm()
 t0 = time.perf_counter()
@@ -179,7 +179,7 @@ print(json.dumps(dict(seconds=time.perf_counter() - t0, peak=hwm(), before=befor
 def memory_from_sparse_store(svm_path, rounds, workdir):
     """Convert the LibSVM file to the sparse Zarr layout, then train from it in a fresh process
     (embedded LocalCluster, in-process worker) and report that process's peak RSS."""
-    from oocgbdt.dask.convert import convert
+    from oocgbdt.io.convert import convert
     t0 = time.perf_counter()
     ds = convert(svm_path, Path(workdir) / "insteval.zarr", chunk_rows=20_000)
     convert_seconds = time.perf_counter() - t0

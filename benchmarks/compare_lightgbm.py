@@ -121,7 +121,7 @@ def run_dataset(name, client, n_estimators, max_rows, workdir, log=print):
 
     import oocgbdt
     from benchmarks._common import subsample_rows
-    from oocgbdt.dask.store import write_dataset
+    from oocgbdt.io.dataset import write_dataset
 
     data = load_dataset(name)
     X, y = subsample_rows(data.X_train, data.y_train, max_rows)

@@ -29,7 +29,7 @@ Datasets (loaders in ``benchmarks/_common.py``; real data in ``../shared/data`` 
 - ``synthetic_1m``: the generator of ``benchmarks/synthetic_1m.py`` (``make_classification``,
   seed 0), 1,000,000 training rows x 100 features, 200,000 test rows; AUC; 30 rounds.
 
-oocgbdt trains on NumPy input (the in-process backend, 2 threads) with ``chunk_size =
+oocgbdt trains on NumPy input (the in-process executor, 2 threads) with ``chunk_rows =
 min(65536, ceil(rows / 8))``, so every pass spans at least 8 chunks; ``--workers N`` (N >= 2)
 instead trains from Dask arrays of the same chunks on an in-process LocalCluster of N workers
 with one thread each, where the loop runs on the client and every pass costs scheduler round
@@ -112,7 +112,7 @@ def score(metric: str, y, pred) -> float:
 def run_policy(d: BenchData, policy: str, rounds: int, client=None) -> dict:
     import oocgbdt
     chunk = min(65536, math.ceil(len(d.y_train) / 8))
-    params = dict(COMMON, objective=d.objective, n_estimators=rounds, chunk_size=chunk,
+    params = dict(COMMON, objective=d.objective, n_estimators=rounds, chunk_rows=chunk,
                   **POLICIES[policy])
     if d.num_class > 1:
         params["num_class"] = d.num_class
@@ -140,7 +140,7 @@ def warm_up_jit():
     X = rng.normal(size=(3000, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.float64)
     for p in POLICIES.values():
-        oocgbdt.train(dict(objective="binary", n_estimators=2, chunk_size=1000, **p), X, y,
+        oocgbdt.train(dict(objective="binary", n_estimators=2, chunk_rows=1000, **p), X, y,
                       verbose=False)
 
 
@@ -177,7 +177,7 @@ def run(datasets, quick: bool, rounds_override=None, workers: int = 0, out=sys.s
           f"{platform.python_version()}, numpy {np.__version__}, numba {numba.__version__}, "
           f"oocgbdt {oocgbdt.__version__}", file=out)
     where = (f"LocalCluster of {workers} in-process workers x 1 thread (client-side loop)"
-             if workers >= 2 else f"in-process backend, {N_THREADS} threads")
+             if workers >= 2 else f"in-process executor, {N_THREADS} threads")
     print(f"settings: num_leaves=31, learning_rate=0.1, max_bin=255, max_depth unset; {where}",
           file=out, flush=True)
     warm_up_jit()

@@ -178,7 +178,7 @@ def chunk_task(rng, n, features):
 def write_chunked_store(path, rows, features, chunk_rows, seed=0):
     """Write the chunked task to a Zarr dataset chunk by chunk (chunk i from
     ``default_rng([seed, i])``); never more than one chunk in memory."""
-    from oocgbdt.dask.store import DatasetWriter
+    from oocgbdt.io.dataset import DatasetWriter
     with DatasetWriter(path, features, chunk_rows=chunk_rows) as w:
         for i in range(math.ceil(rows / chunk_rows)):
             n = min(chunk_rows, rows - i * chunk_rows)
@@ -205,7 +205,7 @@ def prepare(spec):
     store.parent.mkdir(parents=True, exist_ok=True)
     if spec["kind"] == "make_classification":
         from benchmarks.synthetic_1m import make_data
-        from oocgbdt.dask.store import write_dataset
+        from oocgbdt.io.dataset import write_dataset
         X, y, Xt, yt = make_data(spec["rows"], spec["features"], seed=spec["seed"])
         write_dataset(store, X, y, chunk_rows=spec["chunk_rows"])
         np.savez(test, X=Xt, y=yt)
@@ -238,7 +238,7 @@ def _load_test(run):
 
 
 def _lazy_train(run):
-    from oocgbdt.dask.store import open_dataset
+    from oocgbdt.io.dataset import open_dataset
     ds = open_dataset(run["data"]["store"])
     n = run["rows"]
     return ds.X[:n], ds.y[:n]

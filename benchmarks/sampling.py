@@ -30,7 +30,7 @@ the seeds, times as the mean over seeds. No sampling draws nothing and runs once
 
 Both libraries train with num_leaves=31, learning_rate=0.1, max_bin=255 and every other
 parameter at its default, on the same float32 arrays, in this process. oocgbdt gets NumPy input
-(the in-process backend, 2 threads) with ``chunk_size = min(65536, ceil(rows / 8))``, so the
+(the in-process executor, 2 threads) with ``chunk_rows = min(65536, ceil(rows / 8))``, so the
 sampling decisions always span at least 8 chunks. LightGBM gets ``num_threads=2``,
 ``deterministic=True`` and ``enable_bundle=False`` (oocgbdt has no bundling yet).
 
@@ -172,7 +172,7 @@ def score(metric, y, pred):
 def run_oocgbdt(d, strategy, rounds, lr, warm, seed):
     import oocgbdt
     params = dict(COMMON, learning_rate=lr, objective=d["objective"], n_estimators=rounds,
-                  chunk_size=min(65536, math.ceil(len(d["y"]) / 8)), bagging_seed=seed,
+                  chunk_rows=min(65536, math.ceil(len(d["y"]) / 8)), bagging_seed=seed,
                   **STRATEGIES[strategy])
     if d["num_class"] > 1:
         params["num_class"] = d["num_class"]
@@ -245,7 +245,7 @@ def warm_up_jit():
     X = rng.normal(size=(3000, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.float64)
     for s in STRATEGIES.values():
-        oocgbdt.train(dict(objective="binary", n_estimators=3, learning_rate=0.5, chunk_size=1000,
+        oocgbdt.train(dict(objective="binary", n_estimators=3, learning_rate=0.5, chunk_rows=1000,
                            **s), X, y, verbose=False)
 
 

@@ -12,7 +12,7 @@ count W, a ``LocalCluster(n_workers=W, threads_per_worker=1, processes=True)`` t
 rows of the store), and per tree we record: wall seconds, passes, tasks, rows histogrammed (the
 root's rows plus the smaller child of every split that was histogrammed, from the tree's node
 counts), and the compute seconds of histogram building, the reduction (sums and subtractions of
-histograms) and the split search (from the backend's timers: the loop's own in-process backend
+histograms) and the split search (from the executor's timers: the loop's own in-process executor
 on one worker, the actor shards' on several; ``booster.tree_stats``).
 
 The model: per tree

@@ -1,4 +1,4 @@
-"""Feature screening (EMA-FS / S-EMA-FS, issue 5): time per tree and test AUC against no
+"""Feature screening (EMA-FS / S-EMA-FS): time per tree and test AUC against no
 screening, per-tree ``feature_fraction`` and LightGBM.
 
 Usage::
@@ -48,7 +48,7 @@ Columns:
 
 Setup shared between methods: fitting the bins and binning the training rows does not depend on
 the method, so by default ``oocgbdt.train`` does it only in its first call per dataset: its
-``fit_bin_mapper``, ``fit_bundler`` and ``_chunk_tasks`` (``oocgbdt.dask.training``) are wrapped
+``fit_bin_mapper``, ``fit_bundler`` and ``partition_tasks`` (``oocgbdt.dask.training``) are wrapped
 while the benchmark trains, and later calls get the first call's bin mapper, bundler and
 computed chunks (:class:`_SetupCache`; the chunk functions never mutate their inputs, and the
 quick run checks that this gives the same model as a plain ``oocgbdt.train``). ``total s`` is
@@ -133,21 +133,21 @@ def _auc(y, p):
 
 
 def _cached_chunk(cache, i):
-    return cache.values["_chunk_tasks"][i]
+    return cache.values["partition_tasks"][i]
 
 
 class _SetupCache:
     """Make ``oocgbdt.train`` fit its bins (and bundles) and bin its training chunks only once.
 
     Inside ``with cache:``, ``oocgbdt.dask.training``'s ``fit_bin_mapper``, ``fit_bundler`` and
-    ``_chunk_tasks`` are wrapped: their first call runs (the chunks are computed right away) and
+    ``partition_tasks`` are wrapped: their first call runs (the chunks are computed right away) and
     is remembered; later calls return the remembered bin mapper, bundler and chunks. Everything
     else in ``train`` (checks, the boosting loop, the Booster) runs as usual. Only the training
-    rows' chunks are cached (``_chunk_tasks`` calls whose key ends in ``-chunk``); any other
+    rows' chunks are cached (``partition_tasks`` calls whose key ends in ``-chunk``); any other
     call, e.g. for an eval set, passes through. The wrapped names are restored on exit.
     """
 
-    NAMES = ("fit_bin_mapper", "fit_bundler", "_chunk_tasks")
+    NAMES = ("fit_bin_mapper", "fit_bundler", "partition_tasks")
 
     def __init__(self):
         self.values = {}
@@ -160,7 +160,7 @@ class _SetupCache:
         def wrapper(*args, **kwargs):
             t0 = time.perf_counter()
             try:
-                if name == "_chunk_tasks":
+                if name == "partition_tasks":
                     key = args[-1] if args else kwargs.get("key")
                     if not (isinstance(key, str) and key.endswith("-chunk")):
                         return fn(*args, **kwargs)
@@ -183,8 +183,8 @@ class _SetupCache:
         import oocgbdt.dask.training as training
         self._module = training
         self._orig = {n: getattr(training, n) for n in self.NAMES if hasattr(training, n)}
-        if "fit_bin_mapper" not in self._orig or "_chunk_tasks" not in self._orig:
-            raise AttributeError("oocgbdt.dask.training has no fit_bin_mapper/_chunk_tasks")
+        if "fit_bin_mapper" not in self._orig or "partition_tasks" not in self._orig:
+            raise AttributeError("oocgbdt.dask.training has no fit_bin_mapper/partition_tasks")
         for n, fn in self._orig.items():
             setattr(training, n, self._wrap(n, fn))
         return self

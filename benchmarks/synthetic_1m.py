@@ -146,11 +146,11 @@ def tree_time_split(task_records, tree_stats, n_threads):
     Two sources, whichever the run provides:
 
     - ``tree_stats`` phase timings (``seconds_histogram``/``seconds_split_search``/
-      ``seconds_reduce``), written when the boosting loop runs over a backend with timers: a
-      LocalBackend (in-process, or the loop as one task on a one-worker cluster) or the actor
-      backend of several workers (the slowest shard's totals). The histogram time is then
+      ``seconds_reduce``), written when the boosting loop runs over a executor with timers: a
+      LocalExecutor (in-process, or the loop as one task on a one-worker cluster) or the actor
+      executor of several workers (the slowest shard's totals). The histogram time is then
       already the parallel wall time of the per-partition tasks.
-    - otherwise (a backend without timers, such as a DaskBackend) the task stream
+    - otherwise (a executor without timers, such as a DaskBackend) the task stream
       (``distributed.get_task_stream(...).data``): compute task-seconds per tree key
       ``-t{index}-``; the histogram time on the critical path is taken as task-seconds divided
       by the number of worker threads.
@@ -166,7 +166,7 @@ def tree_time_split(task_records, tree_stats, n_threads):
                        find=float(st["seconds_split_search"]), reduce=float(st["seconds_reduce"]),
                        apply=None)
             out.append(row)
-        source = ("booster.tree_stats phase timings (the backend's timers: in-process, the loop "
+        source = ("booster.tree_stats phase timings (the executor's timers: in-process, the loop "
                   "as one task on the worker, or the per-worker actor shards)")
     else:
         per = defaultdict(lambda: defaultdict(float))
@@ -210,8 +210,8 @@ def print_time_split(split, source):
         extra_total = [cpu, app]
     print(f"\noocgbdt time split: {len(split)} trees, {passes} passes ({passes / n:.1f} per tree), "
           f"{leaves / n:.1f} leaves per tree; source: {source}")
-    print("histogram = route rows + build histograms (-route-/-root- tasks, chunk_root/"
-          "chunk_split_many), find = split search (-find*, finish_root/finish_split_many), reduce = "
+    print("histogram = route rows + build histograms (-route-/-root- tasks, partition_root/"
+          "partition_split_many), find = split search (-find*, finish_root/finish_split_many), reduce = "
           "histogram sums and subtraction (-sum/-built/-sibling/-hist-root), overhead = wall - "
           "(histogram + find + reduce): " + (
               "scheduler round trips, client-side grower work and idle threads; *apply tasks run "
@@ -265,7 +265,7 @@ def main(argv=None) -> int:
     from distributed import get_task_stream
     from sklearn.metrics import roc_auc_score
 
-    from oocgbdt.dask.store import write_dataset
+    from oocgbdt.io.dataset import write_dataset
 
     print(f"synthetic_1m: {rows} train rows x {features} features, {n_est} rounds, "
           f"{args.workers} Dask worker(s); "

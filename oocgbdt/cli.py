@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import secrets
-import shutil
 import sys
 import time
 from pathlib import Path
 
+from oocgbdt.params import DEFAULT_CHUNK_ROWS
+
 __all__ = ["main", "build_parser", "parse_param"]
 
 _DEBUG_ENV = "OOCGBDT_DEBUG"
-#: Rows per block when reading CSV for prediction (and per stored chunk of Zarr predictions).
-_PREDICT_CHUNK_ROWS = 100_000
 #: Exit status for user errors (same as argparse's usage errors).
 _USER_ERROR = 2
 
@@ -75,19 +72,6 @@ def _check_new_file(path: Path, overwrite: bool, what: str) -> None:
         raise CLIError(f"{what} '{path}' already exists; pass --overwrite to replace it.")
     if not path.parent.is_dir():
         raise CLIError(f"cannot write {what.lower()} '{path}': its folder '{path.parent}' does not exist.")
-
-
-def _atomic_write_lines(path: Path, write) -> None:
-    """Call ``write(fh)`` on a temporary file next to ``path`` and rename it into place."""
-    tmp = path.with_name(f".{path.name}.tmp-{secrets.token_hex(4)}")
-    try:
-        with open(tmp, "w", newline="") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        if tmp.exists():
-            tmp.unlink()
-        raise
 
 
 # ------------------------------------------------------------------------------------------
@@ -271,9 +255,9 @@ def _cmd_train(args) -> int:
 
     client = None
     if args.scheduler:
-        from distributed import Client
+        from oocgbdt.runtime.cluster import connect
         try:
-            client = Client(args.scheduler, timeout="20s", set_as_default=False)
+            client = connect(args.scheduler, timeout="20s")
         except (OSError, TimeoutError) as exc:
             raise CLIError(f"cannot connect to the Dask scheduler at {args.scheduler!r}: {exc}") from None
 
@@ -342,176 +326,45 @@ def _is_model_file(path: Path) -> bool:
 # predict
 # ------------------------------------------------------------------------------------------
 
-_PRED_FORMAT = "oocgbdt-predictions"
 
-
-def _is_text_out(path: Path) -> bool:
-    return path.name.lower().endswith((".csv", ".tsv"))
-
-
-def _check_out(out: Path, overwrite: bool) -> None:
-    if _is_text_out(out):
-        _check_new_file(out, overwrite, "output file")
-        if out.exists() and not _is_prediction_text(out):
-            raise CLIError(f"refusing to overwrite '{out}': --overwrite only replaces predictions "
-                           f"written by `oocgbdt predict` (a header of prediction or raw_score "
-                           f"columns), and this file is not. Remove it yourself or choose another "
-                           f"OUT.")
-        return
-    if out.exists() or out.is_symlink():
-        if not overwrite:
-            raise CLIError(f"output '{out}' already exists; pass --overwrite to replace it.")
-        if not (_is_prediction_store(out) or (out.is_dir() and not any(out.iterdir()))):
-            raise CLIError(f"refusing to overwrite '{out}': --overwrite only replaces predictions "
-                           f"written by `oocgbdt predict` or an empty folder. Remove it yourself "
-                           f"or choose another OUT.")
-    if not out.parent.is_dir():
-        raise CLIError(f"cannot write '{out}': its folder '{out.parent}' does not exist.")
-
-
-def _is_prediction_store(path: Path) -> bool:
-    import zarr
-
-    if not path.is_dir():
-        return False
-    try:
-        return zarr.open(str(path), mode="r").attrs.get("format") == _PRED_FORMAT
-    except Exception:
-        return False
-
-
-def _commit_dir(tmp: Path, out: Path) -> None:
-    if out.exists():
-        old = out.with_name(f"{out.name}.old-{secrets.token_hex(4)}")
-        os.rename(out, old)
-        os.rename(tmp, out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.rename(tmp, out)
-
-
-def _is_prediction_text(path: Path) -> bool:
-    """Whether the first line of ``path`` is a header :func:`_column_names` writes."""
-    try:
-        with open(path, "rb") as fh:
-            first = fh.readline(4096).decode("ascii", errors="replace").strip()
-    except OSError:
-        return False
-    fields = re.split(r"[,\t]", first)
-    return bool(first) and all(re.fullmatch(r"(prediction|raw_score)(_class_\d+)?", f)
-                               for f in fields)
-
-
-def _column_names(booster, raw_score: bool) -> list:
-    base = "raw_score" if raw_score else "prediction"
-    if booster.n_outputs == 1:
-        return [base]
-    return [f"{base}_class_{k}" for k in range(booster.n_outputs)]
-
-
-def _write_block(fh, block, sep: str) -> None:
-    import numpy as np
-
-    block = np.asarray(block, dtype=np.float64)
-    if block.ndim == 1:
-        block = block[:, None]
-    # %.17g round-trips float64: reading the file back gives exactly the predicted values.
-    np.savetxt(fh, block, fmt="%.17g", delimiter=sep)
-
-
-def _csv_frames(path: Path, booster, args):
-    """Yield float32 feature blocks read from a CSV file with pandas, ``chunk_rows`` at a time."""
-    import numpy as np
-    import pandas as pd
-
-    from oocgbdt._dtypes import X_DTYPE
-    from oocgbdt.dask import convert as cv
-
-    inner, _ = cv._split_ext(path)
-    first = cv._first_data_line(path, skip_comments=False).decode("utf-8", errors="replace")
-    if not first:
-        raise CLIError(f"DATA '{path}' is empty.")
-    sep = _unescape_sep(args.sep) if args.sep is not None else cv._sniff_sep(first, inner)
-    header, columns = cv._csv_columns(path, first, sep,
-                                      0 if args.header else None if args.no_header else "infer")
-    dropped = []
-    if args.label is not None:
-        dropped.append(cv._resolve_column(args.label, columns, "label", path))
-    for d in args.drop or ():
-        dropped.append(cv._resolve_column(d, columns, "drop", path))
-    remaining = [c for c in columns if c not in dropped]
-    names = [str(c) for c in booster.feature_names]
-    given = {str(c) for c in remaining}
-    by_name = header == 0 and all(n in given for n in names)
-    if header == 0 and not by_name and given & set(names):
-        # The header names some of the model's features: matching the others by position
-        # would feed wrong columns silently.
-        missing = [n for n in names if n not in given]
-        raise CLIError(f"DATA '{path}' names some of the model's features in its header but not "
-                       f"{missing[:20]}{'...' if len(missing) > 20 else ''}; give every feature "
-                       f"the model was trained on.")
-    if by_name:
-        lookup = {str(c): c for c in remaining}
-        use = [lookup[n] for n in names]
-        ignored = [c for c in remaining if str(c) not in set(names)]
-        if ignored:
-            print(f"oocgbdt predict: note: ignoring column(s) the model does not use: "
-                  f"{[str(c) for c in ignored][:20]}", file=sys.stderr)
-    elif len(remaining) == booster.n_features:
-        use = remaining
-        if header == 0:
-            print("oocgbdt predict: warning: the CSV header does not name the model's features; "
-                  "columns are matched by position.", file=sys.stderr)
-    else:
-        hint = "" if args.label is not None else " Pass --label NAME to leave out the label column."
-        raise CLIError(f"DATA '{path}' has {len(remaining)} feature column(s) but the model "
-                       f"expects {booster.n_features} ({names[:20]}{'...' if len(names) > 20 else ''})."
-                       f"{hint}")
-    reader = pd.read_csv(path, sep=sep, header=header, chunksize=args.chunk_rows,
-                         compression="infer", usecols=use, skip_blank_lines=True, index_col=False)
-    with reader:
-        for frame in cv._parse_warnings_as_errors(reader, path):
-            try:
-                yield frame[use].to_numpy(dtype=X_DTYPE, na_value=np.nan)
-            except (ValueError, TypeError) as exc:
-                bad = [str(c) for c in use if not pd.api.types.is_numeric_dtype(frame[c])]
-                raise CLIError(f"DATA '{path}': non-numeric column(s) {bad[:10]}; leave them out "
-                               f"with --drop COL ({exc}).") from None
-
-
-def _open_zarr_input(path: Path, booster):
+def _zarr_features(path: Path, booster):
     """Lazy features of a Zarr dataset/array, with a warning when names differ from the model's."""
-    import zarr
+    from oocgbdt.io.predictions import open_features
 
-    from oocgbdt.io.dataset import DATASET_FORMAT, open_dataset
+    X, names = open_features(path)
+    if (names is not None and len(names) == booster.n_features
+            and list(names) != [str(n) for n in booster.feature_names]):
+        print("oocgbdt predict: warning: the feature names of DATA differ from the model's; "
+              "columns are matched by position.", file=sys.stderr)
+    return X
 
-    try:
-        node = zarr.open(str(path), mode="r")
-    except Exception as exc:
-        raise CLIError(f"DATA '{path}' is neither a CSV file nor a Zarr store ({type(exc).__name__}: "
-                       f"{exc}).") from None
-    if isinstance(node, zarr.Group) and node.attrs.get("format") == DATASET_FORMAT:
-        ds = open_dataset(path)
-        if (ds.n_features == booster.n_features
-                and list(ds.feature_names) != [str(n) for n in booster.feature_names]):
-            print("oocgbdt predict: warning: the feature names of DATA differ from the model's; "
-                  "columns are matched by position.", file=sys.stderr)
-        return ds.X
-    return str(path)
+
+def _csv_features(path: Path, booster, args):
+    """The feature columns of a CSV file (by name or position), with notes on stderr."""
+    from oocgbdt.io.predictions import csv_features
+
+    features = csv_features(path, booster.feature_names, label=args.label, drop=args.drop or (),
+                            sep=_unescape_sep(args.sep),
+                            header=0 if args.header else None if args.no_header else "infer")
+    if features.ignored:
+        print(f"oocgbdt predict: note: ignoring column(s) the model does not use: "
+              f"{[str(c) for c in features.ignored][:20]}", file=sys.stderr)
+    if features.header == 0 and not features.by_name:
+        print("oocgbdt predict: warning: the CSV header does not name the model's features; "
+              "columns are matched by position.", file=sys.stderr)
+    return features
 
 
 def _cmd_predict(args) -> int:
-    import dask
-    import numpy as np
-
     from oocgbdt.dask.predict import Booster
+    from oocgbdt.io.predictions import check_output, prediction_columns, write_predictions
 
     model_path, data, out = _path(args.model), _path(args.data), _path(args.out)
     if not model_path.is_file():
         raise CLIError(f"model file '{model_path}' does not exist.")
     if not data.exists():
         raise CLIError(f"DATA '{data}' does not exist.")
-    _check_out(out, args.overwrite)
+    check_output(out, args.overwrite)  # before any work
     if out == data or (data.is_dir() and out.is_relative_to(data)):
         raise CLIError(f"OUT '{out}' would overwrite or lie inside DATA '{data}'.")
     try:
@@ -522,81 +375,30 @@ def _cmd_predict(args) -> int:
                        f"written by `oocgbdt train`.") from None
     kw = dict(raw_score=args.raw_score, num_iteration=args.num_iteration)
     n_out = booster.n_outputs
-    text_out = _is_text_out(out)
-    sep = "\t" if out.name.lower().endswith(".tsv") else ","
     t0 = time.perf_counter()
-    n_rows = 0
 
     if data.is_dir():
         if args.label is not None or args.drop:
             raise CLIError("--label and --drop apply to CSV input only (a Zarr dataset keeps its "
                            "label apart from its features).")
-        pred = booster.predict(_open_zarr_input(data, booster), **kw)  # lazy
-        n_rows = int(pred.shape[0])
-        if text_out:
-            blocks = list(pred.to_delayed().ravel())
-            batch = max(1, os.cpu_count() or 1)
-
-            def write(fh):
-                fh.write(sep.join(_column_names(booster, args.raw_score)) + "\n")
-                for i in range(0, len(blocks), batch):  # at most `batch` blocks in memory
-                    for block in dask.compute(*blocks[i:i + batch], scheduler="threads"):
-                        _write_block(fh, block, sep)
-
-            _atomic_write_lines(out, write)
-        else:
-            import zarr
-
-            tmp = out.with_name(f"{out.name}.tmp-{secrets.token_hex(4)}")
-            try:
-                pred.to_zarr(str(tmp), compute=False).compute(scheduler="threads")
-                zarr.open(str(tmp), mode="r+").attrs.update(_pred_attrs(booster, model_path, data, args))
-                _commit_dir(tmp, out)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
+        predictions = booster.predict(_zarr_features(data, booster), **kw)  # lazy
     else:
         suffix = "".join(data.suffixes).lower()
         if any(s in suffix for s in (".parquet", ".pq", ".svm", ".libsvm", ".svmlight", ".zarr")):
             raise CLIError(f"DATA '{data}': predict reads CSV/TSV files and Zarr stores; convert "
                            f"this file first with `oocgbdt convert`.")
-        frames = _csv_frames(data, booster, args)
-        if text_out:
-            def write(fh):
-                nonlocal n_rows
-                fh.write(sep.join(_column_names(booster, args.raw_score)) + "\n")
-                for X in frames:
-                    _write_block(fh, booster.predict(X, **kw), sep)
-                    n_rows += X.shape[0]
-
-            _atomic_write_lines(out, write)
-        else:
-            import zarr
-
-            tmp = out.with_name(f"{out.name}.tmp-{secrets.token_hex(4)}")
-            try:
-                shape = (0,) if n_out == 1 else (0, n_out)
-                chunks = (args.chunk_rows,) if n_out == 1 else (args.chunk_rows, n_out)
-                arr = zarr.create_array(store=str(tmp), shape=shape, chunks=chunks, dtype=np.float64)
-                for X in frames:
-                    arr.append(np.asarray(booster.predict(X, **kw), dtype=np.float64), axis=0)
-                    n_rows += X.shape[0]
-                arr.attrs.update(_pred_attrs(booster, model_path, data, args))
-                _commit_dir(tmp, out)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
+        features = _csv_features(data, booster, args)
+        predictions = (booster.predict(X, **kw) for X in features.blocks(args.chunk_rows))
+    n_rows = write_predictions(
+        out, predictions, prediction_columns(n_out, args.raw_score), chunk_rows=args.chunk_rows,
+        attrs={"model": str(model_path), "data": str(data), "raw_score": bool(args.raw_score),
+               "num_iteration": args.num_iteration},
+        overwrite=args.overwrite)
     seconds = time.perf_counter() - t0
     what = "raw scores" if args.raw_score else "predictions"
     shape = f"{_n(n_rows)} rows" + (f" x {n_out} classes" if n_out > 1 else "")
     print(f"Wrote {what} ({shape}) in {seconds:.1f} s to {out}")
     return 0
-
-
-def _pred_attrs(booster, model_path, data, args) -> dict:
-    return {"format": _PRED_FORMAT, "model": str(model_path), "data": str(data),
-            "raw_score": bool(args.raw_score), "columns": _column_names(booster, args.raw_score),
-            "num_iteration": args.num_iteration}
 
 
 # ------------------------------------------------------------------------------------------
@@ -649,9 +451,9 @@ def _cmd_quickstart(args) -> int:
           f"({len(tr.X.chunks[0])} chunks), {_n(te.n_rows)} test rows -> {te.path} "
           f"({len(te.X.chunks[0])} chunks).")
 
-    from distributed import Client, LocalCluster
+    from oocgbdt.runtime.cluster import embedded_client, embedded_threads
 
-    threads = os.cpu_count() or 1
+    threads = embedded_threads()
     # The library defaults (100 rounds of 31 leaves, learning rate 0.1).
     params = {"objective": "regression", "metric": "rmse", "n_estimators": args.n_estimators,
               "learning_rate": args.learning_rate, "num_leaves": args.num_leaves,
@@ -659,18 +461,13 @@ def _cmd_quickstart(args) -> int:
     print(f"Training {args.n_estimators} rounds (num_leaves={args.num_leaves}, learning_rate="
           f"{args.learning_rate}) on an embedded LocalCluster (1 worker, {threads} threads), "
           f"scoring the test set every round...", flush=True)
-    cluster = LocalCluster(n_workers=1, threads_per_worker=threads, processes=False,
-                           dashboard_address=":0")
-    try:
-        with Client(cluster, set_as_default=False) as client:
-            t0 = time.perf_counter()
-            booster = train(params, tr.X, tr.y, eval_set=[(te.X, te.y)], eval_names=["test"],
-                            feature_names=names, client=client, verbose=not args.quiet)
-            seconds = time.perf_counter() - t0
-            pred = client.compute(booster.predict(te.X)).result()
-            y_tr, y_te = client.compute([tr.y, te.y], sync=True)
-    finally:
-        cluster.close()
+    with embedded_client(threads) as client:
+        t0 = time.perf_counter()
+        booster = train(params, tr.X, tr.y, eval_set=[(te.X, te.y)], eval_names=["test"],
+                        feature_names=names, client=client, verbose=not args.quiet)
+        seconds = time.perf_counter() - t0
+        pred = client.compute(booster.predict(te.X)).result()
+        y_tr, y_te = client.compute([tr.y, te.y], sync=True)
     model_path = workdir / "model.json"
     booster.save_model(model_path)
 
@@ -862,8 +659,8 @@ def build_parser() -> argparse.ArgumentParser:
     hdr.add_argument("--header", action="store_true", help="CSV input has a header row "
                      "(default: inferred)")
     hdr.add_argument("--no-header", action="store_true", help="CSV input has no header row")
-    p.add_argument("--chunk-rows", type=_positive_int, metavar="N", default=_PREDICT_CHUNK_ROWS,
-                   help=f"CSV input: rows per block (default {_PREDICT_CHUNK_ROWS:,})")
+    p.add_argument("--chunk-rows", type=_positive_int, metavar="N", default=DEFAULT_CHUNK_ROWS,
+                   help=f"CSV input: rows per block (default {DEFAULT_CHUNK_ROWS:,})")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.set_defaults(func=_cmd_predict)
 
@@ -884,7 +681,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num-leaves", type=_positive_int, metavar="N", default=31,
                    help="leaves per tree (default 31)")
     p.add_argument("--learning-rate", type=float, metavar="RATE", default=0.1,
-                   help="shrinkage of every tree (default 0.1)")
+                   help="learning rate: the factor of every tree's leaf values (default 0.1)")
     p.add_argument("--seed", type=int, default=0, help="seed of the train/test split and of training")
     p.add_argument("--overwrite", action="store_true",
                    help="reuse a non-empty --workdir (replaces its train.zarr, test.zarr, model.json)")
@@ -929,7 +726,6 @@ def main(argv=None) -> int:
         parser.print_help(sys.stderr)
         return _USER_ERROR
     if getattr(args, "chunk_rows", 0) is None:
-        from oocgbdt.io.dataset import DEFAULT_CHUNK_ROWS
         args.chunk_rows = DEFAULT_CHUNK_ROWS
     prog = f"oocgbdt {args.command}"
     debug = os.environ.get(_DEBUG_ENV, "").strip() not in ("", "0")

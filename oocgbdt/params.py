@@ -50,6 +50,9 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 #: Canonical objective names supported by oocgbdt.
+#: Rows per storage chunk where oocgbdt chunks the data itself (parameter ``chunk_rows``).
+DEFAULT_CHUNK_ROWS = 65_536
+
 OBJECTIVES = ("regression", "binary", "multiclass")
 #: Objective value alias -> canonical objective name.
 OBJECTIVE_ALIASES = {
@@ -642,8 +645,9 @@ _TABLE = [
     ),
     # ---- out-of-core / Dask ------------------------------------------------------------------
     Param(
-        "chunk_size", 65536, (), "int", _range(1, integer=True),
-        "Rows per chunk when the input is a NumPy array.",
+        "chunk_rows", DEFAULT_CHUNK_ROWS, (), "int", _range(1, integer=True),
+        "Rows per storage chunk where oocgbdt chunks the data itself: NumPy input to train "
+        "(Dask and Zarr input keep their chunks), and oocgbdt convert's Zarr datasets.",
     ),
     Param(
         "cache", "auto", (), "str", _one_of(("auto", "memory", "disk")),

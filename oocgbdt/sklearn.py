@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from functools import partial
 
-import dask.array as da
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (_num_features, _num_samples, check_is_fitted,
                                       validate_data)
 
-from oocgbdt.dask.inputs import align_rows, as_dask_array, as_row_chunked, is_lazy
+from oocgbdt.dask.inputs import (align_rows, as_dask_array, as_row_chunked, distinct_values,
+                                 is_lazy, map_rows)
 from oocgbdt.dask.training import train
 from oocgbdt.params import ALIASES, check_param, resolve_params
 
@@ -60,7 +61,7 @@ _PARAMS_DOC = """
         ``eval_set`` (ValueError otherwise, as LightGBM).
     metric : str, list of str or None, default None
         Evaluation metrics (default: the objective's).
-    chunk_size : int, default 65536
+    chunk_rows : int, default 65536
         Rows per chunk for in-memory input (Dask/Zarr input keeps its chunks).
     colsample_bytree : float in (0, 1], default 1.0
         Share of the features drawn at random for each tree (LightGBM ``feature_fraction``).
@@ -132,7 +133,7 @@ class _GBDTModel(BaseEstimator):
                  data_sample_strategy="bagging", top_rate=0.2, other_rate=0.1,
                  feature_screening=None, screening_ratio=0.3,
                  screening_warmup=5, screening_alpha=0.3, screening_beta=1.0,
-                 early_stopping_rounds=None, metric=None, chunk_size=65536,
+                 early_stopping_rounds=None, metric=None, chunk_rows=65536,
                  grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=None, cache="auto",
                  cache_path=None,
                  histogram_pool_size=-1.0, partition_rows=None, verbose=False):
@@ -161,7 +162,7 @@ class _GBDTModel(BaseEstimator):
         self.screening_beta = screening_beta
         self.early_stopping_rounds = early_stopping_rounds
         self.metric = metric
-        self.chunk_size = chunk_size
+        self.chunk_rows = chunk_rows
         self.grow_policy = grow_policy
         self.max_leaves_per_pass = max_leaves_per_pass
         self.lookahead_leaves = lookahead_leaves
@@ -400,11 +401,11 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
 """)
 
     def _encode_y(self, y, name="y"):
-        if is_lazy(y):
-            yd = as_dask_array(y, name, ndim=1, numeric=False)
-            return yd.map_blocks(_encode_labels, classes=self.classes_, name_=name,
-                                 dtype=np.float64)
-        return _encode_labels(np.asarray(y).ravel(), self.classes_, name)
+        # Lazy y is encoded per row chunk, when training reads it.
+        y = (as_dask_array(y, name, ndim=1, numeric=False) if is_lazy(y)
+             else np.asarray(y).ravel())
+        return map_rows(partial(_encode_labels, classes=self.classes_, name_=name), y,
+                        dtype=np.float64)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
             eval_names=None, client=None):
@@ -419,8 +420,7 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         if is_lazy(y):
             # One small compute (the distinct labels); nothing is trained before it succeeds.
-            yd = as_dask_array(y, "y", ndim=1, numeric=False)
-            classes = np.unique(da.unique(yd).compute())
+            classes = distinct_values(as_dask_array(y, "y", ndim=1, numeric=False))
             if classes.dtype.kind == "f" and not np.isfinite(classes).all():
                 raise ValueError(f"y must be finite; found the label(s) "
                                  f"{classes[~np.isfinite(classes)].tolist()}.")
@@ -428,7 +428,7 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
             self.classes_ = classes
         else:
             check_classification_targets(y)
-            self.classes_ = np.unique(y)
+            self.classes_ = distinct_values(y)
         self.n_classes_ = len(self.classes_)
         if self.n_classes_ < 2:
             raise ValueError(f"GBDTClassifier needs at least 2 classes in y; found "
@@ -447,20 +447,14 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         p = self.booster_.predict(X)
         if self.n_classes_ > 2:
             return p
-        if isinstance(p, da.Array):
-            # One (n, 2) block per row chunk, so that predict's argmax sees both columns.
-            return p.map_blocks(_binary_proba, new_axis=1, chunks=(p.chunks[0], (2,)),
-                                dtype=np.float64, meta=np.empty((0, 0), dtype=np.float64))
-        return _binary_proba(p)
+        # Lazy p: one (n, 2) block per row chunk, so that predict's argmax sees both columns.
+        return map_rows(_binary_proba, p, dtype=np.float64, n_columns=2)
 
     def predict(self, X):
         """Predicted labels, shape (n_samples,), dtype of ``classes_`` (lazy for lazy input)."""
-        proba = self.predict_proba(X)
-        if isinstance(proba, da.Array):
-            return proba.map_blocks(_decode_labels, classes=self.classes_, drop_axis=1,
-                                    dtype=self.classes_.dtype,
-                                    meta=np.empty((0,), dtype=self.classes_.dtype))
-        return self.classes_[np.argmax(proba, axis=1)]
+        proba = self.predict_proba(X)  # checks that the estimator is fitted
+        return map_rows(partial(_decode_labels, classes=self.classes_), proba,
+                        dtype=self.classes_.dtype)
 
 
 def _binary_proba(p):

@@ -25,7 +25,7 @@ def no_training(request, monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("training started before the input was rejected")
     monkeypatch.setattr(training, "fit_bin_mapper", forbidden)
-    monkeypatch.setattr(training, "boost", forbidden)
+    monkeypatch.setattr(training, "run_boosting", forbidden)
 
 
 @pytest.fixture(scope="module")
@@ -163,10 +163,10 @@ def test_non_numeric_X(kind, cluster):
 def test_X_chunked_along_columns_is_rechunked(allow_training, cluster):
     """Column chunks are merged automatically; the model is the one of whole-row chunks."""
     X, y = _data()
-    whole = oocgbdt.train(dict(BINARY, chunk_size=25), _dask(X), _dask(y), client=cluster)
+    whole = oocgbdt.train(dict(BINARY, chunk_rows=25), _dask(X), _dask(y), client=cluster)
     split = da.from_array(X, chunks=(25, 1))
     assert len(split.chunks[1]) == F
-    by_cols = oocgbdt.train(dict(BINARY, chunk_size=25), split, _dask(y), client=cluster)
+    by_cols = oocgbdt.train(dict(BINARY, chunk_rows=25), split, _dask(y), client=cluster)
     assert by_cols == whole
     np.testing.assert_array_equal(by_cols.predict(X), whole.predict(X))
     est = GBDTClassifier(n_estimators=2).fit(split, _dask(y), client=cluster)

@@ -7,9 +7,9 @@ import pytest
 import zarr
 
 from oocgbdt.cli import main, parse_param
-from oocgbdt.dask.booster import Booster
+from oocgbdt.dask.predict import Booster
 from oocgbdt.dask.cache import inspect_cache_path
-from oocgbdt.dask.store import open_dataset
+from oocgbdt.io.dataset import open_dataset
 
 N_ROWS, N_FEATURES = 600, 4
 
@@ -183,6 +183,23 @@ def test_train_errors(workspace, tmp_path, capsys):
     assert main(["train", train, "--model", str(tmp_path / "no" / "m.json")]) == 2
     assert "does not exist" in _err_line(capsys, "train")
     assert not (tmp_path / "m.json").exists()
+
+
+def test_train_on_a_running_scheduler_closes_only_its_client(workspace, tmp_path):
+    """--scheduler ADDRESS trains there: the model is the one of the embedded cluster (the data
+    and its chunking decide the model, not the cluster), and the scheduler keeps running."""
+    from distributed import Client, LocalCluster
+
+    common = ["train", str(workspace / "train.zarr"), "--param", "n_estimators=3",
+              "num_leaves=7", "min_data_in_leaf=5", "--quiet"]
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster:
+        assert main(common + ["--model", str(tmp_path / "remote.json"),
+                              "--scheduler", cluster.scheduler_address]) == 0
+        with Client(cluster, set_as_default=False) as client:
+            assert len(client.scheduler_info()["workers"]) == 1
+    assert main(common + ["--model", str(tmp_path / "local.json")]) == 0
+    assert Booster.load_model(tmp_path / "remote.json") == Booster.load_model(tmp_path / "local.json")
 
 
 def test_train_disk_cache_is_kept_reused_and_gives_the_memory_model(workspace, tmp_path, capsys):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import oocgbdt
-from oocgbdt.dask.booster import Booster
+from oocgbdt.dask.predict import Booster
 
 
 @pytest.fixture(scope="module")

@@ -110,6 +110,35 @@ def test_classifier_returns_original_labels(kind):
     np.testing.assert_array_equal(ref.predict_proba(X), proba)
 
 
+def test_lazy_label_helpers_equal_numpy_on_the_whole_array():
+    """The estimators' lazy label handling (oocgbdt.dask.inputs.map_rows, distinct_values)
+    gives, per row chunk, what NumPy gives on the whole array (the oracle): irregular row
+    chunks, and a 2-D input split into column chunks (an argmax over part of a row's columns
+    would pick wrong labels)."""
+    from functools import partial
+
+    from oocgbdt.dask.inputs import distinct_values, map_rows
+
+    rng = np.random.default_rng(0)
+    labels = rng.choice(np.array(["dog", "ant", "cat"]), size=23)
+    y = da.from_array(labels, chunks=((3, 12, 8),))
+    np.testing.assert_array_equal(distinct_values(y), np.unique(labels))
+    np.testing.assert_array_equal(distinct_values(list(labels)), np.unique(labels))
+
+    p = rng.random(23)
+    two = map_rows(lambda b: np.column_stack([1.0 - b, b]), da.from_array(p, chunks=((5, 10, 8),)),
+                   dtype=np.float64, n_columns=2)
+    assert two.chunks == ((5, 10, 8), (2,))
+    np.testing.assert_array_equal(two.compute(), np.column_stack([1.0 - p, p]))
+
+    P = rng.random((23, 4))
+    argmax = partial(np.argmax, axis=1)
+    picked = map_rows(argmax, da.from_array(P, chunks=(6, 2)), dtype=np.int64)
+    assert picked.chunks == ((6, 6, 6, 5),)
+    np.testing.assert_array_equal(picked.compute(), np.argmax(P, axis=1))
+    np.testing.assert_array_equal(map_rows(argmax, P, dtype=np.int64), np.argmax(P, axis=1))
+
+
 # ---------------------------------------------------------------------------------------------
 # Dask input: lazy prediction, cluster vs in-process
 # ---------------------------------------------------------------------------------------------
@@ -119,12 +148,12 @@ def test_classifier_returns_original_labels(kind):
 def test_dask_input_gives_lazy_predictions_equal_to_numpy(task, cluster):
     if task == "regression":
         X, y = _regression()
-        est = GBDTRegressor(n_estimators=10, chunk_size=200)
+        est = GBDTRegressor(n_estimators=10, chunk_rows=200)
     else:
         X, y = _classification(n_classes=2 if task == "binary" else 3)
         if task == "binary":
             y = np.array(["neg", "pos"])[y]  # string labels in a Dask array
-        est = GBDTClassifier(n_estimators=10, chunk_size=200)
+        est = GBDTClassifier(n_estimators=10, chunk_rows=200)
     Xd, yd = da.from_array(X, chunks=(200, -1)), da.from_array(y, chunks=200)
     est.fit(Xd, yd, client=cluster)
     assert est.n_features_in_ == X.shape[1]
@@ -143,9 +172,9 @@ def test_dask_input_gives_lazy_predictions_equal_to_numpy(task, cluster):
 
 @pytest.mark.parametrize("Est", [GBDTRegressor, GBDTClassifier])
 def test_cluster_training_equals_in_process_training(Est, cluster):
-    """Same data, same chunking (chunk_size == the Dask chunks): the same model."""
+    """Same data, same chunking (chunk_rows == the Dask chunks): the same model."""
     X, y = _regression() if Est is GBDTRegressor else _classification(n_classes=3)
-    params = dict(n_estimators=10, num_leaves=7, chunk_size=150)
+    params = dict(n_estimators=10, num_leaves=7, chunk_rows=150)
     # NumPy, no client: in-process threads. An in-process cluster's worker may have registered
     # a default client in this process, which ``train`` would find: hide it.
     from unittest import mock
@@ -229,7 +258,7 @@ def _predict(est, X):
 
 
 # learning_rate 0.5: GOSS starts after int(1 / learning_rate) = 2 rounds, so 8 of 10 sample.
-SAMPLING_BASE = dict(n_estimators=10, num_leaves=7, learning_rate=0.5, chunk_size=150)
+SAMPLING_BASE = dict(n_estimators=10, num_leaves=7, learning_rate=0.5, chunk_rows=150)
 
 
 @pytest.mark.parametrize("Est", [GBDTRegressor, GBDTClassifier])
@@ -324,7 +353,7 @@ def _holds_a_client(obj, seen=None):
 @pytest.mark.parametrize("Est", [GBDTRegressor, GBDTClassifier])
 def test_pickle_round_trip_without_client(Est, cluster):
     X, y = _regression() if Est is GBDTRegressor else _classification(n_classes=3)
-    est = Est(n_estimators=10, chunk_size=200).fit(da.from_array(X, chunks=(200, -1)),
+    est = Est(n_estimators=10, chunk_rows=200).fit(da.from_array(X, chunks=(200, -1)),
                                                    da.from_array(y, chunks=200), client=cluster)
     assert not _holds_a_client(est)
     payload = pickle.dumps(est)

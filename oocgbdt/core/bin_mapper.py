@@ -41,7 +41,7 @@ from oocgbdt.kernels.binning import (
 )
 from oocgbdt.kernels.bundling import bundle_sparse_rows
 
-__all__ = ["BinMapper"]
+__all__ = ["BinMapper", "sample_row_indices"]
 
 #: LightGBM's ``kSparseThreshold`` (``include/LightGBM/bin.h``): below this share, the most
 #: frequent bin falls back to the default (zero) bin.
@@ -82,6 +82,16 @@ def _decode_float(x):
 def _format_double(x):
     """C++ ``ostream << setprecision(17) << x`` (LightGBM's ``bin_info_string``)."""
     return format(float(x), ".17g")
+
+
+def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | None:
+    """The bin sample's rows: sorted indices of a uniform draw without replacement of
+    ``n_sample`` rows over the global row range, from ``seed`` (so the sample, and hence the
+    bins, do not depend on chunking); None means every row (no more than ``n_sample``)."""
+    if n_sample >= n_rows:
+        return None
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(n_rows, size=n_sample, replace=False))
 
 
 class BinMapper:
@@ -218,6 +228,17 @@ class BinMapper:
     # ---------------------------------------------------------------------------------------
     # fit
     # ---------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_params(cls, params) -> "BinMapper":
+        """An unfitted mapper with the bin settings of resolved training ``params``
+        (``max_bin``, ``min_data_in_bin``, ``use_missing``, ``zero_as_missing``,
+        ``feature_pre_filter``, ``min_data_in_leaf``)."""
+        return cls(max_bin=int(params["max_bin"]), min_data_in_bin=int(params["min_data_in_bin"]),
+                   use_missing=bool(params["use_missing"]),
+                   zero_as_missing=bool(params["zero_as_missing"]),
+                   feature_pre_filter=bool(params["feature_pre_filter"]),
+                   min_data_in_leaf=int(params["min_data_in_leaf"]))
 
     def fit(self, X_sample, n_samples_total):
         """Find every feature's bins on a row sample.

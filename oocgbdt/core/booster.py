@@ -2,8 +2,9 @@
 
 Data flow position: the output of training. Trees hold ORIGINAL feature indices and RAW float
 thresholds, so prediction needs no bin mapper and no cluster. Saved as versioned JSON, written
-atomically (temporary file in the same folder, then ``os.replace``). The Dask layer subclasses it
-to return lazy Dask arrays for Dask or Zarr input.
+atomically (temporary file in the same folder, then ``os.replace``). The Dask layer registers
+lazy prediction with it (:func:`register_lazy_input`), so Dask or Zarr input gives a lazy Dask
+array, while the core stays free of dask.
 """
 from __future__ import annotations
 
@@ -51,6 +52,26 @@ def _encode(obj):
 
 def _decode_floats(values):
     return [float(v) for v in values]
+
+
+#: ``(is_lazy, predict)`` pairs registered by the Dask layer (:func:`register_lazy_input`):
+#: :meth:`Booster.predict` hands an input for which ``is_lazy(X)`` holds to
+#: ``predict(booster, X, raw_score, num_iteration)``, which returns a lazy result.
+_LAZY_INPUTS = []
+
+
+def register_lazy_input(is_lazy, predict) -> None:
+    """Have :meth:`Booster.predict` hand inputs for which ``is_lazy(X)`` holds (Dask arrays, Zarr
+    arrays and paths) to ``predict(booster, X, raw_score, num_iteration)``. The Dask layer
+    registers itself when imported (:mod:`oocgbdt.dask.predict`); the core stays free of dask."""
+    if (is_lazy, predict) not in _LAZY_INPUTS:
+        _LAZY_INPUTS.append((is_lazy, predict))
+
+
+def _looks_lazy(X) -> bool:
+    """A Dask collection, Zarr array or path: an input only the Dask layer can read."""
+    return (hasattr(X, "__dask_graph__") or type(X).__module__.split(".")[0] == "zarr"
+            or isinstance(X, (str, os.PathLike)))
 
 
 class Booster:
@@ -200,13 +221,14 @@ class Booster:
         return pred[:, 0] if pred.ndim == 2 and pred.shape[1] == 1 else pred
 
     def predict(self, X, raw_score=False, num_iteration=None):
-        """Predict rows of ``X``.
+        """Predict rows of ``X``: NumPy in, NumPy out; Dask or Zarr in, a lazy Dask array out.
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features), or scipy.sparse matrix
+        X : ndarray, scipy.sparse matrix, dask.array.Array (NumPy or scipy.sparse chunks), zarr.Array or path of a Zarr store, shape (n_samples, n_features)
             Float features; NaN is a missing value. Sparse rows are walked from their stored
-            entries (values not stored are 0).
+            entries (values not stored are 0). Lazy input is predicted by one ``map_blocks``
+            task per row chunk (:mod:`oocgbdt.dask.predict`); nothing is computed at call time.
         raw_score : bool, default False
             Return raw scores (before the sigmoid/softmax) instead of predictions.
         num_iteration : int, optional
@@ -215,17 +237,23 @@ class Booster:
 
         Returns
         -------
-        ndarray of shape (n_samples,) float64 for one output (regression values, or the
-        probability of class 1 for binary), or (n_samples, num_class) for multiclass
-        probabilities.
+        ndarray (or dask.array.Array for lazy input) of float64, shape (n_samples,) for one
+        output (regression values, or the probability of class 1 for binary), or
+        (n_samples, num_class) for multiclass probabilities.
 
         Raises
         ------
         ValueError
             ``X`` is not 2-D or has another number of features than the training data.
         TypeError
-            ``X`` is not numeric.
+            ``X`` is not numeric, or is lazy and the Dask layer is not imported.
         """
+        for is_lazy, predict in _LAZY_INPUTS:
+            if is_lazy(X):
+                return predict(self, X, raw_score, num_iteration)
+        if _looks_lazy(X):
+            raise TypeError(f"X is a {type(X).__name__}, which only oocgbdt's Dask layer reads; "
+                            f"import oocgbdt.dask (or oocgbdt) first, or pass a NumPy array.")
         return self._predict_numpy(X, raw_score=raw_score, num_iteration=num_iteration)
 
     # ---- importance ----------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """This module contains the boosting loop, written once for every executor.
 
-Data flow position: on the client. Per round: gradients per chunk, one tree per output grown by
+Data flow position: on the client. Per round: gradients per partition, one tree per output grown by
 :class:`~oocgbdt.core.grower.TreeGrower` over a :class:`~oocgbdt.core.histogram_source.HistogramSource`,
-the finished tree applied to every training and evaluation chunk, metric partial sums
+the finished tree applied to every training and evaluation partition, metric partial sums
 tree-reduced, and early stopping decided once, here. The Dask layer calls :func:`boost` with a
 executor over a ``distributed.Client``; tests and NumPy input call it with a
 :class:`~oocgbdt.core.executor.LocalExecutor`.
@@ -45,7 +45,7 @@ class BoostResult:
     (``cpu_seconds``: robust to other processes on a shared machine; only meaningful where the
     loop's tasks run in this process), seconds waiting for split records, and, on a executor that times
     its tasks (:class:`~oocgbdt.core.executor.LocalExecutor`), seconds routing rows and building
-    histograms (``seconds_histogram``), summing partial histograms over chunks
+    histograms (``seconds_histogram``), summing partial histograms over partitions
     (``seconds_reduce``) and, per pass, the last sum, the siblings' subtraction and the split
     search (``seconds_split_search``).
     """
@@ -61,7 +61,7 @@ class BoostResult:
 
 
 def compute_init_score(executor, label_stat_handles, objective, params, split_every, key):
-    """Boost-from-average init score (shape (n_outputs,)) from per-chunk label statistics."""
+    """Boost-from-average init score (shape (n_outputs,)) from per-partition label statistics."""
     k = objective.num_tree_per_iteration
     if not params["boost_from_average"]:
         return np.zeros(k)
@@ -120,18 +120,18 @@ def round_postfix(evals_result) -> dict:
     return {f"{last}'s {m}": f"{v[-1]:.6g}" for m, v in evals_result[last].items() if v}
 
 
-def boost(executor, chunks, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
+def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
     ----------
     executor : LocalExecutor or the Dask layer's executor
-    chunks : list of handles to :class:`~oocgbdt.core.partition.PartitionData`
+    partitions : list of handles to :class:`~oocgbdt.core.partition.PartitionData`
         Training rows (from :func:`~oocgbdt.core.partition.partition_init`, raw scores at zero).
     bin_mapper : fitted BinMapper
     bundler : fitted FeatureBundler, optional
-        When given, the chunks' columns are its bundles (Exclusive Feature Bundling): histograms
+        When given, the partitions' columns are its bundles (Exclusive Feature Bundling): histograms
         are built per bundle and split search runs per original feature.
     params : dict
         Resolved parameters (:func:`oocgbdt.params.resolve_params`).
@@ -156,17 +156,17 @@ def boost(executor, chunks, *, bin_mapper, params, objective, metrics=(), eval_s
     sp_h = executor.scatter(sp)
     meta_h = executor.scatter(meta)
     n_out = objective.num_tree_per_iteration
-    lr = float(params["learning_rate"])
+    learning_rate = float(params["learning_rate"])
     split_every = int(params["split_every"])
     es_rounds = params["early_stopping_rounds"]
     metric_list = list(metrics)
     evals_result = {name: {m.name: [] for m in metric_list} for name, _ in eval_sets}
     eval_chunks = {name: list(handles) for name, handles in eval_sets}
     best = {}  # (set, metric) -> (score, round)
-    n = len(chunks)
-    stats = executor.map(partition_label_stats, chunks, [objective] * n, key=f"{key}-labelstats")
+    n = len(partitions)
+    stats = executor.map(partition_label_stats, partitions, [objective] * n, key=f"{key}-labelstats")
     init = compute_init_score(executor, stats, objective, params, split_every, key)
-    chunks = executor.map(partition_add_score, chunks, [init] * n, key=f"{key}-init", consume=0)
+    partitions = executor.map(partition_add_score, partitions, [init] * n, key=f"{key}-init", consume=0)
     eval_chunks = {name: executor.map(partition_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}",
                                       consume=0)
                    for name, ec in eval_chunks.items()}
@@ -178,18 +178,18 @@ def boost(executor, chunks, *, bin_mapper, params, objective, metrics=(), eval_s
     lookahead = (params["lookahead_leaves"] or 0) if max_cached is None else 0
     sampler = None
     if sampling_enabled(params):
-        rows = executor.gather(executor.map(partition_n_rows, chunks, key=f"{key}-nrows"))
+        rows = executor.gather(executor.map(partition_n_rows, partitions, key=f"{key}-nrows"))
         sampler = RowSampler(params, rows)
     total = int(params["n_estimators"])
     bar = progress(total) if progress is not None else progress_bar(total, verbose)
     try:
         for rnd in range(total):
             t_round, c_round = time.perf_counter(), time.process_time()
-            chunks = executor.map(partition_gradients, chunks, [objective] * n, key=f"{key}-grad-{rnd}",
+            partitions = executor.map(partition_gradients, partitions, [objective] * n, key=f"{key}-grad-{rnd}",
                                  consume=0)
             t_sample = time.perf_counter()
             if sampler is not None and sampler.active(rnd):
-                chunks = sampler.sample(executor, chunks, rnd, key=f"{key}-sample-{rnd}")
+                partitions = sampler.sample(executor, partitions, rnd, key=f"{key}-sample-{rnd}")
             # The round's shared work (gradients, row sampling), split among its trees.
             share = (time.perf_counter() - t_round) / n_out
             share_sampling = (time.perf_counter() - t_sample) / n_out
@@ -201,7 +201,7 @@ def boost(executor, chunks, *, bin_mapper, params, objective, metrics=(), eval_s
                     executor, meta.screened(screener.select(rnd)),
                     n_feature_blocks)
                 round_meta_h = executor.scatter(round_meta)
-                chunks = executor.map(partition_compact_columns, chunks, [round_meta_h] * n,
+                partitions = executor.map(partition_compact_columns, partitions, [round_meta_h] * n,
                                      key=f"{key}-columns-{rnd}", consume=0)
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)
             round_trees = []
@@ -212,7 +212,7 @@ def boost(executor, chunks, *, bin_mapper, params, objective, metrics=(), eval_s
                 timed = dict(executor.seconds)
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
                 # Leaves split ahead of their turn take source ids up to 2 x num_leaves.
-                source = HistogramSource(chunks, k, round_meta_h, sp_h,
+                source = HistogramSource(partitions, k, round_meta_h, sp_h,
                                          2 * int(params["num_leaves"]),
                                          executor=executor, split_every=split_every, key=tree_key,
                                          max_cached=max_cached, feature_blocks=round_blocks,
@@ -221,8 +221,8 @@ def boost(executor, chunks, *, bin_mapper, params, objective, metrics=(), eval_s
                                     params["max_depth"], grow_policy=params["grow_policy"],
                                     max_leaves_per_pass=params["max_leaves_per_pass"],
                                     lookahead_leaves=lookahead)
-                tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, lr, k)
-                tree_rows = source.rows  # each chunk's rows by leaf: applying the tree reads them
+                tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, learning_rate, k)
+                tree_rows = source.rows  # each partition's rows by leaf: applying the tree reads them
                 source.close()
                 if source.feature_gains is not None:
                     round_gains = np.maximum(round_gains, source.feature_gains)
@@ -231,12 +231,12 @@ def boost(executor, chunks, *, bin_mapper, params, objective, metrics=(), eval_s
                     arrays.update(meta.node_arrays(tree.split_feature))
                 arrays["routed"] = np.asarray(grower.routed, dtype=bool)
                 arrays_h = executor.scatter(arrays)
-                chunks = executor.map(partition_apply_tree, chunks, [arrays_h] * n, [k] * n,
+                partitions = executor.map(partition_apply_tree, partitions, [arrays_h] * n, [k] * n,
                                      tree_rows, key=f"{tree_key}-apply", consume=0)
                 del tree_rows
                 # The tree's true leaf counts, counted as it is applied (one small gather; the
                 # next tree's pass needs the applied scores anyway).
-                counts = executor.gather(executor.map(partition_leaf_counts, chunks,
+                counts = executor.gather(executor.map(partition_leaf_counts, partitions,
                                                     key=f"{tree_key}-counts"))
                 tree.set_leaf_counts(np.sum(counts, axis=0))
                 for name in eval_chunks:

@@ -479,7 +479,7 @@ class FeatureBundler:
     bundles_ : list of ndarray of int64
         Original feature indices of each bundle (column), increasing.
     n_features_in_ : int
-    feature_column_ : ndarray of shape (n_features,), int64
+    feature_bundle_ : ndarray of shape (n_features,), int64
         Column of each feature; -1 for trivial features (no column).
     feature_start_ : ndarray of shape (n_features,), int64
         Offset of each feature in its bundle (the seeds' ``binRanges``; 0 for raw features).
@@ -487,10 +487,10 @@ class FeatureBundler:
         True for a feature alone in its bundle (its column holds its own bins).
     n_bins_, default_bins_ : ndarray of shape (n_features,), int32
         From the BinMapper.
-    column_n_bins_ : ndarray of shape (n_columns,), int64
-    column_offsets_ : ndarray of shape (n_columns + 1,), int64
+    bundle_n_bins_ : ndarray of shape (n_bundles,), int64
+    bundle_offsets_ : ndarray of shape (n_bundles + 1,), int64
         Flat histogram layout over the columns.
-    column_fill_ : ndarray of shape (n_columns,), int64
+    bundle_fill_ : ndarray of shape (n_bundles,), int64
         A column's value on a row whose members are all at their default bin.
     dtype_ : numpy dtype
         uint8 if every column has at most 256 bins, else uint16.
@@ -655,18 +655,18 @@ class FeatureBundler:
                     s += int(n_bins[f]) - 1
                 col_bins.append(1 + s)
                 fill.append(0)
-        self.feature_column_ = col
+        self.feature_bundle_ = col
         self.feature_start_ = start
         self.feature_raw_ = raw
-        self.column_n_bins_ = np.asarray(col_bins, dtype=np.int64)
-        self.column_offsets_ = np.concatenate(([0], np.cumsum(self.column_n_bins_))).astype(np.int64)
-        self.column_fill_ = np.asarray(fill, dtype=np.int64)
-        self.dtype_ = np.dtype(X_BINNED_DTYPE if self.column_n_bins_.max() <= MAX_BINS_NARROW
+        self.bundle_n_bins_ = np.asarray(col_bins, dtype=np.int64)
+        self.bundle_offsets_ = np.concatenate(([0], np.cumsum(self.bundle_n_bins_))).astype(np.int64)
+        self.bundle_fill_ = np.asarray(fill, dtype=np.int64)
+        self.dtype_ = np.dtype(X_BINNED_DTYPE if self.bundle_n_bins_.max() <= MAX_BINS_NARROW
                                else X_BINNED_DTYPE_WIDE)
 
     # ---- derived ----------------------------------------------------------------------------
     @property
-    def n_columns(self) -> int:
+    def n_bundles(self) -> int:
         return len(self.bundles_)
 
     def expand_index(self, bin_offsets) -> np.ndarray:
@@ -677,10 +677,10 @@ class FeatureBundler:
         n_bins = self.n_bins_.astype(np.int64)
         feature = np.repeat(np.arange(self.n_features_in_), n_bins)   # feature of each flat bin
         b = np.arange(int(bin_offsets[-1]), dtype=np.int64) - np.repeat(bin_offsets[:-1], n_bins)
-        col = self.feature_column_[feature]
+        col = self.feature_bundle_[feature]
         d = self.default_bins_.astype(np.int64)[feature]
         raw = self.feature_raw_[feature]
-        base = self.column_offsets_[np.maximum(col, 0)]
+        base = self.bundle_offsets_[np.maximum(col, 0)]
         # encode_bin, vectorized: b < d -> start + 1 + b; b > d -> start + b
         bundled = self.feature_start_[feature] + b + (b < d)
         out = np.where(raw, base + b, base + bundled)
@@ -690,9 +690,9 @@ class FeatureBundler:
     def summary(self, conflict_rows=None) -> str:
         """One line such as ``EFB: 4126 features -> 7 bundles, 0 conflicting rows``."""
         n_multi = sum(len(b) > 1 for b in self.bundles_)
-        n_used = int((self.feature_column_ >= 0).sum())
-        text = (f"EFB: {self.n_features_in_} features -> {self.n_columns} bundles "
-                f"({n_multi} of several features, {self.n_columns - n_multi} single; "
+        n_used = int((self.feature_bundle_ >= 0).sum())
+        text = (f"EFB: {self.n_features_in_} features -> {self.n_bundles} bundles "
+                f"({n_multi} of several features, {self.n_bundles - n_multi} single; "
                 f"{self.n_features_in_ - n_used} trivial features dropped; {self.layout_} columns)")
         if conflict_rows is not None:
             text += f", {conflict_rows} conflicting rows"
@@ -727,7 +727,7 @@ class FeatureBundler:
     def __repr__(self):
         if not hasattr(self, "bundles_"):
             return f"FeatureBundler(max_conflict_rate={self.max_conflict_rate!r})"
-        return f"<FeatureBundler {self.n_features_in_} features -> {self.n_columns} bundles>"
+        return f"<FeatureBundler {self.n_features_in_} features -> {self.n_bundles} bundles>"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -814,8 +814,8 @@ def bundle_chunk(X_block, bin_mapper, bundler=None):
     bm = bin_mapper
     if bundler is None:  # dense or sparse, BinMapper.transform bins it (sparse: stored entries)
         return bm.transform(X_block), 0, 0
-    column, start, raw, fill = (bundler.feature_column_, bundler.feature_start_,
-                                bundler.feature_raw_, bundler.column_fill_)
+    column, start, raw, fill = (bundler.feature_bundle_, bundler.feature_start_,
+                                bundler.feature_raw_, bundler.bundle_fill_)
     dtype = bundler.dtype_
     n_rows = X_block.shape[0]
     out = np.empty((n_rows, fill.shape[0]), dtype=dtype)

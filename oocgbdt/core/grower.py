@@ -199,8 +199,8 @@ class TreeGrower:
                 self.source.commit(data_id[leaf])
             best[leaf], best[right_leaf] = left, right
 
-    def grow(self, bin_upper_bounds, shrinkage, class_idx) -> tuple[Tree, TreeBuilder]:
-        """Grow the tree; returns the :class:`Tree` and the builder (leaf values before shrinkage)."""
+    def grow(self, bin_upper_bounds, learning_rate, class_idx) -> tuple[Tree, TreeBuilder]:
+        """Grow the tree; returns the :class:`Tree` and the builder (leaf values before the learning rate)."""
         sp = self.split_params
         t0 = time.perf_counter()
         totals, root_split = self.source.root()
@@ -218,5 +218,5 @@ class TreeGrower:
             # one-leaf tree's output at 0; only its first iteration would hold the init score,
             # which oocgbdt keeps apart in Booster.init_score).
             builder.leaf_value[0] = 0.0
-        tree = builder.build(bin_upper_bounds, shrinkage, class_idx)
+        tree = builder.build(bin_upper_bounds, learning_rate, class_idx)
         return tree, builder

@@ -1,7 +1,7 @@
 """This module contains the histogram source: where the tree grower gets split candidates.
 
-Data flow position: between the grower (which only decides which leaves to split) and the chunks
-(which hold rows). Each request is one pass over the rows it touches: per chunk, route the rows
+Data flow position: between the grower (which only decides which leaves to split) and the partitions
+(which hold rows). Each request is one pass over the rows it touches: per partition, route the rows
 of every leaf split in the pass and histogram the children to build (one fused task,
 :func:`~oocgbdt.core.partition.partition_split_many`); tree-reduce the stacked partial histograms; in the
 final task, derive each sibling by subtraction and search both children of every split.
@@ -72,11 +72,11 @@ def merge_block_records(records, gains):
 
 
 class HistogramSource:
-    """Histograms of one tree's leaves over a list of chunks, computed through a executor.
+    """Histograms of one tree's leaves over a list of partitions, computed through a executor.
 
     Parameters
     ----------
-    chunks : list of handles to :class:`~oocgbdt.core.partition.PartitionData` (gradients computed)
+    partitions : list of handles to :class:`~oocgbdt.core.partition.PartitionData` (gradients computed)
     class_idx : int
         Which output's gradients this tree fits.
     meta, params : handles to FeatureMeta and SplitParams (scattered once)
@@ -119,11 +119,11 @@ class HistogramSource:
         committed split (:meth:`commit`) of this tree.
     """
 
-    def __init__(self, chunks, class_idx, meta, params, max_leaves, *, executor=None,
+    def __init__(self, partitions, class_idx, meta, params, max_leaves, *, executor=None,
                  split_every=8, key="oocgbdt", max_cached=None, feature_blocks=None,
                  replicate=False):
         self.executor = executor if executor is not None else LocalExecutor()
-        self.chunks = list(chunks)
+        self.partitions = list(partitions)
         self.class_idx = class_idx
         self.meta = meta
         self.params = params
@@ -136,7 +136,7 @@ class HistogramSource:
         # Where the final steps run: every place at once (each sums the partials and searches
         # on its own copy, so split records need not travel), or where their inputs are.
         self._final = EVERYWHERE if self.replicate else None
-        self._rows = None           # per-chunk handles of (TreeRows, histograms)
+        self._rows = None           # per-partition handles of (TreeRows, histograms)
         self._hist = {}             # leaf -> handle of its histogram (a list: one per feature block)
         self._gain = {}             # leaf -> best split gain of a leaf in _hist (pool priority)
         self.n_passes = 0
@@ -177,8 +177,8 @@ class HistogramSource:
     def root(self):
         """Histogram all rows into leaf 0; returns ``(LeafTotals, SplitInfo or None)``."""
         b = self.executor
-        n = len(self.chunks)
-        self._rows = b.map(partition_root, self.chunks, [self.class_idx] * n, [self.meta] * n,
+        n = len(self.partitions)
+        self._rows = b.map(partition_root, self.partitions, [self.class_idx] * n, [self.meta] * n,
                            [self.max_leaves] * n, key=f"{self.key}-root")
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
         found = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root",
@@ -202,7 +202,7 @@ class HistogramSource:
         """The pass's partial histograms summed once, as a one-element list: consecutive pairs,
         then the fan-in levels (``split_every``), then the last level summed in one step, which
         the finish step reads. The reduction reads the partial histograms alone
-        (:func:`histograms_only`): a partial sent to another worker does not carry the chunk's
+        (:func:`histograms_only`): a partial sent to another worker does not carry the partition's
         row order."""
         b = self.executor
         hists = b.map(histograms_only, results, key=f"{key}-hists")
@@ -221,12 +221,12 @@ class HistogramSource:
         return [b.submit(sum_histograms, parts, key=f"{key}-last")]
 
     def _drop_partials(self):
-        """Keep only each chunk's row grouping between passes: its partial histograms (one per
-        chunk and built child, p x k x n_hist_bins x 16 bytes in all) are consumed by this
+        """Keep only each partition's row grouping between passes: its partial histograms (one per
+        partition and built child, p x k x n_hist_bins x 16 bytes in all) are consumed by this
         pass's reduction. Called before the pass's split records are gathered: a deferring
         executor (the actor executor) then runs it in the same batch as the pass, so the partials
         are released by the next pass's call, before that pass makes its own (issued after the
-        gather, it ran with the next pass and the partials of two passes were held at once).
+        gather, it would run with the next pass and the partials of two passes be held at once).
         Every step that reads the pass's results was issued before it, so they are consumed."""
         self._rows = self.executor.map(tree_rows_only, self._rows,
                                       key=f"{self.key}-p{self.n_passes}-keep", consume=0)
@@ -260,7 +260,7 @@ class HistogramSource:
             self._bound_pool()
             return out
         b = self.executor
-        n = len(self.chunks)
+        n = len(self.partitions)
         build = []
         for _, _, _, split, parent in todo:
             if parent is None:
@@ -270,7 +270,7 @@ class HistogramSource:
         plan = SplitPlan(tuple(t[1] for t in todo), tuple(t[2] for t in todo),
                          tuple(t[3] for t in todo), tuple(build))
         tag = f"{self.key}-p{self.n_passes}"
-        self._rows = b.map(partition_split_many, self.chunks, self._rows, [self.class_idx] * n,
+        self._rows = b.map(partition_split_many, self.partitions, self._rows, [self.class_idx] * n,
                            [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
@@ -348,7 +348,7 @@ class HistogramSource:
 
     @property
     def rows(self) -> list:
-        """Handles of each chunk's :class:`~oocgbdt.core.partition.TreeRows` after the last pass (the
+        """Handles of each partition's :class:`~oocgbdt.core.partition.TreeRows` after the last pass (the
         rows grouped by the leaves the passes routed them to), until :meth:`close`."""
         return list(self._rows)
 

@@ -1,7 +1,7 @@
-"""This module contains the per-chunk state and the functions one boosting pass runs on it.
+"""This module contains the per-partition state and the functions one boosting pass runs on it.
 
 Data flow position: every function here is a task body. The Dask layer (or the in-process
-:class:`~oocgbdt.core.executor.LocalExecutor`) runs the ``chunk_*`` functions once per row chunk,
+:class:`~oocgbdt.core.executor.LocalExecutor`) runs the ``partition_*`` functions once per partition,
 :func:`sum_histograms` at each level of the fan-in tree, and ``finish_*`` once per pass, next to
 the histograms. All take and return plain NumPy objects and never mutate their inputs, so a lost
 result can be recomputed and runs are deterministic.
@@ -33,7 +33,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class PartitionData:
-    """The rows of one chunk as training sees them.
+    """The rows of one partition as training sees them.
 
     Attributes
     ----------
@@ -53,13 +53,13 @@ class PartitionData:
         :mod:`oocgbdt.core.sampling`), else None (every row). The round's trees route and
         histogram only these rows; every row still gets its score updated.
     conflicts : tuple of int
-        ``(conflicting rows, lost values)`` of merging this chunk into bundles (``(0, 0)``
+        ``(conflicting rows, lost values)`` of merging this partition into bundles (``(0, 0)``
         without bundling).
     leaf_counts : ndarray of shape (n_leaves,), dtype int64, or None
         Rows of this round (``rows``, else every row) in each leaf of the last tree applied
         (:func:`partition_apply_tree`); None before the first.
     compact : tuple or None
-        ``(columns, X_compact)``: the chunk's column numbers (int64, ascending) and a copy of
+        ``(columns, X_compact)``: the partition's column numbers (int64, ascending) and a copy of
         those columns of ``X_binned``, shape (n_rows, len(columns)), that the round's trees
         histogram (:func:`partition_compact_columns`); None when they histogram many columns.
     """
@@ -80,13 +80,13 @@ class PartitionData:
         return self.X_binned.shape[0]
 
 
-#: A sampled round whose rows are at most this share of a chunk's rows copies them into a compact
+#: A sampled round whose rows are at most this share of a partition's rows copies them into a compact
 #: subset (bins, gradients, hessians) for the tree (LightGBM's bagging subset rule,
 #: ``average_bag_rate <= 0.5`` in ``src/boosting/bagging.hpp``): every pass then reads
-#: consecutive rows instead of every third or fourth row of the chunk.
+#: consecutive rows instead of every third or fourth row of the partition.
 SUBSET_MAX_FRACTION = 0.5
 
-#: A tree that builds histograms of at most this share of a chunk's columns (feature screening,
+#: A tree that builds histograms of at most this share of a partition's columns (feature screening,
 #: ``feature_fraction``) copies those columns into a compact array for the tree, when the bins
 #: are held in memory: every histogram then reads whole consecutive rows without the column
 #: indirection (measured on 500k x 100 uint8 bins, 30 columns kept: the copy takes 9 ms, and a
@@ -96,17 +96,17 @@ COLUMNS_MAX_FRACTION = 0.5
 
 @dataclass(frozen=True)
 class TreeRows:
-    """Rows of one chunk grouped by leaf of the tree being grown (LightGBM's DataPartition).
+    """Rows of one partition grouped by leaf of the tree being grown (LightGBM's DataPartition).
 
     Leaf ``l`` owns ``order[leaf_begin[l]:leaf_begin[l] + leaf_count[l]]``. These are row
-    numbers of the chunk, or, when the tree works on a compact subset of the round's rows
+    numbers of the partition, or, when the tree works on a compact subset of the round's rows
     (``subset`` is not None; see :data:`SUBSET_MAX_FRACTION`), positions in that subset:
-    ``subset = (rows, X_binned, gradients, hessians)``, the chunk's row numbers of the subset
+    ``subset = (rows, X_binned, gradients, hessians)``, the partition's row numbers of the subset
     (ascending) and their bins and this tree's gradients and hessians, copied once at the root.
 
     When the tree builds few columns (see :data:`COLUMNS_MAX_FRACTION`), ``subset`` holds a
     compact copy of those columns (``rows`` is then None if every row is kept) and ``columns``
-    the chunk's column numbers of its columns, shape (n_kept,), int64, ascending (the tree's
+    the partition's column numbers of its columns, shape (n_kept,), int64, ascending (the tree's
     :attr:`~oocgbdt.core.split.FeatureMeta.hist_columns`); else ``columns`` is None.
     """
 
@@ -122,12 +122,12 @@ class TreeRows:
         return self.order[b:b + self.leaf_count[leaf]]
 
     def partition_rows_of(self, leaf: int) -> np.ndarray:
-        """The chunk's row numbers of leaf ``leaf``'s rows, shape (leaf_count[leaf],), int32."""
+        """The partition's row numbers of leaf ``leaf``'s rows, shape (leaf_count[leaf],), int32."""
         pos = self.rows_of(leaf)
         return pos if self.subset is None or self.subset[0] is None else self.subset[0][pos]
 
     def column(self, c: int) -> int:
-        """Position of the chunk's column ``c`` in the bins the tree reads."""
+        """Position of the partition's column ``c`` in the bins the tree reads."""
         return c if self.columns is None else int(np.searchsorted(self.columns, c))
 
     def hist_layout(self, meta: FeatureMeta) -> tuple:
@@ -141,14 +141,14 @@ class TreeRows:
 
 
 def partition_bins(data: PartitionData) -> np.ndarray:
-    """The chunk's binned columns as an ndarray: ``data.X_binned`` itself when held in memory,
+    """The partition's binned columns as an ndarray: ``data.X_binned`` itself when held in memory,
     else read from the cache it references (one read per call: call once per task)."""
     x = data.X_binned
     return x if isinstance(x, np.ndarray) else x.read()
 
 
 def partition_init(X_binned, y, weight, n_outputs: int) -> PartitionData:
-    """Build a chunk's :class:`PartitionData`; raw scores start at zero (see :func:`partition_add_score`).
+    """Build a partition's :class:`PartitionData`; raw scores start at zero (see :func:`partition_add_score`).
 
     ``y`` may be None for rows that are only predicted; it is then all zeros.
     """
@@ -159,7 +159,7 @@ def partition_init(X_binned, y, weight, n_outputs: int) -> PartitionData:
 
 
 def partition_from_raw(X_block, y, weight, n_outputs: int, bin_mapper, bundler=None) -> PartitionData:
-    """Read -> bin -> (bundle) -> :class:`PartitionData`, fused in one task per chunk.
+    """Read -> bin -> (bundle) -> :class:`PartitionData`, fused in one task per partition.
 
     ``X_block`` holds raw values (NumPy, or scipy.sparse binned from its stored entries); see
     :func:`oocgbdt.core.bundler.bundle_chunk`. The conflicts of the merge are kept in
@@ -170,7 +170,7 @@ def partition_from_raw(X_block, y, weight, n_outputs: int, bin_mapper, bundler=N
 
 
 def partition_conflict_stats(data: PartitionData) -> tuple:
-    """``(conflicting rows, lost values)`` of one chunk (gathered for the EFB report)."""
+    """``(conflicting rows, lost values)`` of one partition (gathered for the EFB report)."""
     return data.conflicts
 
 
@@ -180,7 +180,7 @@ def partition_add_score(data: PartitionData, score) -> PartitionData:
 
 
 def partition_label_stats(data: PartitionData, objective):
-    """Per-chunk label statistics for ``objective.init_score_from_stats`` (added across chunks)."""
+    """Per-partition label statistics for ``objective.init_score_from_stats`` (added across partitions)."""
     return objective.label_stats(data.y, data.weight)
 
 
@@ -204,25 +204,25 @@ def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows:
 
 def _tree_inputs(data: PartitionData, rows: TreeRows, class_idx: int):
     """``(X_binned, gradients, hessians)`` that ``rows`` index: the tree's compact subset, or the
-    chunk's own arrays (bins read from the cache once per call)."""
+    partition's own arrays (bins read from the cache once per call)."""
     if rows.subset is not None:
         return rows.subset[1:]
     return partition_bins(data), data.gradients[class_idx], data.hessians[class_idx]
 
 
 def _feature_column(X: np.ndarray, meta: FeatureMeta, f: int) -> np.ndarray:
-    """Feature ``f``'s bins on every row of the chunk's bins ``X`` (decoded from its bundle when
+    """Feature ``f``'s bins on every row of the partition's bins ``X`` (decoded from its bundle when
     bundled)."""
     if not meta.bundled:
         return X[:, f]
     out = np.empty(X.shape[0], dtype=X.dtype)
-    decode_feature_column(X[:, meta.feature_column[f]], meta.feature_start[f],
+    decode_feature_column(X[:, meta.feature_bundle[f]], meta.feature_start[f],
                           meta.n_bins[f], meta.default_bins[f], meta.feature_raw[f], out)
     return out
 
 
 def partition_compact_columns(data: PartitionData, meta: FeatureMeta) -> PartitionData:
-    """Keep with the chunk the compact copy of the columns the round's trees build
+    """Keep with the partition the compact copy of the columns the round's trees build
     (``PartitionData.compact``), made only when the selection changes: feature screening usually
     keeps the same features round after round (EMA-FS on the benchmark's 1M x 100 set: the
     same 30 in every round after its warm-up), so each tree's copy (about 9 ms per 500k x 30)
@@ -239,7 +239,7 @@ def partition_compact_columns(data: PartitionData, meta: FeatureMeta) -> Partiti
 
 
 def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leaves: int):
-    """Start a tree on a chunk: the round's rows (``data.rows``, else every row) in leaf 0;
+    """Start a tree on a partition: the round's rows (``data.rows``, else every row) in leaf 0;
     returns ``(TreeRows, root histogram)``.
 
     With bundling, the histogram of feature ``meta.totals_feature`` decoded from its bundle is
@@ -251,7 +251,7 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
     in_memory = isinstance(data.X_binned, np.ndarray)
     full_X = X
     # The same additions in the same order, on a compact copy of the built columns when the
-    # tree builds few (the chunk's own when the boosting loop kept one for this selection).
+    # tree builds few (the partition's own when the boosting loop kept one for this selection).
     compact = partition_compact_columns(data, meta).compact
     columns = None
     if compact is not None:
@@ -261,7 +261,7 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
         order = np.arange(data.n_rows, dtype=LEAF_DTYPE)
     elif in_memory and data.rows.shape[0] <= SUBSET_MAX_FRACTION * data.n_rows:
         # A compact copy of the round's rows, in the same (ascending) order: every histogram
-        # adds the same values in the same order as on the whole chunk. Not with the disk
+        # adds the same values in the same order as on the whole partition. Not with the disk
         # cache, whose bins are read per pass so that memory stays bounded.
         X, grad, hess = X[data.rows], grad[data.rows], hess[data.rows]
         subset = (data.rows, X, grad, hess)
@@ -277,7 +277,7 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
     hist = _histogram(X, grad, hess, rows, meta)
     if meta.bundled:
         f = meta.totals_feature
-        if meta.feature_column[f] >= 0:
+        if meta.feature_bundle[f] >= 0:
             nb = int(meta.n_bins[f])
             extra = np.zeros((nb + 1, 2), dtype=HIST_DTYPE)  # its own count row, dropped
             if subset is not None and subset[0] is not None:
@@ -288,7 +288,7 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
             extra = extra[1:]
         else:  # no searchable feature: the first built column's slice sums to the leaf as well
             c = int(meta.hist_columns[0])
-            extra = hist[meta.column_offsets[c]:meta.column_offsets[c + 1]].copy()
+            extra = hist[meta.bundle_offsets[c]:meta.bundle_offsets[c + 1]].copy()
         hist = np.concatenate([hist, extra])
     return rows, hist
 
@@ -328,9 +328,9 @@ class SplitPlan:
 
 def partition_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan):
     """Route the rows of every split leaf of ``plan`` and histogram the children it builds, in one
-    task per chunk.
+    task per partition.
 
-    ``prev`` is the previous pass's ``(TreeRows, histograms)`` result of this chunk. Leaves own
+    ``prev`` is the previous pass's ``(TreeRows, histograms)`` result of this partition. Leaves own
     disjoint segments of ``TreeRows.order``, so each split partitions its segment of one copy of
     ``order``; the left child keeps the leaf's id, the right child gets its ``right_leaves`` id.
 
@@ -350,7 +350,7 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
         f = split.feature
         begin, count = int(rows.leaf_begin[leaf]), int(rows.leaf_count[leaf])
         if meta.bundled:
-            n_left = split_rows_bundled(X[:, rows.column(meta.feature_column[f])], rows.order, begin, count,
+            n_left = split_rows_bundled(X[:, rows.column(meta.feature_bundle[f])], rows.order, begin, count,
                                         split.threshold_bin, split.default_left,
                                         meta.missing_types[f], meta.default_bins[f],
                                         meta.n_bins[f] - 1, meta.feature_start[f], meta.n_bins[f],
@@ -383,13 +383,13 @@ def histogram_rows(hist: np.ndarray, lo: int, hi: int) -> np.ndarray:
 
 
 def tree_rows_only(prev) -> TreeRows:
-    """A chunk's pass result without its partial histograms (which the reduction has consumed):
+    """A partition's pass result without its partial histograms (which the reduction has consumed):
     what is kept until the next pass, so partial histograms do not outlive their pass."""
     return prev[0] if isinstance(prev, tuple) else prev
 
 
 def histograms_only(result):
-    """A chunk's pass result without its row grouping: the partial histograms alone (the same
+    """A partition's pass result without its row grouping: the partial histograms alone (the same
     array, not a copy). The reduction reads these, so a partial sent to another worker carries
     no ``TreeRows`` (whose order array is 4 bytes per row)."""
     return result[1] if isinstance(result, tuple) else result
@@ -415,7 +415,7 @@ def _without_totals_rows(hist: np.ndarray, meta: FeatureMeta) -> np.ndarray:
 def finish_root(parts, meta: FeatureMeta, params: SplitParams):
     """Final task of the root pass: ``((totals, best split or None, feature_gains), histogram)``.
 
-    ``parts`` are the last level's partial histograms (or chunk results), summed here once.
+    ``parts`` are the last level's partial histograms (or partition results), summed here once.
     ``feature_gains`` (n_features,) is each feature's best split gain (``-inf``: none). The
     first item is what the client reads (small; :func:`pass_records`); the second is the root's
     histogram, shape (n_hist_bins, 2), kept for later passes (:func:`pass_histogram`), without
@@ -455,7 +455,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         The split leaf's histogram where one child is built (the other is parent minus it);
         None where both children are built.
     parts : list
-        The last reduction level's stacked partial histograms (or chunk results), summed here.
+        The last reduction level's stacked partial histograms (or partition results), summed here.
     plan : SplitPlan
     meta, params : FeatureMeta, SplitParams
 
@@ -516,15 +516,15 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
     and count the round's rows in each leaf (``PartitionData.leaf_counts``).
 
     ``tree_arrays`` comes from :meth:`oocgbdt.core.tree.Tree.binned_arrays`, plus, for bundled
-    chunks, :meth:`oocgbdt.core.split.FeatureMeta.node_arrays` (each node's feature is then read
-    off its bundle column). Used for training and evaluation chunks alike; returns a new PartitionData.
+    partitions, :meth:`oocgbdt.core.split.FeatureMeta.node_arrays` (each node's feature is then read
+    off its bundle column). Used for training and evaluation partitions alike; returns a new PartitionData.
 
-    ``rows``: this chunk's :class:`TreeRows` after the tree's last pass. When the round used
+    ``rows``: this partition's :class:`TreeRows` after the tree's last pass. When the round used
     every row, each row's leaf is read off its segment
     (:func:`~oocgbdt.kernels.predict.leaves_by_segment`, with ``tree_arrays["routed"]``, the
     grower's :attr:`~oocgbdt.core.grower.TreeGrower.routed`): only the rows of segments whose
     last split no pass routed are decided, at that split, instead of every row walked from the
-    root. The same leaves. Otherwise (sampled rounds, evaluation chunks) every row is walked.
+    root. The same leaves. Otherwise (sampled rounds, evaluation partitions) every row is walked.
     """
     t = tree_arrays
     X = partition_bins(data)
@@ -566,12 +566,12 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
 
 
 def partition_leaf_counts(data: PartitionData) -> np.ndarray:
-    """``data.leaf_counts`` (gathered, and added over chunks, for the tree's true leaf counts)."""
+    """``data.leaf_counts`` (gathered, and added over partitions, for the tree's true leaf counts)."""
     return data.leaf_counts
 
 
 def partition_metric_partials(data: PartitionData, metrics, objective):
-    """Per-chunk partial statistics of every metric (merged by :func:`merge_metric_partials`)."""
+    """Per-partition partial statistics of every metric (merged by :func:`merge_metric_partials`)."""
     raw = np.ascontiguousarray(data.raw_score.T)
     return [m.partial(data.y, raw, data.weight, objective) for m in metrics]
 

@@ -1,21 +1,21 @@
 """This module contains row sampling per boosting round: GOSS and uniform bagging.
 
 Data flow position: once per round, after :func:`~oocgbdt.core.partition.partition_gradients` and before
-the round's trees. Every decision that involves more than one chunk is made once, on the caller
-(the boosting loop), from tree-reduced statistics; each chunk then selects its own rows and keeps
+the round's trees. Every decision that involves more than one partition is made once, on the caller
+(the boosting loop), from tree-reduced statistics; each partition then selects its own rows and keeps
 their indices in :attr:`PartitionData.rows <oocgbdt.core.partition.PartitionData>`, so the round's trees route
 and histogram only those rows. Every row still gets its score updated after each tree.
 
 GOSS (LightGBM's ``goss.hpp``; the NIPS 2017 paper's Algorithm 2)
     The key of a row is ``sum over outputs of |g * h|`` in float32, as LightGBM (not the paper's
     ``|g|``). The top set is exactly the ``top_k = max(1, int(n * top_rate))`` rows with the
-    largest keys over ALL chunks, found by an exact two-pass radix select on the keys' float32
+    largest keys over ALL partitions, found by an exact two-pass radix select on the keys' float32
     bit patterns (non-negative floats order like their bits): pass 1 counts rows per value of
-    the high 16 bits in every chunk, the counts are tree-reduced and the caller finds the bucket
+    the high 16 bits in every partition, the counts are tree-reduced and the caller finds the bucket
     holding the ``top_k``-th largest key; pass 2 does the same for the low 16 bits inside that
     bucket, which gives the exact threshold key. Rows above it are top rows; rows equal to it
     are top rows in global row order until ``top_k`` is reached (a third, tiny gather of per
-    chunk tie counts, only when ties straddle the threshold). So the top set does not depend on
+    partition tie counts, only when ties straddle the threshold). So the top set does not depend on
     the chunking. LightGBM keeps every tie instead, which can add many rows on data with
     duplicate rows. Every other row is kept with probability ``other_rate / (1 - top_rate)`` (an
     independent draw; LightGBM draws exactly ``int(n * other_rate)`` rows per block), and its
@@ -31,10 +31,10 @@ Bagging (LightGBM's ``bagging.hpp``)
 Random draws
     The draw of global row ``r`` in a round is a counter-based uniform (SplitMix64 of a Weyl
     sequence, :func:`oocgbdt.kernels.sampling.uniforms`) under a 64-bit seed from
-    ``SeedSequence([seed, bagging_seed, kind, round])``: every chunk computes its rows' draws
+    ``SeedSequence([seed, bagging_seed, kind, round])``: every partition computes its rows' draws
     directly from their global indices. The draws therefore depend on the seed, the round and
     the global row index, never on the worker nor on the chunking (DESIGN.md asks for streams
-    keyed by (seed, tree, chunk index); keying by the global row keeps that guarantee and adds
+    keyed by (seed, tree, partition index); keying by the global row keeps that guarantee and adds
     chunking invariance of the sample).
 """
 from __future__ import annotations
@@ -91,7 +91,7 @@ def goss_keys(gradients: np.ndarray, hessians: np.ndarray) -> np.ndarray:
 
 
 def _key_bits(data) -> np.ndarray:
-    """Float32 bit patterns of the chunk's GOSS keys (ordered like the keys: all are >= 0)."""
+    """Float32 bit patterns of the partition's GOSS keys (ordered like the keys: all are >= 0)."""
     return goss_keys(data.gradients, data.hessians).view(np.uint32)
 
 
@@ -118,20 +118,20 @@ def _top_bucket(counts: np.ndarray, need: int) -> tuple:
 
 
 def _tie_quotas(tie_counts, need: int) -> list:
-    """Per chunk, how many rows equal to the threshold join the top set (global row order)."""
+    """Per partition, how many rows equal to the threshold join the top set (global row order)."""
     before = np.concatenate([[0], np.cumsum(tie_counts)[:-1]])
     return [int(q) for q in np.clip(need - before, 0, tie_counts)]
 
 
-# ---- per-chunk task bodies --------------------------------------------------------------------
+# ---- per-partition task bodies --------------------------------------------------------------------
 
 def partition_n_rows(data) -> int:
-    """Rows of a chunk (gathered once, for global row offsets and ``n``)."""
+    """Rows of a partition (gathered once, for global row offsets and ``n``)."""
     return int(data.n_rows)
 
 
 def partition_key_histogram(data, high_bucket):
-    """Radix-select counts of a chunk's GOSS keys (int64).
+    """Radix-select counts of a partition's GOSS keys (int64).
 
     ``high_bucket`` None: rows per value of the high 16 bits of the key (shape (2**15,)).
     Otherwise: rows per value of the low 16 bits among rows whose high 16 bits equal
@@ -151,18 +151,18 @@ def sum_counts(parts):
 
 
 def partition_count_ties(data, threshold_bits: int) -> int:
-    """Rows of a chunk whose key equals the threshold key exactly."""
+    """Rows of a partition whose key equals the threshold key exactly."""
     return int(np.count_nonzero(_key_bits(data) == np.uint32(threshold_bits)))
 
 
 @dataclass(frozen=True)
 class RowSelection:
-    """What one chunk needs to select its rows for one round (small; built on the caller).
+    """What one partition needs to select its rows for one round (small; built on the caller).
 
     Attributes
     ----------
     row_offset : int
-        Global index of the chunk's first row (positions the chunk in the random stream).
+        Global index of the partition's first row (positions the partition in the random stream).
     key : int
         64-bit seed of the round's stream (:func:`stream_key`).
     probability : float
@@ -186,7 +186,7 @@ class RowSelection:
 
 
 def partition_select_rows(data, sel: RowSelection):
-    """Select a chunk's rows for this round; returns a new PartitionData with ``rows`` set.
+    """Select a partition's rows for this round; returns a new PartitionData with ``rows`` set.
 
     GOSS rows kept by the random draw get their gradients and hessians (every output) multiplied
     by ``sel.multiplier`` in float32; everything else is unchanged. ``rows`` is ascending int32.
@@ -211,14 +211,14 @@ def partition_select_rows(data, sel: RowSelection):
 # ---- the caller's side ------------------------------------------------------------------------
 
 class RowSampler:
-    """Per-round row selection over a list of chunks, decided on the caller.
+    """Per-round row selection over a list of partitions, decided on the caller.
 
     Parameters
     ----------
     params : dict
         Resolved parameters (:func:`oocgbdt.params.resolve_params`) with sampling enabled.
     chunk_rows : list of int
-        Rows per chunk, in chunk order.
+        Rows per partition, in partition order.
 
     Attributes
     ----------
@@ -245,27 +245,27 @@ class RowSampler:
         """Whether round ``rnd`` (0-based) trains on a sample."""
         return rnd >= self.warmup if self.strategy == "goss" else True
 
-    def sample(self, executor, chunks, rnd: int, key: str):
-        """Select round ``rnd``'s rows; returns new chunk handles (``rows`` set on each)."""
+    def sample(self, executor, partitions, rnd: int, key: str):
+        """Select round ``rnd``'s rows; returns new partition handles (``rows`` set on each)."""
         if self.strategy == "goss":
-            selections = self._goss(executor, chunks, rnd, key)
+            selections = self._goss(executor, partitions, rnd, key)
         else:
             bag_round = rnd - rnd % self.bagging_freq
             k = stream_key(self.seed, self.bagging_seed, BAGGING_STREAM, bag_round)
             selections = [RowSelection(off, k, self.bagging_fraction) for off in self.offsets]
             self.last = dict(bag_round=bag_round)
-        return executor.map(partition_select_rows, chunks, selections, key=f"{key}-select",
+        return executor.map(partition_select_rows, partitions, selections, key=f"{key}-select",
                                consume=0)
 
-    def _goss(self, executor, chunks, rnd, key):
-        n = len(chunks)
+    def _goss(self, executor, partitions, rnd, key):
+        n = len(partitions)
         top_k = goss_top_k(self.n_rows, self.top_rate)
         high = executor.gather(tree_reduce(
-            executor, sum_counts, executor.map(partition_key_histogram, chunks, [None] * n, key=f"{key}-kh"),
+            executor, sum_counts, executor.map(partition_key_histogram, partitions, [None] * n, key=f"{key}-kh"),
             self.split_every, f"{key}-khsum"))
         bucket, above = _top_bucket(high, top_k)
         low = executor.gather(tree_reduce(
-            executor, sum_counts, executor.map(partition_key_histogram, chunks, [bucket] * n, key=f"{key}-kl"),
+            executor, sum_counts, executor.map(partition_key_histogram, partitions, [bucket] * n, key=f"{key}-kl"),
             self.split_every, f"{key}-klsum"))
         low_bucket, above_low = _top_bucket(low, top_k - above)
         threshold = (bucket << 16) | low_bucket
@@ -273,7 +273,7 @@ class RowSampler:
         if need == int(low[low_bucket]):
             ties = [-1] * n
         else:
-            counts = executor.gather(executor.map(partition_count_ties, chunks, [threshold] * n,
+            counts = executor.gather(executor.map(partition_count_ties, partitions, [threshold] * n,
                                                 key=f"{key}-ties"))
             ties = _tie_quotas(np.asarray(counts, dtype=np.int64), need)
         k = stream_key(self.seed, self.bagging_seed, GOSS_STREAM, rnd)

@@ -42,10 +42,10 @@ class FeatureMeta:
     With Exclusive Feature Bundling (``from_bin_mapper(bin_mapper, bundler)``), histograms are
     built per bundle column and these are set too (see :mod:`oocgbdt.kernels.bundling`):
 
-    column_offsets : ndarray of shape (n_columns + 1,), dtype int64
-        Bundle ``c``'s bins are rows ``[column_offsets[c], column_offsets[c + 1])`` of a
-        histogram (``column_offsets[0] == 1``, after the count row).
-    feature_column, feature_start : ndarray of shape (n_features,), dtype int64
+    bundle_offsets : ndarray of shape (n_bundles + 1,), dtype int64
+        Bundle ``c``'s bins are rows ``[bundle_offsets[c], bundle_offsets[c + 1])`` of a
+        histogram (``bundle_offsets[0] == 1``, after the count row).
+    feature_bundle, feature_start : ndarray of shape (n_features,), dtype int64
         Each feature's bundle (-1: none) and offset in it.
     feature_raw : ndarray of shape (n_features,), dtype bool
         Features alone in their bundle (stored with their own bins).
@@ -59,8 +59,8 @@ class FeatureMeta:
     missing_types: np.ndarray
     default_bins: np.ndarray
     feature_mask: np.ndarray
-    column_offsets: np.ndarray | None = None
-    feature_column: np.ndarray | None = None
+    bundle_offsets: np.ndarray | None = None
+    feature_bundle: np.ndarray | None = None
     feature_start: np.ndarray | None = None
     feature_raw: np.ndarray | None = None
     expand_index: np.ndarray | None = None
@@ -73,8 +73,8 @@ class FeatureMeta:
         extra = {}
         if bundler is not None:
             index = bundler.expand_index(bin_offsets)
-            extra = dict(column_offsets=np.asarray(bundler.column_offsets_, dtype=np.int64) + 1,
-                         feature_column=np.asarray(bundler.feature_column_, dtype=np.int64),
+            extra = dict(bundle_offsets=np.asarray(bundler.bundle_offsets_, dtype=np.int64) + 1,
+                         feature_bundle=np.asarray(bundler.feature_bundle_, dtype=np.int64),
                          feature_start=np.asarray(bundler.feature_start_, dtype=np.int64),
                          feature_raw=np.asarray(bundler.feature_raw_, dtype=bool),
                          expand_index=np.concatenate(([0], np.where(index >= 0, index + 1, -1)))
@@ -102,12 +102,12 @@ class FeatureMeta:
     @property
     def bundled(self) -> bool:
         """True when histograms are built per bundle column."""
-        return self.column_offsets is not None
+        return self.bundle_offsets is not None
 
     @property
     def hist_offsets(self) -> np.ndarray:
         """Histogram layout of the built columns: bundles' offsets, or features' offsets."""
-        return self.column_offsets if self.bundled else self.bin_offsets
+        return self.bundle_offsets if self.bundled else self.bin_offsets
 
     @property
     def n_hist_bins(self) -> int:
@@ -149,7 +149,7 @@ class FeatureMeta:
             return replace(meta, bin_offsets=offsets)
         # EFB left every feature alone in its own column, in order: the column layout is the
         # per-feature one, and stays so.
-        return replace(meta, bin_offsets=offsets, column_offsets=offsets,
+        return replace(meta, bin_offsets=offsets, bundle_offsets=offsets,
                        expand_index=np.arange(int(offsets[-1]), dtype=np.int64))
 
     @cached_property
@@ -159,10 +159,10 @@ class FeatureMeta:
         members is selected), or the bundle of feature :attr:`built_columns` ``[0]``."""
         if not self.bundled:
             return self.built_columns
-        cols = self.feature_column[self.feature_mask]
+        cols = self.feature_bundle[self.feature_mask]
         cols = np.unique(cols[cols >= 0])
         if not cols.size:
-            c = int(self.feature_column[self.built_columns[0]])
+            c = int(self.feature_bundle[self.built_columns[0]])
             cols = np.array([max(c, 0)], dtype=np.int64)
         return cols.astype(np.int64)
 
@@ -174,7 +174,7 @@ class FeatureMeta:
     def node_arrays(self, split_feature) -> dict:
         """Per-node layout of the split features, for walking bundled rows."""
         f = np.asarray(split_feature, dtype=np.int64)
-        return dict(split_column=self.feature_column[f], split_start=self.feature_start[f],
+        return dict(split_column=self.feature_bundle[f], split_start=self.feature_start[f],
                     split_n_bins=self.n_bins[f].astype(np.int64), split_raw=self.feature_raw[f])
 
     @cached_property

@@ -161,15 +161,15 @@ class TreeBuilder:
         self.leaf_depth.append(depth)
         return right_leaf
 
-    def build(self, bin_upper_bounds, shrinkage, class_idx) -> Tree:
+    def build(self, bin_upper_bounds, learning_rate, class_idx) -> Tree:
         """Finish: shrink outputs and attach raw thresholds (``bin_upper_bounds[f][bin]``)."""
         col = {k: [n[k] for n in self.nodes] for k in
                ("split_feature", "threshold_bin", "decision_type", "left_child", "right_child",
                 "split_gain", "internal_value", "internal_weight", "internal_count")}
         threshold = [float(bin_upper_bounds[f][b]) for f, b in
                      zip(col["split_feature"], col["threshold_bin"])]
-        col["internal_value"] = np.asarray(col["internal_value"], dtype=np.float64) * shrinkage
+        col["internal_value"] = np.asarray(col["internal_value"], dtype=np.float64) * learning_rate
         return Tree(threshold=threshold,
-                    leaf_value=np.asarray(self.leaf_value, dtype=np.float64) * shrinkage,
+                    leaf_value=np.asarray(self.leaf_value, dtype=np.float64) * learning_rate,
                     leaf_weight=self.leaf_weight, leaf_count=self.leaf_count,
-                    shrinkage=shrinkage, class_idx=class_idx, **col)
+                    shrinkage=learning_rate, class_idx=class_idx, **col)

@@ -1,9 +1,9 @@
-"""This module contains blockwise binning: fit a BinMapper on a row sample, then bin lazily.
+"""This module contains the bins of a fit: a BinMapper fitted on a row sample.
 
 Data flow position: after input normalization. The sample is one small compute: row indices are
 drawn on the client from ``seed`` over the GLOBAL row range (so the sample, and hence the bins,
-do not depend on chunking), and only those rows are read. Binning the full matrix is a lazy
-``map_blocks``.
+do not depend on chunking), and only those rows are read. Each partition's loading task then
+bins its rows (:func:`oocgbdt.dask.partitions.load_partition`).
 """
 from __future__ import annotations
 
@@ -11,17 +11,9 @@ import dask.array as da
 import numpy as np
 import scipy.sparse as sp
 
-from oocgbdt.core.bin_mapper import BinMapper
+from oocgbdt.core.bin_mapper import BinMapper, sample_row_indices
 
-__all__ = ["sample_row_indices", "bin_sample", "sample_key", "fit_bin_mapper", "bin_blocks"]
-
-
-def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | None:
-    """Sorted row indices of a uniform sample without replacement; None means all rows."""
-    if n_sample >= n_rows:
-        return None
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n_rows, size=n_sample, replace=False))
+__all__ = ["sample_row_indices", "bin_sample", "sample_key", "fit_bin_mapper"]
 
 
 def bin_sample(X: da.Array, params: dict, compute):
@@ -65,22 +57,7 @@ def fit_bin_mapper(X: da.Array, params: dict, compute, on_sample=None) -> BinMap
     sample = bin_sample(X, params, compute)
     if on_sample is not None:
         on_sample(sample)
-    mapper = BinMapper(max_bin=int(params["max_bin"]), min_data_in_bin=int(params["min_data_in_bin"]),
-                       use_missing=bool(params["use_missing"]),
-                       zero_as_missing=bool(params["zero_as_missing"]),
-                       feature_pre_filter=bool(params["feature_pre_filter"]),
-                       min_data_in_leaf=int(params["min_data_in_leaf"]))
+    mapper = BinMapper.from_params(params)
     mapper.fit(sample if sp.issparse(sample) else np.asarray(sample), n_rows)
     mapper._sample_key = sample_key(X, params)
     return mapper
-
-
-def _bin_block(block, bin_mapper):
-    return bin_mapper.transform(block)
-
-
-def bin_blocks(X: da.Array, bin_mapper: BinMapper) -> da.Array:
-    """Lazily bin every row chunk: uint8 (or uint16) array with ``X``'s chunks."""
-    return X.map_blocks(_bin_block, bin_mapper=bin_mapper, dtype=bin_mapper.binned_dtype_,
-                        meta=np.empty((0, 0), dtype=bin_mapper.binned_dtype_),
-                        name="oocgbdt-bin-" + da.core.tokenize(X, bin_mapper.to_dict()))

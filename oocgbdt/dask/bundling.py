@@ -8,8 +8,8 @@ features are off their default bin and where two are off it together
 ``split_every`` (:func:`oocgbdt.core.bundler.merge_conflicts`) and only the merged counts reach
 the client, which runs the greedy bundling. When the bin mapper's non-default counts of the same
 sample already prove that no two features can share a bundle (dense data), that compute is
-skipped. :func:`bundle_blocks` then gives ``X_bundled`` as a lazy ``map_blocks`` over the raw
-chunks (binned, then merged; sparse chunks in one step).
+skipped. Each partition's loading task then bins and merges its rows into bundles
+(:func:`oocgbdt.dask.partitions.load_partition`).
 """
 from __future__ import annotations
 
@@ -17,13 +17,12 @@ import dask
 import dask.array as da
 import numpy as np
 
-from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, bundle_chunk, chunk_conflicts,
+from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, chunk_conflicts,
                                   conflict_mode, merge_conflicts, no_bundle_possible,
                                   sample_pattern)
 from oocgbdt.dask.binning import sample_key, sample_row_indices
 
-__all__ = ["fit_bundler", "conflict_counts", "sample_nondefault_counts", "bundle_blocks",
-           "count_lost_values"]
+__all__ = ["fit_bundler", "conflict_counts", "sample_nondefault_counts"]
 
 
 def _count_chunk(block, local_rows, bin_mapper, mode, row_offset):
@@ -110,35 +109,3 @@ def fit_bundler(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt-efb
     counts = conflict_counts(X, bin_mapper, params, compute, key=key)
     return FeatureBundler(rate).fit(
         counts, bin_mapper.n_bins_, bin_mapper.default_bins_, bin_mapper.is_trivial_)
-
-
-def _bundle_block(block, bin_mapper, bundler):
-    return bundle_chunk(block, bin_mapper, bundler)[0]
-
-
-def bundle_blocks(X: da.Array, bin_mapper, bundler) -> da.Array:
-    """``X_bundled``: lazily bin and merge every row chunk into its bundle columns.
-
-    Returns a dask array of shape ``(n_samples, bundler.n_columns)`` and dtype
-    ``bundler.dtype_`` (uint8 or uint16), chunked like the rows of ``X``. Sparse chunks are
-    binned and merged from their stored entries without a dense float copy.
-    """
-    n_cols = bundler.n_columns
-    return X.map_blocks(_bundle_block, bin_mapper=bin_mapper, bundler=bundler, dtype=bundler.dtype_,
-                        chunks=(X.chunks[0], (n_cols,)),
-                        meta=np.empty((0, 0), dtype=bundler.dtype_),
-                        name="oocgbdt-bundle-" + da.core.tokenize(X, bin_mapper.to_dict(),
-                                                                 bundler.to_dict()))
-
-
-def _lost_block(block, bin_mapper, bundler):
-    _, rows, values = bundle_chunk(block, bin_mapper, bundler)
-    return np.array([[rows, values]], dtype=np.int64)
-
-
-def count_lost_values(X: da.Array, bin_mapper, bundler) -> da.Array:
-    """Lazy ``[conflicting rows, lost values]`` of merging all of ``X`` (int64, shape (2,))."""
-    per_chunk = X.map_blocks(_lost_block, bin_mapper=bin_mapper, bundler=bundler, dtype=np.int64,
-                             chunks=((1,) * X.numblocks[0], (2,)),
-                             meta=np.empty((0, 0), dtype=np.int64))
-    return per_chunk.sum(axis=0)

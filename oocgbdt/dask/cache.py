@@ -33,8 +33,8 @@ boundaries, the parameters that change bins (``BIN_SETTINGS``), the fitted bin m
 bounds, missing types, default bins...) and bundler (bundles, layout), a content hash of the
 training rows the bin mapper sampled (``bin_construct_sample_cnt`` rows drawn over the global
 row range), a content hash of each eval set's rows at the indices of a sample of the same size
-(every row of an eval set of at most ``bin_construct_sample_cnt`` rows; version 2 hashed only
-its edge rows, so any change in the middle of an eval set went unnoticed) and a content hash of
+(every row of an eval set of at most ``bin_construct_sample_cnt`` rows, so a change in the
+middle of an eval set is seen) and a content hash of
 the first and last ``EDGE_ROWS`` rows of every set. A store is reused only when every part
 matches; otherwise the error says which parts differ.
 
@@ -64,6 +64,10 @@ import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+import dask
 import numcodecs
 import numpy as np
 import scipy.sparse as sp
@@ -71,14 +75,17 @@ import zarr
 from zarr.codecs import BloscCodec
 
 from oocgbdt.core.partition import partition_init
-from oocgbdt.dask.partitions import bin_raw_blocks
+from oocgbdt.dask.binning import bin_sample
+from oocgbdt.dask.inputs import is_sparse
+from oocgbdt.dask.partitions import bin_raw_blocks, row_blocks
 
 __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CLAIM_FILE", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
            "PER_ROW_STATE_BYTES", "PIECE_RAW_BYTES", "Piece", "CachedBins", "inspect_cache_path",
            "hash_rows", "fingerprint_parts", "fingerprint", "check_fingerprint", "create_cache",
            "claim_cache_dir", "finish_cache", "stored_pieces", "cached_bins", "piece_groups", "write_piece", "compression_ratio", "COMPRESS_BELOW",
            "abort_writes", "cached_partition", "partition_path", "directory_bytes",
-           "cluster_memory_bytes", "remove_cache"]
+           "cluster_memory_bytes", "remove_cache", "check_cache_path", "choose_cache",
+           "DiskCache", "describe_bytes", "open_disk_cache", "write_cache", "cached_partition_tasks"]
 
 CACHE_FORMAT = "oocgbdt-cache"
 CACHE_VERSION = 3
@@ -403,7 +410,7 @@ def fingerprint(parts: dict) -> str:
 
 
 _PART_NAMES = {"shapes": "the number of rows or features of a data set (or the eval sets)",
-               "partitions": "the partition boundaries (chunking, chunk_size or partition_rows)",
+               "partitions": "the partition boundaries (chunking, chunk_rows or partition_rows)",
                "bin_settings": "the bin settings", "bins": "the fitted bins",
                "bundles": "the feature bundles (EFB)",
                "bin_sample": "the content of the rows sampled to fit the bins",
@@ -627,3 +634,204 @@ def cluster_memory_bytes(client) -> int:
         else:
             unlimited.add(host)
     return int(sum(limited.values()) + sum(max(0, machine - limited.get(h, 0)) for h in unlimited))
+
+
+def check_cache_path(params) -> tuple:
+    """Check ``params["cache_path"]`` before any work; returns ``(path, stored, existed)``.
+
+    ``path`` is absolute with ``~`` expanded (also written back into ``params``), or None;
+    ``stored`` the attributes of a complete cache found there (:func:`inspect_cache_path`), or
+    None; ``existed`` whether an empty directory was there before this fit (kept, emptied, if
+    the write fails).
+
+    Raises
+    ------
+    ValueError
+        A path with ``cache="memory"``, an empty path, or one that is not usable
+        (:func:`inspect_cache_path`).
+    """
+    cache_path = params["cache_path"]
+    if cache_path is None:
+        return None, None, False
+    if params["cache"] == "memory":
+        raise ValueError(f"cache_path={cache_path!r} was given with cache='memory'; the path "
+                         f"is only used by cache='disk' (or 'auto'). Drop one of them.")
+    if not str(cache_path).strip():
+        raise ValueError(f"cache_path={cache_path!r} is empty; give a directory, or None for "
+                         f"a temporary one.")
+    cache_path = os.path.abspath(os.path.expanduser(cache_path))  # a str (resolve_params)
+    params["cache_path"] = cache_path
+    stored = inspect_cache_path(cache_path)  # raises now, before any work, if not ours
+    return cache_path, stored, stored is None and os.path.isdir(cache_path)
+
+
+def describe_bytes(n) -> str:
+    return f"{n / 1e9:.3f} GB ({int(n)} bytes)"
+
+
+def choose_cache(params, stored, local, client, bytes_binned) -> tuple:
+    """``(mode, reason)``: where the binned rows live, ``"memory"`` or ``"disk"``
+    (``cache="auto"``: memory when they fit in ``cache_memory_fraction`` of the workers'
+    memory limits, or for NumPy input trained in process; disk to reuse a stored cache)."""
+    mode = params["cache"]
+    if mode != "auto":
+        return mode, f"cache={mode!r} was asked for"
+    if stored is not None:
+        return "disk", f"reusing the cache at cache_path {params['cache_path']!r}"
+    if local:
+        return "memory", "NumPy input trained in this process: the rows are in memory already"
+    total = cluster_memory_bytes(client)
+    budget = float(params["cache_memory_fraction"]) * total
+    if bytes_binned <= budget:
+        return "memory", (f"binned rows {describe_bytes(bytes_binned)} <= cache_memory_fraction "
+                          f"{params['cache_memory_fraction']} x worker memory {describe_bytes(total)}")
+    return "disk", (f"binned rows {describe_bytes(bytes_binned)} > cache_memory_fraction "
+                    f"{params['cache_memory_fraction']} x worker memory {describe_bytes(total)}")
+
+
+def _edge_sha256(X, compute) -> str:
+    """Hash of the first and last ``EDGE_ROWS`` rows of ``X`` (one small compute)."""
+    k = min(EDGE_ROWS, X.shape[0])
+    first, last = compute(X[:k], X[X.shape[0] - k:])
+    h = hashlib.sha256()
+    hash_rows(h, first)
+    hash_rows(h, last)
+    return h.hexdigest()
+
+
+def _sample_sha256(X, params, compute) -> str:
+    """Hash of the rows of ``X`` at the indices of a bin sample of its size (every row of a set
+    of at most ``bin_construct_sample_cnt`` rows): the content part of an eval set's cache
+    fingerprint."""
+    h = hashlib.sha256()
+    hash_rows(h, bin_sample(X, params, lambda a: compute(a)[0]))
+    return h.hexdigest()
+
+
+@dataclass
+class DiskCache:
+    """A fit's disk cache: where it is, whether this fit removes it at the end, the fingerprint
+    parts of a new one (to :func:`create_cache`), and its pieces once written or reused (None
+    until :func:`write_cache` has run on a new one)."""
+
+    root: str
+    remove: bool
+    reused: bool
+    parts: dict | None = None
+    pieces: dict | None = None
+    seconds_write: float | None = None
+
+
+def open_disk_cache(params, sets, bounds, bin_mapper, bundler, train_sample, stored,
+                    compute) -> DiskCache:
+    """Fingerprint the fit's data and bins, then reuse the cache at ``cache_path`` (``stored``)
+    or claim the directory of a new one (at ``cache_path``, else a temporary directory), which
+    the caller then creates (:func:`create_cache`) and writes (:func:`write_cache`).
+
+    Parameters
+    ----------
+    sets : list of (name, X, y, weight)
+    bounds : dict of str to ndarray
+        Per set, its partitions' row offsets.
+    train_sample : ndarray
+        The training rows the bin mapper sampled (hashed into the fingerprint).
+    stored : dict or None
+        The attributes of the complete cache at ``cache_path`` (:func:`check_cache_path`).
+    compute : callable
+        ``compute(*arrays)`` -> tuple of ndarray (small computes of edge and sample rows).
+
+    Raises
+    ------
+    ValueError
+        A stored cache whose fingerprint differs (naming the parts), or a new ``cache_path``
+        that another fit claimed first (:func:`claim_cache_dir`); nothing is removed.
+    """
+    h = hashlib.sha256()
+    hash_rows(h, train_sample)
+    parts = fingerprint_parts(
+        params, bin_mapper, bundler,
+        {s: dict(shape=Xs.shape, bounds=bounds[s], edge_sha256=_edge_sha256(Xs, compute),
+                 **({} if s == "train" else
+                    {"sample_sha256": _sample_sha256(Xs, params, compute)}))
+         for s, Xs, _, _ in sets}, h.hexdigest())
+    cache_path = params["cache_path"]
+    if cache_path is None:
+        root = tempfile.mkdtemp(prefix="oocgbdt-cache-")
+    else:
+        root = cache_path
+    if stored is not None:
+        check_fingerprint(root, stored, parts)  # raises on any difference
+        return DiskCache(root, remove=False, reused=True,
+                         pieces={s: stored_pieces(stored, s) for s, *_ in sets})
+    claim_cache_dir(root)  # raises, removing nothing, if not ours
+    return DiskCache(root, remove=True, reused=False, parts=parts)  # removed until complete
+
+
+def write_cache(sets, groups, root, bin_mapper, bundler, client, key):
+    """The disk cache's write pass: bin every piece of every set and write it under ``root``.
+
+    One task per piece (:func:`piece_groups`, :func:`write_piece`), with no worker
+    restrictions: a worker holds one piece's raw rows per thread at a time, and Dask's queuing
+    of root tasks bounds how many pieces are read ahead. Without a client the tasks run on a
+    thread pool of this process. If a write fails, the others are stopped and waited for
+    before the error propagates, so nothing writes into the cache directory once it is removed.
+
+    Returns
+    -------
+    dict of str to list of list of Piece
+        Per set, per partition, its pieces in row order.
+    """
+    bm = dask.delayed(bin_mapper, pure=True)
+    bd = dask.delayed(bundler, pure=True) if bundler is not None else None
+    tasks, layout = [], {}
+    for s, Xs, _, _ in sets:
+        # Raw bytes per row held by a write task: dense float32 values; for sparse input (whose
+        # stored entries are unknown before reading) 4 bytes per binned column.
+        if is_sparse(Xs):
+            row_bytes = 4 * (bundler.n_bundles if bundler is not None else Xs.shape[1])
+        else:
+            row_bytes = Xs.shape[1] * np.dtype(Xs.dtype).itemsize
+        blocks = row_blocks(Xs)
+        layout[s] = piece_groups(Xs.chunks[0], groups[s], row_bytes)
+        for i, part in enumerate(layout[s]):
+            for j, (a, b) in enumerate(part):
+                path = os.path.join(partition_path(root, s, i), str(j))
+                tasks.append(dask.delayed(write_piece, pure=False)(
+                    path, blocks[a:b], bm, bd, dask_key_name=f"{key}-write-{s}-{i}-{j}"))
+    futures = None
+    try:
+        if client is None:
+            with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+                written = list(dask.compute(*tasks, scheduler="threads", pool=pool))
+        else:
+            futures = client.compute(tasks)
+            written = client.gather(futures)
+    except BaseException:
+        abort_writes(root)
+        if futures is not None:
+            from distributed import wait
+            with client.as_current():  # running writes end, pending ones give up
+                wait(futures)
+        raise
+    out, it = {}, iter(written)
+    for s, part_list in layout.items():
+        out[s] = [[next(it) for _ in part] for part in part_list]
+    return out
+
+
+def cached_partition_tasks(y, weight, groups, pieces, root, set_name, n_columns, dtype,
+                           n_outputs, key):
+    """Delayed :class:`~oocgbdt.core.partition.PartitionData` per partition of one set (``groups``:
+    its chunk index ranges), over its cached bins (``pieces``: per partition its :class:`Piece`
+    records, in row order): labels and weights only are read (:func:`cached_partition`), under
+    the Dask key ``f"{key}-{i}"``.
+    """
+    ys, ws = row_blocks(y), row_blocks(weight)
+    tasks = []
+    for i, ((a, b), q) in enumerate(zip(groups, pieces)):
+        ref = cached_bins(root, set_name, i, q, n_columns, dtype)
+        conflicts = tuple(sum(p.conflicts[k] for p in q) for k in range(2))
+        tasks.append(dask.delayed(cached_partition, pure=True)(
+            ref, ys[a:b], None if ws is None else ws[a:b], n_outputs, conflicts,
+            dask_key_name=f"{key}-{i}"))
+    return tasks

@@ -10,6 +10,7 @@ for features; sparse inputs stay sparse (CSR chunks), never densified. Every che
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import dask
@@ -20,7 +21,8 @@ import zarr
 
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 
-__all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values"]
+__all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values",
+           "TrainingInputs", "training_inputs", "check_labels_and_weights"]
 
 
 def is_lazy(obj) -> bool:
@@ -50,7 +52,7 @@ def _open_zarr(obj, name):
     return node
 
 
-def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
+def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
                   numeric: bool = True, allow_empty: bool = False) -> da.Array:
     """Wrap ``obj`` as a Dask array with ``ndim`` dimensions, chunked along rows only.
 
@@ -61,7 +63,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
         Argument name used in error messages (``"X"``, ``"y"``, ...).
     ndim : int
         Expected number of dimensions (2 for features, 1 for labels and weights).
-    chunk_size : int, optional
+    chunk_rows : int, optional
         Rows per chunk for in-memory input (NumPy); ignored for Dask and Zarr input.
     numeric : bool, default True
         Require a numeric (or bool) dtype; False for class labels, which may be strings.
@@ -91,7 +93,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
             raise TypeError(f"{name} must have a numeric dtype, got dtype {a.dtype}.")
         if a.dtype != X_DTYPE:
             a = a.astype(X_DTYPE)
-        rows = max(1, int(chunk_size or a.shape[0] or 1))
+        rows = max(1, int(chunk_rows or a.shape[0] or 1))
         arr = da.from_array(a, chunks=(rows, max(a.shape[1], 1)), asarray=False)
     else:
         a = as_float_if_frame(obj) if numeric else np.asarray(obj)
@@ -106,7 +108,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_size: int | None = None,
                 raise TypeError(f"{name} must be numeric; it is an object array holding a value "
                                 f"that is not a number ({e}). Encode strings or categories as "
                                 f"numbers first.") from None
-        rows = max(1, int(chunk_size or a.shape[0] or 1))
+        rows = max(1, int(chunk_rows or a.shape[0] or 1))
         arr = da.from_array(a, chunks=(rows,) + a.shape[1:])
     if arr.ndim != ndim:
         _bad_ndim(name, ndim, arr.ndim, arr.shape)
@@ -135,12 +137,12 @@ def _bad_ndim(name, ndim, found, shape):
     raise ValueError(f"{name} must be {want}, got {found} dimension(s) with shape {shape}.")
 
 
-def as_row_chunked(X, name="X", chunk_size=None, allow_empty=False) -> da.Array:
+def as_row_chunked(X, name="X", chunk_rows=None, allow_empty=False) -> da.Array:
     """Features as a float32 Dask array chunked by rows (see :func:`as_dask_array`)."""
-    return as_dask_array(X, name, ndim=2, chunk_size=chunk_size, allow_empty=allow_empty)
+    return as_dask_array(X, name, ndim=2, chunk_rows=chunk_rows, allow_empty=allow_empty)
 
 
-def align_rows(X: da.Array, v, name: str, chunk_size=None, numeric: bool = True) -> da.Array:
+def align_rows(X: da.Array, v, name: str, chunk_rows=None, numeric: bool = True) -> da.Array:
     """A 1-D input (``y``, ``sample_weight``) as a Dask array with ``X``'s row chunks.
 
     ``numeric=False`` accepts any dtype (class labels before encoding).
@@ -159,7 +161,7 @@ def align_rows(X: da.Array, v, name: str, chunk_size=None, numeric: bool = True)
         if v.ndim == 1 and v.shape[0] != X.shape[0]:
             raise ValueError(f"{name} has {v.shape[0]} rows but X has {X.shape[0]} rows; "
                              f"they must match.")
-    arr = as_dask_array(v, name, ndim=1, chunk_size=chunk_size, numeric=numeric)
+    arr = as_dask_array(v, name, ndim=1, chunk_rows=chunk_rows, numeric=numeric)
     if arr.shape[0] != X.shape[0]:
         raise ValueError(f"{name} has {arr.shape[0]} rows but X has {X.shape[0]} rows; "
                          f"they must match.")
@@ -192,3 +194,172 @@ def check_values(y: da.Array, weight: da.Array | None, y_name="y", weight_name="
         if not counts[3]:
             raise ValueError(f"{weight_name} must have at least one weight > 0; found all "
                              f"{weight.shape[0]} weight(s) equal to zero.")
+
+
+@dataclass
+class TrainingInputs:
+    """A fit's inputs as row-chunked Dask arrays (metadata only: nothing is read).
+
+    Attributes
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+    y, weight : dask.array.Array of shape (n_samples,), chunked as ``X`` (weight may be None)
+    evals : list of (name, X, y, weight)
+        The eval sets, each chunked on its own.
+    lazy : bool
+        Whether any input is read lazily (Dask, Zarr): such a fit runs on a cluster.
+    """
+
+    X: da.Array
+    y: da.Array
+    weight: da.Array | None
+    evals: list
+    lazy: bool
+
+    @property
+    def sets(self) -> list:
+        """``[(set name, X, y, weight)]``: ``"train"``, then ``"eval_0"``, ``"eval_1"``, ..."""
+        return [("train", self.X, self.y, self.weight)] + [
+            (f"eval_{i}", Xe, ye, we) for i, (_, Xe, ye, we) in enumerate(self.evals)]
+
+
+def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
+                    feature_names, chunk_rows) -> TrainingInputs:
+    """Check and normalize the inputs of a fit (see :func:`oocgbdt.dask.training.train`); cheap,
+    metadata only.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument, what was expected and what was found.
+    """
+    Xd = as_row_chunked(X, "X", chunk_rows)
+    yd = align_rows(Xd, y, "y", chunk_rows)
+    if yd is None:
+        raise ValueError("y is required: got None.")
+    wd = align_rows(Xd, sample_weight, "sample_weight", chunk_rows)
+    n_features = Xd.shape[1]
+    if feature_names is not None and len(feature_names) != n_features:
+        raise ValueError(f"feature_names has {len(feature_names)} names but X has {n_features} "
+                         f"features.")
+    eval_set = list(eval_set or [])
+    if isinstance(eval_names, str):
+        raise TypeError(f"eval_names must be a list of str, one per eval set; got the str "
+                        f"{eval_names!r}.")
+    eval_names = list(eval_names) if eval_names is not None else [f"valid_{i}" for i in range(len(eval_set))]
+    if len(eval_names) != len(eval_set):
+        raise ValueError(f"eval_names has {len(eval_names)} names for {len(eval_set)} eval sets.")
+    repeated = sorted({str(n) for n in eval_names if eval_names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"eval_names must be distinct (results are keyed by name); "
+                         f"{', '.join(map(repr, repeated))} is given more than once.")
+    if eval_sample_weight is not None:
+        if not isinstance(eval_sample_weight, (list, tuple)):
+            raise TypeError(f"eval_sample_weight must be a list with one entry (array-like or "
+                            f"None) per eval set; got {type(eval_sample_weight).__name__}.")
+        if len(eval_sample_weight) != len(eval_set):
+            raise ValueError(f"eval_sample_weight has {len(eval_sample_weight)} entries for "
+                             f"{len(eval_set)} eval sets; give one (array-like or None) per set.")
+    evals = []
+    for i, pair in enumerate(eval_set):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(f"eval_set[{i}] must be an (X, y) pair, got {type(pair).__name__}.")
+        Xe = as_row_chunked(pair[0], f"eval_set[{i}] X", chunk_rows)
+        if Xe.shape[1] != n_features:
+            raise ValueError(f"eval_set[{i}] X has {Xe.shape[1]} features but X has "
+                             f"{n_features}; they must match.")
+        ye = align_rows(Xe, pair[1], f"eval_set[{i}] y", chunk_rows)
+        we = None
+        if eval_sample_weight is not None and eval_sample_weight[i] is not None:
+            we = align_rows(Xe, eval_sample_weight[i], f"eval_sample_weight[{i}]", chunk_rows)
+        evals.append((eval_names[i], Xe, ye, we))
+    lazy = any(is_lazy(v) for v in [X, y, sample_weight] + [p for e in eval_set for p in e])
+    return TrainingInputs(Xd, yd, wd, evals, lazy)
+
+
+def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None:
+    """Reject NaN/inf labels, bad weights and labels the objective cannot take (small computes,
+    ``compute(*arrays)`` -> tuple of values).
+
+    Raises
+    ------
+    ValueError
+        Naming the set and what its labels or weights break.
+    """
+    evals = inputs.evals
+    check_values(inputs.y, inputs.weight, compute=compute)
+    for name, _, ye, we in evals:
+        check_values(ye, we, y_name=f"eval_set {name!r} y", weight_name=f"{name!r} weight",
+                     compute=compute)
+    if objective.num_tree_per_iteration > 1 or objective.name == "binary":
+        # One compute for the distinct labels of y and of every eval set (LightGBM scores eval
+        # labels it would refuse to train on; a multiclass eval label >= num_class then
+        # failed late, in the metric, with an IndexError).
+        uniques = compute(da.unique(inputs.y), *(da.unique(ye) for _, _, ye, _ in evals))
+        objective.check_labels(uniques[0])
+        for (name, *_), u in zip(evals, uniques[1:]):
+            objective.check_labels(u, name=f"eval_set {name!r} y")
+
+
+__all__ += ["map_rows", "distinct_values"]
+
+
+def map_rows(func, arr, *, dtype, n_columns=None):
+    """Apply a NumPy function to blocks of rows: directly to NumPy input, blockwise to Dask input.
+
+    ``func`` maps a block of consecutive rows to one output row per input row, so applying it
+    to every row chunk of a Dask array (one task per chunk, nothing computed here) gives the
+    same values as applying it to the whole array. A 2-D Dask array split into column chunks is
+    first rechunked so that each block holds whole rows.
+
+    Parameters
+    ----------
+    func : callable
+        ``func(block) -> ndarray`` with ``len(block)`` rows: 1-D when ``n_columns`` is None,
+        else 2-D with ``n_columns`` columns. Use :func:`functools.partial` to bind arguments.
+    arr : ndarray or dask.array.Array, 1-D or 2-D
+    dtype : dtype
+        Dtype of ``func``'s output (the Dask result's dtype, without calling ``func``).
+    n_columns : int, optional
+        Columns of the output; None for a 1-D output.
+
+    Returns
+    -------
+    ndarray or dask.array.Array
+        ``func(arr)`` for NumPy input; for Dask input a lazy array chunked along rows as ``arr``.
+    """
+    if not isinstance(arr, da.Array):
+        return func(arr)
+    if arr.ndim == 2 and len(arr.chunks[1]) > 1:
+        arr = arr.rechunk({1: -1})
+    dtype = np.dtype(dtype)
+    axes = {}
+    if n_columns is None:
+        chunks, meta = (arr.chunks[0],), np.empty((0,), dtype=dtype)
+        if arr.ndim == 2:
+            axes["drop_axis"] = 1
+    else:
+        chunks, meta = (arr.chunks[0], (int(n_columns),)), np.empty((0, 0), dtype=dtype)
+        if arr.ndim == 1:
+            axes["new_axis"] = 1
+    return arr.map_blocks(func, chunks=chunks, dtype=dtype, meta=meta, **axes)
+
+
+def distinct_values(arr) -> np.ndarray:
+    """The sorted distinct values of a 1-D array (for a Dask array, one small compute).
+
+    Parameters
+    ----------
+    arr : array-like or dask.array.Array, 1-D
+        Any dtype NumPy can sort (class labels: numbers or strings).
+
+    Returns
+    -------
+    ndarray
+        ``numpy.unique(arr)``; a Dask array's distinct values are found per chunk and merged
+        by ``dask.array.unique``, computed on the default scheduler (the default client if
+        there is one).
+    """
+    if isinstance(arr, da.Array):
+        return np.unique(da.unique(arr).compute())
+    return np.unique(arr)

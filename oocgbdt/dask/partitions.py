@@ -1,113 +1,24 @@
-"""This module contains compute partitions: consecutive storage chunks grouped into one task each.
+"""This module contains the compute partitions' Dask graphs: one loading task per partition (read
+-> bin -> bundle -> :class:`~oocgbdt.core.partition.PartitionData`), over the partitions the rule
+of :mod:`oocgbdt.core.partitioning` groups from the storage chunks.
 
 Data flow position: after the bins (and bundles) are fitted, before the per-row state is loaded.
-A *storage chunk* is a row chunk of the input (a Dask/Zarr chunk, or ``chunk_size`` rows of a
-NumPy array); a *compute partition* is a run of consecutive storage chunks that becomes one
-:class:`~oocgbdt.core.partition.PartitionData`, so every pass runs one task per partition.
-
-Why: each pass costs, per task, a histogram of every bin to zero, send and add in the fan-in
-(612 KB on 100 features x 255 bins) and a scheduler round trip on a cluster, whatever the number
-of rows. Measured on 1M x 100 (2 cores), 16 chunks of 65,536 rows gave a GOSS tree a floor of
-about 0.2 s per tree from that alone; 4 partitions of 262,144 rows removed most of it.
-
-The default rule (``partition_rows=None``, :func:`default_partition_rows`) reads the data's
-shape alone, never the cluster, so the same data and chunking give the same partitions, hence
-the same floating-point summation order and a bit-identical model, on any number of workers:
-
-1. aim at a quarter of the rows (four partitions keep the threads of a small machine busy),
-   but at least ``MIN_ROWS`` = 2**16 rows (below that the per-task cost dominates) and at most
-   ``TARGET_ROWS`` = 2**18 rows;
-2. lower it so that a partition's binned bytes (rows x histogram columns x itemsize: the bins,
-   or the bundles with EFB) stay within ``MAX_BINNED_BYTES`` = 64 MiB, and, for dense input,
-   its raw float32 bytes (what the loading task holds) within ``MAX_RAW_BYTES`` = 256 MiB;
-3. group chunks greedily in order: a partition closes as soon as it holds at least that many
-   rows (:func:`group_chunks`). A chunk is never split, so a chunk larger than the target is a
-   partition of its own; the last partition may be smaller.
-
-An explicit ``partition_rows`` skips steps 1 and 2.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
+import dask
 import numpy as np
 
 from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.partition import partition_from_raw, partition_init
+from oocgbdt.core.partitioning import default_partition_rows, group_chunks, partition_bounds
+from oocgbdt.dask.inputs import is_sparse
 
-__all__ = ["TARGET_ROWS", "MIN_ROWS", "MIN_PARTITIONS", "MAX_BINNED_BYTES", "MAX_RAW_BYTES",
-           "default_partition_rows", "group_chunks", "partition_bounds", "load_partition",
-           "bin_raw_blocks"]
+__all__ = ["default_partition_rows", "group_chunks", "partition_bounds", "partition_groups",
+           "load_partition", "bin_raw_blocks", "row_blocks", "partition_tasks"]
 
-#: Largest default partition, in rows.
-TARGET_ROWS = 2 ** 18
-#: Smallest default target, in rows (unless the byte caps ask for less).
-MIN_ROWS = 2 ** 16
-#: The default target is ``ceil(n_rows / MIN_PARTITIONS)`` rows, clipped to the two above.
-MIN_PARTITIONS = 4
-#: Cap on a partition's binned bytes (what every pass reads).
-MAX_BINNED_BYTES = 64 * 2 ** 20
-#: Cap on a dense partition's raw float32 bytes (what the loading task holds at once).
-MAX_RAW_BYTES = 256 * 2 ** 20
-
-
-def default_partition_rows(n_rows: int, binned_row_bytes: int, raw_row_bytes: int | None = None) -> int:
-    """The default target rows per partition, from the data's shape alone (module docstring).
-
-    Parameters
-    ----------
-    n_rows : int
-        Rows of the data set (training, or one eval set).
-    binned_row_bytes : int
-        Bytes of one binned row: histogram columns x itemsize (1 for uint8, 2 for uint16).
-    raw_row_bytes : int, optional
-        Bytes of one raw dense row (n_features x 4 for float32); None for sparse input, whose
-        chunks are never densified.
-
-    Returns
-    -------
-    int
-        Target rows, >= 1.
-    """
-    target = min(TARGET_ROWS, max(MIN_ROWS, -(-int(n_rows) // MIN_PARTITIONS)))
-    target = min(target, max(1, MAX_BINNED_BYTES // max(1, int(binned_row_bytes))))
-    if raw_row_bytes:
-        target = min(target, max(1, MAX_RAW_BYTES // int(raw_row_bytes)))
-    return int(target)
-
-
-def group_chunks(chunk_rows, partition_rows: int) -> list:
-    """Group consecutive chunks into partitions of at least ``partition_rows`` rows.
-
-    Parameters
-    ----------
-    chunk_rows : sequence of int
-        Rows of each storage chunk, in order (``dask_array.chunks[0]``).
-    partition_rows : int
-        Minimum rows per partition (the last one may hold fewer). A chunk is never split.
-
-    Returns
-    -------
-    list of (int, int)
-        ``(first chunk, stop chunk)`` index ranges covering every chunk once, in order.
-    """
-    if int(partition_rows) < 1:
-        raise ValueError(f"partition_rows must be >= 1, got {partition_rows}.")
-    groups, start, rows = [], 0, 0
-    for i, r in enumerate(chunk_rows):
-        rows += int(r)
-        if rows >= partition_rows:
-            groups.append((start, i + 1))
-            start, rows = i + 1, 0
-    if start < len(chunk_rows):
-        groups.append((start, len(chunk_rows)))
-    return groups
-
-
-def partition_bounds(chunk_rows, groups) -> np.ndarray:
-    """Row offsets of the partitions: int64 array of shape (n_partitions + 1,)."""
-    edges = np.concatenate(([0], np.cumsum(np.asarray(chunk_rows, dtype=np.int64))))
-    return np.array([0] + [int(edges[b]) for _, b in groups], dtype=np.int64)
 
 
 def load_partition(blocks, y_blocks, w_blocks, n_outputs: int, bin_mapper, bundler=None):
@@ -155,3 +66,38 @@ def bin_raw_blocks(blocks, bin_mapper, bundler=None):
         lost += int(v)
     out = cols[0] if len(cols) == 1 else np.concatenate(cols)
     return np.ascontiguousarray(out), (conflict_rows, lost)
+
+
+def partition_groups(X, params, binned_row_bytes) -> list:
+    """Chunk index ranges ``[(a, b), ...]`` of the compute partitions of ``X``: ``partition_rows``
+    rows each if given, else :func:`default_partition_rows` (from the shape alone)."""
+    target = params["partition_rows"]
+    if target is None:
+        raw_row_bytes = None if is_sparse(X) else X.shape[1] * np.dtype(X.dtype).itemsize
+        target = default_partition_rows(X.shape[0], binned_row_bytes, raw_row_bytes)
+    return group_chunks(X.chunks[0], int(target))
+
+
+def row_blocks(arr):
+    """One delayed object per row chunk of ``arr`` (None stays None)."""
+    return None if arr is None else list(arr.to_delayed().ravel())
+
+
+def partition_tasks(X, y, weight, bin_mapper, bundler, n_outputs, key, groups=None):
+    """Delayed :class:`~oocgbdt.core.partition.PartitionData` per compute partition, with its
+    bins in memory: read -> bin -> bundle -> state, fused per partition (:func:`load_partition`),
+    under the Dask key ``f"{key}-{i}"``.
+
+    ``groups``: chunk index ranges of the partitions (None: one per chunk). ``key`` stays the
+    last positional argument: benchmarks wrap this function to share the binned training
+    partitions between runs.
+    """
+    if groups is None:
+        groups = [(i, i + 1) for i in range(len(X.chunks[0]))]
+    Xs, ys, ws = row_blocks(X), row_blocks(y), row_blocks(weight)
+    bm = dask.delayed(bin_mapper, pure=True)
+    bd = dask.delayed(bundler, pure=True) if bundler is not None else None
+    return [dask.delayed(load_partition, pure=True)(Xs[a:b], ys[a:b],
+                                                    None if ws is None else ws[a:b],
+                                                    n_outputs, bm, bd, dask_key_name=f"{key}-{i}")
+            for i, (a, b) in enumerate(groups)]

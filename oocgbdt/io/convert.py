@@ -4,6 +4,9 @@ The source is read ``chunk_rows`` rows at a time and each block is appended to a
 :class:`~oocgbdt.io.dataset.DatasetWriter`, so memory is bounded by a few chunks
 (about ``chunk_rows * n_columns * 8`` bytes per parsed block), never by the file size.
 
+pandas is imported on first use (not with this module), so that importing :mod:`oocgbdt.io`
+costs no more than its dataset module.
+
 Readers
 -------
 - CSV/TSV (also ``.gz``, ``.bz2``, ``.xz``, ``.zip`` with one member): ``pandas.read_csv`` with
@@ -12,7 +15,8 @@ Readers
   an index and shift every column). A row with FEWER fields is padded with NaN, as pandas does:
   it cannot be told apart from empty trailing fields without a second parse. Blank-separated
   files split on a single space unless the first line pads fields with runs of blanks
-  (:func:`_sniff_sep`).
+  (:func:`sniff_csv`). :func:`sniff_csv`, :func:`resolve_column` and :func:`read_csv_blocks`
+  are public: ``oocgbdt predict`` reads CSV features with them.
 - Parquet (a file, or a directory of ``*.parquet`` files read in sorted order):
   ``pyarrow.parquet.ParquetFile.iter_batches(batch_size=chunk_rows)``, reading only the needed
   columns.
@@ -35,16 +39,16 @@ import warnings
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
-import pandas as pd
 
 from oocgbdt._dtypes import X_DTYPE, Y_DTYPE
 from oocgbdt.io.dataset import DEFAULT_CHUNK_ROWS, Dataset, DatasetWriter, _as_path, _check_chunk_rows, _check_destination
 from oocgbdt.io.dataset import default_feature_names, open_dataset
 
-__all__ = ["convert", "FORMATS", "infer_format"]
+__all__ = ["convert", "FORMATS", "infer_format", "CsvLayout", "sniff_csv", "resolve_column",
+           "read_csv_blocks"]
 
 #: Formats understood by :func:`convert` (aliases map to these).
 FORMATS = ("csv", "parquet", "libsvm")
@@ -65,6 +69,15 @@ SPARSE_DENSITY = 0.1
 #: Weights are stored as float32, as LightGBM reads them.
 _WEIGHT_DTYPE = np.float32
 _LIBSVM_TOKEN = re.compile(rb"^(qid:\S+|\d+:\S+)$")
+
+
+def __getattr__(name):
+    # ``pd``, the pandas module, on first use: the readers import it where they need it.
+    if name == "pd":
+        import pandas
+
+        return pandas
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,6 +247,8 @@ def _csv_columns(path: Path, first: str, sep: str, header) -> tuple:
     its first non-blank line ``first`` is a number, else 0; ``columns`` are the labels
     ``pd.read_csv`` gives (one row read at most), with ``index_col=False`` as when the rows
     are read."""
+    import pandas as pd
+
     if header == "infer":
         fields = re.split(sep, first) if sep == r"\s+" else first.split(sep)  # as the reader
         header = None if all(_is_number(f) for f in fields) else 0
@@ -247,6 +262,8 @@ def _parse_warnings_as_errors(reader, path: Path) -> Iterator[pd.DataFrame]:
     fields than the header (pandas drops the extra fields with a ``ParserWarning``) raise a
     ValueError instead. Without ``index_col=False`` pandas silently took the first field of
     every such row as the index, shifting every column."""
+    import pandas as pd
+
     row0 = 0
     frames = iter(reader)
     while True:
@@ -268,8 +285,105 @@ def _parse_warnings_as_errors(reader, path: Path) -> Iterator[pd.DataFrame]:
         yield frame
 
 
-def _read_csv_chunks(path: Path, *, sep: str, header: Optional[int], chunk_rows: int) -> Iterator[pd.DataFrame]:
-    """Yield DataFrames of at most ``chunk_rows`` rows (the CSV reader used by :func:`convert`)."""
+class CsvLayout(NamedTuple):
+    """How a CSV/TSV file is laid out, as :func:`sniff_csv` finds it.
+
+    Attributes
+    ----------
+    sep : str
+        Field separator (``r"\\s+"`` for any run of whitespace), as ``pandas.read_csv`` takes it.
+    header : {0, None}
+        ``0``: the first non-blank line names the columns; None: no header row.
+    columns : list
+        Column labels as ``pandas.read_csv`` gives them: the header's names (str), or the
+        positions ``0, 1, ...`` (int) for a file without a header row.
+    """
+
+    sep: str
+    header: Optional[int]
+    columns: list
+
+
+def sniff_csv(path: str | os.PathLike, *, sep: Optional[str] = None, header: Any = "infer") -> CsvLayout:
+    """Find the field separator, the header row and the column labels of a CSV/TSV file.
+
+    Reads the first non-blank line of the file (through a ``.gz``/``.bz2``/``.xz``/``.zip``
+    compression) and at most one row through pandas, whatever the size of the file.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV/TSV file, optionally compressed.
+    sep : str, optional
+        Field separator; when None it is sniffed from the first line: the extension's
+        separator (tab for ``.tsv``, comma for ``.csv``) if the line holds it, else the first of
+        tab, comma, semicolon and pipe that it holds, else the extension's separator, else
+        blanks: a single space when the line has no run of blanks (what ``DataFrame.to_csv(sep=" ")`` writes: an empty
+        field is then two spaces, which ``\\s+`` would merge, shifting every later field of the
+        row one column left), else any run of whitespace (aligned columns).
+    header : {"infer", 0, None}, default "infer"
+        ``0``: the first line names the columns; None: no header row; ``"infer"``: no header
+        row when every field of the first line is a number (or empty), else a header row.
+
+    Returns
+    -------
+    CsvLayout
+        ``(sep, header, columns)``, with ``header`` 0 or None.
+
+    Raises
+    ------
+    ValueError
+        The file has no non-blank line.
+    FileNotFoundError
+        ``path`` does not exist.
+    """
+    path = _as_path(path)
+    inner, _ = _split_ext(path)
+    first = _first_data_line(path, skip_comments=False).decode("utf-8", errors="replace")
+    if not first:
+        raise ValueError(f"'{path}' has no data rows (the file is empty).")
+    sep = sep if sep is not None else _sniff_sep(first, inner)
+    header, columns = _csv_columns(path, first, sep, header)
+    return CsvLayout(sep, header, columns)
+
+
+def read_csv_blocks(path: str | os.PathLike, *, sep: str, header: Optional[int], chunk_rows: int,
+                    columns: Optional[Sequence[Any]] = None) -> Iterator[pd.DataFrame]:
+    """Read a CSV/TSV file as DataFrames of at most ``chunk_rows`` rows, streaming.
+
+    ``pandas.read_csv`` with ``chunksize=chunk_rows`` and ``index_col=False`` (a compression
+    suffix is looked through; blank lines are skipped), so memory is bounded by one block.
+    A row with more fields than the header names is an error instead of pandas' warning
+    (pandas would drop the extra fields).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV/TSV file, optionally compressed.
+    sep : str
+        Field separator (see :func:`sniff_csv`).
+    header : {0, None}
+        Header row, as :func:`sniff_csv` returns it.
+    chunk_rows : int
+        Rows per DataFrame (the last one may be shorter).
+    columns : sequence, optional
+        Labels of the columns to read (pandas' ``usecols``, in the labels :func:`sniff_csv`
+        returns); default all.
+
+    Yields
+    ------
+    pandas.DataFrame
+        Consecutive blocks of rows; the reader is closed when the iteration ends or stops.
+
+    Raises
+    ------
+    ValueError
+        A row has more fields than the header names, or pandas cannot parse the file.
+    """
+    import pandas as pd
+
+    path = _as_path(path)
+    kwargs = {} if columns is None else {"usecols": list(columns)}
     reader = pd.read_csv(
         path,
         sep=sep,
@@ -279,6 +393,7 @@ def _read_csv_chunks(path: Path, *, sep: str, header: Optional[int], chunk_rows:
         comment=None,
         skip_blank_lines=True,
         index_col=False,
+        **kwargs,
     )
     with reader:
         yield from _parse_warnings_as_errors(reader, path)
@@ -338,6 +453,7 @@ def _read_parquet_chunks(path: Path, *, columns: Sequence[str], chunk_rows: int)
 
 def _nullable_bool(arrow_type):
     """``to_pandas``'s ``types_mapper``: Arrow booleans as pandas' nullable boolean dtype."""
+    import pandas as pd
     import pyarrow as pa
 
     return pd.BooleanDtype() if pa.types.is_boolean(arrow_type) else None
@@ -353,14 +469,38 @@ def _non_numeric_error(path: Path, bad: Sequence[tuple]) -> ValueError:
     )
 
 
-def _resolve_column(spec: Any, columns: Sequence[Any], what: str, path: Path) -> Any:
-    """Map a column name or integer position to the actual column key."""
+def resolve_column(spec: Any, columns: Sequence[Any], what: str, path: str | os.PathLike) -> Any:
+    """The label of the column that ``spec`` names among ``columns``.
+
+    Parameters
+    ----------
+    spec : str or int
+        A column label, or an integer position (negative counts from the end). For a file
+        without a header row (integer labels), a string of digits such as ``"0"`` (as typed on
+        a command line) is a position too.
+    columns : sequence
+        The file's column labels (:attr:`CsvLayout.columns`, or Parquet's column names).
+    what : str
+        The role of the column in error messages (``"label"``, ``"weight"``, ``"drop"``).
+    path : str or path-like
+        The file, named in error messages.
+
+    Returns
+    -------
+    object
+        The element of ``columns`` that ``spec`` names.
+
+    Raises
+    ------
+    ValueError
+        No such column; the message lists the available columns (the first 50).
+    """
     if spec in columns:
         return spec
     if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool) and -len(columns) <= spec < len(columns):
         return columns[int(spec)]
     if isinstance(spec, str) and spec.lstrip("-").isdigit() and all(isinstance(c, (int, np.integer)) for c in columns):
-        return _resolve_column(int(spec), columns, what, path)
+        return resolve_column(int(spec), columns, what, path)
     shown = list(columns[:50]) + (["..."] if len(columns) > 50 else [])
     headerless = all(isinstance(c, (int, np.integer)) for c in columns)
     hint = (" The file was read without a header row, so pass an integer column index (e.g. 0)."
@@ -390,6 +530,8 @@ def _tabular_blocks(
     and NaN weights. On NaN labels without ``dropna_label`` the rest of the file is scanned
     (label column only, nothing written) so that the error gives the total count.
     """
+    import pandas as pd
+
     needed = feature_cols + [label_col] + ([weight_col] if weight_col is not None else [])
     row0 = 0
     nan_rows = 0
@@ -549,7 +691,7 @@ def convert(
         (or ``"label"``).
     fmt : {"csv", "tsv", "parquet", "libsvm", "svm"}, optional
         Inferred by :func:`infer_format` when None.
-    chunk_rows : int, default 100_000
+    chunk_rows : int, default 65_536
         Rows per stored chunk and per parsed block.
     sep : str, optional
         CSV field separator. Default: tab for ``.tsv``, comma for ``.csv``, otherwise sniffed
@@ -648,20 +790,15 @@ def convert(
         if label is None:
             raise ValueError(f"label= is required for {fmt_} sources (a column name or integer column index).")
         if fmt_ == "csv":
-            inner, _ = _split_ext(src)
-            first = _first_data_line(src, skip_comments=False).decode("utf-8", errors="replace")
-            sep_ = sep if sep is not None else _sniff_sep(first, inner)
-            if not first.strip():
-                raise ValueError(f"'{src}' has no data rows (the file is empty).")
-            header_, columns = _csv_columns(src, first, sep_, header)
+            sep_, header_, columns = sniff_csv(src, sep=sep, header=header)
         else:
             if sep is not None:
                 raise ValueError("sep= does not apply to Parquet files.")
             columns = _parquet_columns(src)
             header_ = 0
-        label_col = _resolve_column(label, columns, "label", src)
-        weight_col = None if weight is None else _resolve_column(weight, columns, "weight", src)
-        dropped = {_resolve_column(d, columns, "drop", src) for d in (drop or ())}
+        label_col = resolve_column(label, columns, "label", src)
+        weight_col = None if weight is None else resolve_column(weight, columns, "weight", src)
+        dropped = {resolve_column(d, columns, "drop", src) for d in (drop or ())}
         if label_col in dropped or (weight_col is not None and weight_col in dropped):
             raise ValueError(f"drop= contains the label or weight column ({sorted(map(str, dropped))}).")
         if weight_col == label_col:
@@ -678,7 +815,7 @@ def convert(
         label_name = "label" if headerless else str(label_col)
         has_weight = weight_col is not None
         if fmt_ == "csv":
-            frames = _read_csv_chunks(src, sep=sep_, header=header_, chunk_rows=chunk_rows)
+            frames = read_csv_blocks(src, sep=sep_, header=header_, chunk_rows=chunk_rows)
         else:
             needed = feature_cols + [label_col] + ([weight_col] if has_weight else [])
             _check_parquet_types(src, needed)

@@ -50,6 +50,7 @@ import scipy.sparse as sp
 import zarr
 
 from oocgbdt._dtypes import X_DTYPE, Y_DTYPE
+from oocgbdt.params import DEFAULT_CHUNK_ROWS
 
 __all__ = [
     "DATASET_FORMAT",
@@ -70,7 +71,6 @@ DATASET_VERSION = 2
 #: Entries per Zarr chunk of a sparse ``X``'s ``indices`` and ``data`` (4 MiB each).
 SPARSE_ENTRY_CHUNK = 1 << 20
 #: Default number of rows per stored chunk. At 100 float32 features this is 40 MB raw per chunk.
-DEFAULT_CHUNK_ROWS = 100_000
 
 _WEIGHT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -496,7 +496,7 @@ class DatasetWriter:
         Defaults to ``Column_0 ... Column_{n_features-1}``.
     label : str, optional
         Name of the label column (stored as an attribute).
-    chunk_rows : int, default 100_000
+    chunk_rows : int, default 65_536
         Rows per stored chunk.
     has_y : bool, default True
         Whether a ``y`` array (float64) is written; then every :meth:`append` needs ``y``.
@@ -785,7 +785,7 @@ def write_dataset(
         Defaults to the DataFrame's columns or ``Column_0 ... Column_{n_features-1}``.
     label : str, optional
         Name of the label, stored as an attribute (default ``"label"`` when ``y`` is given).
-    chunk_rows : int, default 100_000
+    chunk_rows : int, default 65_536
         Rows per stored chunk.
     source : str, optional
         Original data path, stored as an attribute.

@@ -7,7 +7,7 @@ walked, and expand a bundle histogram back to the per-feature layout that split 
 
 Layout of one feature ``f`` (arrays built by the bundler, one entry per ORIGINAL feature):
 
-* ``feature_column[f]``: its bundle (column of ``X_bundled``), ``-1`` if it has none (trivial).
+* ``feature_bundle[f]``: its bundle (column of ``X_bundled``), ``-1`` if it has none (trivial).
 * ``feature_raw[f]``: True if ``f`` is alone in its bundle. The column then holds ``f``'s own
   bins unchanged (no offset, nothing recovered by subtraction).
 * ``feature_start[f]``: in a bundle of several features, ``f``'s offset (the paper's and the
@@ -91,13 +91,13 @@ def _feature_bin_py(v, start, n_bins, default_bin, raw):
 
 
 @njit
-def bundle_columns(X_binned, feature_column, feature_start, feature_raw, default_bins, fill, out):
+def bundle_columns(X_binned, feature_bundle, feature_start, feature_raw, default_bins, fill, out):
     """Merge a binned chunk into its bundle columns; returns ``(conflict_rows, lost_values)``.
 
     Parameters
     ----------
     X_binned : ndarray of shape (n_rows, n_features), dtype uint8 or uint16    # IN
-    feature_column : ndarray of shape (n_features,), dtype int64               # IN  -1: no column
+    feature_bundle : ndarray of shape (n_features,), dtype int64               # IN  -1: no column
     feature_start : ndarray of shape (n_features,), dtype int64                # IN
     feature_raw : ndarray of shape (n_features,), dtype bool                   # IN
     default_bins : ndarray of shape (n_features,), dtype int32                 # IN
@@ -122,7 +122,7 @@ def bundle_columns(X_binned, feature_column, feature_start, feature_raw, default
             out[i, c] = fill[c]
         row_lost = 0
         for f in range(n_features):
-            c = feature_column[f]
+            c = feature_bundle[f]
             if c < 0:
                 continue
             b = X_binned[i, f]
@@ -141,7 +141,7 @@ def bundle_columns(X_binned, feature_column, feature_start, feature_raw, default
     return conflict_rows, lost
 
 
-def bundle_columns_naive(X_binned, feature_column, feature_start, feature_raw, default_bins, fill,
+def bundle_columns_naive(X_binned, feature_bundle, feature_start, feature_raw, default_bins, fill,
                          out):
     """Plain-Python twin of :func:`bundle_columns`."""
     conflict_rows = lost = 0
@@ -150,7 +150,7 @@ def bundle_columns_naive(X_binned, feature_column, feature_start, feature_raw, d
         written = [False] * len(row)
         row_lost = 0
         for f in range(X_binned.shape[1]):
-            c = int(feature_column[f])
+            c = int(feature_bundle[f])
             if c < 0:
                 continue
             b = int(X_binned[i, f])
@@ -339,7 +339,7 @@ def bin_sparse_entries_naive(indices, data, bin_upper_bounds, bound_offsets, n_b
 
 @njit
 def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n_bins, missing_types,
-                       feature_column, feature_start, feature_raw, default_bins, fill, out):
+                       feature_bundle, feature_start, feature_raw, default_bins, fill, out):
     """Bin and merge CSR rows straight into bundle columns; returns ``(conflict_rows, lost_values)``.
 
     Implicit zeros are at their feature's default bin (the bin of 0.0), so only the stored
@@ -354,7 +354,7 @@ def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n
     data : ndarray of shape (nnz,), float32 or float64                          # IN
     bin_upper_bounds, bound_offsets, n_bins, missing_types                      # IN  BinMapper
         As for :func:`oocgbdt.kernels.binning.map_to_bins`.
-    feature_column, feature_start, feature_raw, default_bins, fill              # IN
+    feature_bundle, feature_start, feature_raw, default_bins, fill              # IN
         As for :func:`bundle_columns`.
     out : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16           # OUT
     """
@@ -369,7 +369,7 @@ def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n
         row_lost = 0
         for k in range(indptr[i], indptr[i + 1]):
             f = indices[k]
-            c = feature_column[f]
+            c = feature_bundle[f]
             if c < 0:
                 continue
             b = value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f], n_bins[f],
@@ -387,7 +387,7 @@ def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n
             writer[c] = f
             out[i, c] = encode_bin(b, feature_start[f], d, False)
         for k in range(indptr[i], indptr[i + 1]):
-            c = feature_column[indices[k]]
+            c = feature_bundle[indices[k]]
             if c >= 0:
                 writer[c] = -1
         if row_lost:
@@ -397,7 +397,7 @@ def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n
 
 
 def bundle_sparse_rows_naive(indptr, indices, data, bin_upper_bounds, bound_offsets, n_bins,
-                             missing_types, feature_column, feature_start, feature_raw,
+                             missing_types, feature_bundle, feature_start, feature_raw,
                              default_bins, fill, out):
     """Twin of :func:`bundle_sparse_rows`: densify, bin with NumPy, then merge naively."""
     from oocgbdt.kernels.binning import map_to_bins_naive
@@ -409,7 +409,7 @@ def bundle_sparse_rows_naive(indptr, indices, data, bin_upper_bounds, bound_offs
             dense[i, indices[k]] = data[k]
     binned = np.empty((n_rows, n_features), dtype=np.int64)
     map_to_bins_naive(dense, bin_upper_bounds, bound_offsets, n_bins, missing_types, binned)
-    return bundle_columns_naive(binned, feature_column, feature_start, feature_raw, default_bins,
+    return bundle_columns_naive(binned, feature_bundle, feature_start, feature_raw, default_bins,
                                 fill, out)
 
 

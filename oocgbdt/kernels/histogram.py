@@ -12,11 +12,11 @@ estimates them from hessians.
 
 Each cell's two additions are one aligned two-lane vector add
 (:func:`~oocgbdt.kernels._jit.add_pair`), with the same results as two scalar additions. Measured
-on 500k uint8 bins per row, one thread: a third field per bin (the per-bin count, no longer
-accumulated) made the kernel 1.2-1.3x slower; with the two fields as a pair in a 24-byte cell
-(count field kept but unused) 0.83 ns per cell on every row of 100 columns and 0.83 on 30
-columns; in a 16-byte cell (this layout, LightGBM's ``hist_t`` pair) 0.74 and 0.67, and 1.12
-(from 1.17) and 0.71 (from 0.91) on a tenth of the rows.
+on 500k uint8 bins per row, one thread: a third field per bin (a per-bin count) makes the
+kernel 1.2-1.3x slower; the two fields as a pair in a 24-byte cell (a count field kept but
+unused) take 0.83 ns per cell on every row of 100 columns and 0.83 on 30 columns; in a 16-byte
+cell (this layout, LightGBM's ``hist_t`` pair) 0.74 and 0.67, and 1.12 and 0.71 on a tenth of
+the rows.
 """
 import numpy as np
 

@@ -272,7 +272,7 @@ class ActorExecutor(OperationQueue):
             values.update(zip(by_owner[o], _pickle.loads(self._result(c, o))))
         return walk(handles, lambda r: values[r.id])
 
-    def boost(self, chunks, eval_sets, boost_kwargs):
+    def boost(self, partitions, eval_sets, boost_kwargs):
         """Run :func:`~oocgbdt.core.boosting.boost` on every shard at once (SPMD, see
         :class:`SpmdExecutor`) over these handles; returns shard 0's result.
 
@@ -289,7 +289,7 @@ class ActorExecutor(OperationQueue):
             kwargs = [dict(boost_kwargs, verbose=False) for _ in range(n)]
             if bar is not None:
                 kwargs[0]["progress_topic"] = bar.topic
-            calls = [self._call(o, "boost", _pickle.dumps((chunks, eval_sets, kwargs[o], n)))
+            calls = [self._call(o, "boost", _pickle.dumps((partitions, eval_sets, kwargs[o], n)))
                      for o in range(n)]
             try:
                 for o, c in enumerate(calls):

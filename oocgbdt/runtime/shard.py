@@ -63,6 +63,7 @@ class Shard:
         self._event = None
         self._arrived = threading.Condition()  # values pushed by other shards (see receive)
         self._batches = set()  # batches running (see run)
+        self._loop_pushes = ()  # pushes of the SPMD loop not yet known received (see _resolve)
 
     def set_peers(self, peers):
         """Actor handles of every shard, by owner index: values a step of another shard needs
@@ -109,14 +110,26 @@ class Shard:
         needs them): wait until they have arrived."""
         missing = [k.id for k in find_refs(obj, [], (Ref, Key))
                    if k.id not in self.store and k.owner not in (self.index, ALL)]
-        if missing:
+        while missing:
             with self._arrived:
-                while not all(i in self.store for i in missing):
-                    if self._error is not None:
-                        raise RuntimeError(f"shard {self.index}: an earlier step failed") \
-                            from self._error
+                if all(i in self.store for i in missing):
+                    break
+                if self._error is not None:
+                    raise RuntimeError(f"shard {self.index}: an earlier step failed") \
+                        from self._error
+                answered = [f for f in self._loop_pushes if f.done()]
+                if not answered:
                     self._arrived.wait(timeout=1.0)
+            self._confirm_pushes(answered)  # not under the lock: receive takes it
         return walk(obj, lambda k: self.store[k.id])
+
+    def _confirm_pushes(self, answered):
+        """Forget the loop's pushes that were answered, raising the error of one that failed
+        (the other shard could not take the values): the values a step waits for may be that
+        shard's answer to them, and would never come."""
+        for fut in answered:
+            self._loop_pushes.remove(fut)
+            fut.result()
 
     async def receive(self, ids, values):
         """Values pushed by another shard (inputs of this shard's steps), cached under their
@@ -151,7 +164,10 @@ class Shard:
         are appended to it and not waited for)."""
         self._drop(dead)
         wait_pushes = pushes is None
-        pushes = [] if pushes is None else pushes
+        if pushes is None:
+            pushes = []
+        else:
+            self._loop_pushes = pushes  # the loop's unconfirmed pushes (see _resolve)
         for op in ops:
             kind = op[0]
             if kind == "put":
@@ -292,13 +308,13 @@ class Shard:
         """Run the whole boosting loop here, on every shard at once (see :class:`SpmdExecutor`);
         shard 0 returns the :class:`~oocgbdt.core.boosting.BoostResult`, the others None.
 
-        ``payload`` is ``(chunks, eval_sets, boost_kwargs, n_shards)`` pickled by the caller
+        ``payload`` is ``(partitions, eval_sets, boost_kwargs, n_shards)`` pickled by the caller
         (handles as the caller's :class:`Ref`); every earlier batch must have run. Values the
-        loop makes are dropped when it ends, and the consumed training and eval chunks with
+        loop makes are dropped when it ends, and the consumed training and eval partitions with
         them (the loop replaces them as it goes). A failure here is reported to the other
         shards (:meth:`fail`), whose loops then stop with :class:`PeerFailed`."""
         from concurrent.futures import ThreadPoolExecutor
-        chunks, eval_sets, boost_kwargs, n_shards = _pickle.loads(payload)
+        partitions, eval_sets, boost_kwargs, n_shards = _pickle.loads(payload)
         self._loop = asyncio.get_running_loop()
         ctx = contextvars.copy_context()  # get_worker() and actor calls work on the thread
         # A thread of its own, not the worker's actor thread, which every actor of the worker
@@ -306,7 +322,7 @@ class Shard:
         # thread and wait forever for the other's shard there.
         thread = ThreadPoolExecutor(1, thread_name_prefix=f"oocgbdt-shard-{self.index}")
         try:
-            return await self._loop.run_in_executor(thread, ctx.run, self._boost, chunks,
+            return await self._loop.run_in_executor(thread, ctx.run, self._boost, partitions,
                                                     eval_sets, boost_kwargs, n_shards)
         except BaseException as e:
             if isinstance(self._error, PeerFailed):
@@ -320,7 +336,7 @@ class Shard:
         finally:
             thread.shutdown(wait=False)
 
-    def _boost(self, chunks, eval_sets, boost_kwargs, n_shards):
+    def _boost(self, partitions, eval_sets, boost_kwargs, n_shards):
         from oocgbdt.core.boosting import boost
         from oocgbdt.runtime.spmd import SpmdExecutor
         as_ref = lambda k: Ref(k.owner, k.id)  # no finalizer: the caller owns these ids
@@ -330,12 +346,13 @@ class Shard:
             boost_kwargs["progress"] = lambda total: EventBar(topic)
         executor = SpmdExecutor(self, n_shards)
         try:
-            result = boost(executor, walk(chunks, as_ref),
+            result = boost(executor, walk(partitions, as_ref),
                            eval_sets=[(name, walk(h, as_ref)) for name, h in eval_sets],
                            **boost_kwargs)
             executor.wait()
         finally:
             executor.close()
+            self._loop_pushes = ()
         return result if self.index == 0 else None
 
     def close(self):

@@ -31,7 +31,7 @@ class SpmdExecutor(OperationQueue):
 
     Measured on 1M x 100, 2 workers of 1 thread, 40 trees, three alternating pairs: 0.32-0.35
     s/tree against 0.35-0.39 for the caller-driven :class:`ActorExecutor` (a pass: 18.6 ms
-    median against 20.6). Segments with the records exchanged instead (what 3+ shards do) gave
+    median against 20.6). Feature blocks with the records exchanged instead (what 3+ shards do) gave
     no measurable difference on 2 workers. The functions and their grouping are those the
     caller-driven executor runs, so the model is the same, bit for bit.
 

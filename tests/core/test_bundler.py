@@ -45,7 +45,7 @@ def test_seed_bundles_through_fit_and_offsets():
     assert [x.tolist() for x in b.bundles_] == [[0, 3], [1, 2], [4]]
     # binRanges of {F0 (bins 0..3), F3 (bins 0..4)}: [0, 3, 7]
     assert b.feature_start_[[0, 3]].tolist() == [0, 3]
-    assert b.column_n_bins_.tolist() == [8, 5, 2]
+    assert b.bundle_n_bins_.tolist() == [8, 5, 2]
     assert b.feature_raw_.tolist() == [False, False, False, False, True]
     assert b.sample_conflicts_ == 2
     assert FeatureBundler.from_dict(b.to_dict()).to_dict() == b.to_dict()
@@ -115,7 +115,7 @@ def test_dense_features_open_bundles_but_never_join():
     # trivial features get no column
     b = FeatureBundler().fit(ConflictCounts(100, nnz, pairs), np.full(3, 2), np.zeros(3),
                              np.array([False, True, False]))
-    assert [x.tolist() for x in b.bundles_] == [[0, 2]] and b.feature_column_[1] == -1
+    assert [x.tolist() for x in b.bundles_] == [[0, 2]] and b.feature_bundle_[1] == -1
 
 
 def test_bin_cap_and_wide_columns(monkeypatch):
@@ -126,11 +126,11 @@ def test_bin_cap_and_wide_columns(monkeypatch):
     b = FeatureBundler().fit(counts, np.full(F, 2), np.zeros(F), np.zeros(F, bool))
     assert bundler_mod.WIDE_COLUMN_COST == 2.0  # 1 wide column <= 2 narrow ones / 2
     assert b.layout_ == "uint16" and len(b.bundles_) == 1 and b.dtype_ == np.uint16
-    assert b.column_n_bins_.tolist() == [301]
+    assert b.bundle_n_bins_.tolist() == [301]
     monkeypatch.setattr(bundler_mod, "WIDE_COLUMN_COST", 3.0)
     b = FeatureBundler().fit(counts, np.full(F, 2), np.zeros(F), np.zeros(F, bool))
     assert b.layout_ == "uint8" and [len(x) for x in b.bundles_] == [255, 45]
-    assert b.dtype_ == np.uint8 and b.column_n_bins_.tolist() == [256, 46]
+    assert b.dtype_ == np.uint8 and b.bundle_n_bins_.tolist() == [256, 46]
 
 
 def test_bundle_chunk_dense_and_sparse_agree():
@@ -185,12 +185,12 @@ def test_expand_index_points_at_each_feature_bin():
     off = np.concatenate([[0], np.cumsum(nb)])
     ref = np.full(off[-1], -1)
     for f in range(F):
-        c = b.feature_column_[f]
+        c = b.feature_bundle_[f]
         for k in range(nb[f] if c >= 0 else 0):
             if b.feature_raw_[f]:
-                ref[off[f] + k] = b.column_offsets_[c] + k
+                ref[off[f] + k] = b.bundle_offsets_[c] + k
             elif k != d[f]:
-                ref[off[f] + k] = b.column_offsets_[c] + encode_bin(k, int(b.feature_start_[f]), int(d[f]), False)
+                ref[off[f] + k] = b.bundle_offsets_[c] + encode_bin(k, int(b.feature_start_[f]), int(d[f]), False)
     np.testing.assert_array_equal(b.expand_index(off), ref)
 
 
@@ -214,10 +214,10 @@ def _random_pattern(rng, k, F):
 
 def _all_equal(a, b):
     assert a.to_dict() == b.to_dict()
-    for name in ("feature_column_", "feature_start_", "feature_raw_", "column_n_bins_",
-                 "column_offsets_", "column_fill_", "n_bins_", "default_bins_"):
+    for name in ("feature_bundle_", "feature_start_", "feature_raw_", "bundle_n_bins_",
+                 "bundle_offsets_", "bundle_fill_", "n_bins_", "default_bins_"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    assert a.dtype_ == b.dtype_ and a.n_columns == b.n_columns
+    assert a.dtype_ == b.dtype_ and a.n_bundles == b.n_bundles
 
 
 def test_no_bundle_possible_is_sound_against_the_greedy_bundling():

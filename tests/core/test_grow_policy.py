@@ -9,21 +9,23 @@ partials in a fan-in tree and derives siblings by subtraction, so its sums diffe
 oracle's only in rounding: structures must be equal and leaf values equal within 1e-9 relative
 (sums of a few thousand float32 gradients in float64 differ by ~1e-13 relative; 1e-9 leaves a
 margin for the division by the hessian sum and still catches any misrouted row, which moves a
-leaf value by far more).
+leaf value by far more). Whole fits run on the core alone
+(:func:`tests.core._helpers.fit_in_process`); through ``train`` and on a cluster:
+tests/dask/test_grow_policy.py.
 """
 import numpy as np
 import pytest
 
-import oocgbdt
-from oocgbdt.core.backend import LocalBackend
+from oocgbdt.core.executor import LocalExecutor
 from oocgbdt.core.bin_mapper import BinMapper
 from oocgbdt.core.boosting import histogram_pool_capacity
-from oocgbdt.core.chunk import ChunkData
+from oocgbdt.core.partition import PartitionData
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
 from oocgbdt.core.split import FeatureMeta, SplitParams
 from oocgbdt.kernels.splitting import find_best_thresholds_naive
 from oocgbdt.params import resolve_params
+from tests.core._helpers import fit_in_process
 
 RTOL = 1e-9
 
@@ -50,7 +52,7 @@ def _chunks(Xb, g, h, sizes):
     out, start = [], 0
     for s in sizes:
         sl = slice(start, start + s)
-        out.append(ChunkData(Xb[sl], np.zeros(s, np.float32), None, np.zeros((1, s)),
+        out.append(PartitionData(Xb[sl], np.zeros(s, np.float32), None, np.zeros((1, s)),
                              np.ascontiguousarray(g[:, sl]), np.ascontiguousarray(h[:, sl])))
         start += s
     return out
@@ -64,7 +66,7 @@ def _grow(bm, Xb, g, h, *, num_leaves, max_depth=-1, policy="leafwise", k=1, max
     sp = SplitParams.from_params(resolve_params(dict(min_data_in_leaf=20)))
     chunks = _chunks(Xb, g, h, sizes)
     source = source_cls(chunks, 0, meta, sp, num_leaves * (2 if lookahead else 1),
-                        backend=LocalBackend(), key="t", split_every=split_every,
+                        executor=LocalExecutor(), key="t", split_every=split_every,
                         max_cached=max_cached)
     grower = TreeGrower(source, sp, meta.missing_types, num_leaves, max_depth, grow_policy=policy,
                         max_leaves_per_pass=k, lookahead_leaves=lookahead)
@@ -230,7 +232,7 @@ def test_leafwise_k1_is_bit_identical_to_best_first(num_leaves, max_depth):
     meta = FeatureMeta.from_bin_mapper(bm)
     sp = SplitParams.from_params(resolve_params(dict(min_data_in_leaf=20)))
     ref_source = HistogramSource(_chunks(Xb, g, h, (1000, 2500, 1500, 1000)), 0, meta, sp,
-                                 num_leaves, backend=LocalBackend(), key="r", split_every=2)
+                                 num_leaves, executor=LocalExecutor(), key="r", split_every=2)
     ref, ref_passes = _best_first(ref_source, sp, meta.missing_types, num_leaves, max_depth,
                                   bm.bin_upper_bounds_)
     assert tree == ref  # every array exactly equal
@@ -350,37 +352,11 @@ def test_splitting_ahead_with_a_bounded_pool_matches_the_oracle():
     _assert_same_tree(tree, nodes, leaf_rows, g, h)
 
 
-def test_splitting_ahead_through_train_gives_the_same_model():
-    """Through ``train``: multiclass with EFB bundles, GOSS and EMA feature screening; the saved
-    model is the same for every lookahead_leaves but that parameter itself."""
-    rng = np.random.default_rng(3)
-    n = 6000
-    X = rng.normal(size=(n, 8)).astype(np.float32)
-    onehot = np.zeros((n, 6), np.float32)  # mutually exclusive columns: bundled by EFB
-    onehot[np.arange(n), rng.integers(0, 6, n)] = rng.integers(1, 4, n)
-    X = np.hstack([X, onehot])
-    y = (np.digitize(X[:, 0] + X[:, 8] - X[:, 9] + 0.5 * rng.normal(size=n), [-0.5, 0.7]))
-    base = dict(objective="multiclass", num_class=3, n_estimators=6, chunk_size=1500,
-                num_leaves=15, min_data_in_leaf=10, data_sample_strategy="goss",
-                feature_screening="ema", screening_warmup=2, screening_ratio=0.5, verbose=False)
-    models = []
-    for lookahead in (0, 2, 4):
-        booster = oocgbdt.train(dict(base, lookahead_leaves=lookahead), X, y)
-        d = booster.to_dict()
-        assert d["params"].pop("lookahead_leaves") == lookahead
-        models.append((d, np.mean([s["n_passes"] for s in booster.tree_stats])))
-    assert [8, 9, 10, 11, 12, 13] in models[0][0]["bundles"]
-    for d, passes in models[1:]:
-        assert d == models[0][0]
-        assert passes < models[0][1]
-
-
 def test_a_bounded_pool_turns_splitting_ahead_off():
     """With a bounded histogram pool, evictions would depend on the leaves split ahead (and a
     child built from rows rounds differently from one subtracted): lookahead_leaves is then
-    ignored, so the model and the passes are those of lookahead_leaves=0. The case is one a
-    helper found: weights over 8 orders of magnitude, where splitting ahead under this pool
-    changed leaf values."""
+    ignored, so the model and the passes are those of lookahead_leaves=0. The case: weights
+    over 8 orders of magnitude, where splitting ahead under this pool changes leaf values."""
     r = np.random.RandomState(11)
     X = r.randn(3000, 10).astype(np.float32)
     y = (X[:, 0] + 0.5 * X[:, 2] ** 2 + 0.3 * r.randn(3000) > 0).astype(float)
@@ -390,26 +366,14 @@ def test_a_bounded_pool_turns_splitting_ahead_off():
     fits = {}
     for pool in (-1.0, 0.02):
         for lookahead in (0, 2):
-            b = oocgbdt.train(dict(base, histogram_pool_size=pool, lookahead_leaves=lookahead),
-                              X, y, sample_weight=w)
+            b = fit_in_process(dict(base, histogram_pool_size=pool, lookahead_leaves=lookahead),
+                               X, y, sample_weight=w)
             d = b.to_dict()
             d["params"].pop("lookahead_leaves")
             fits[pool, lookahead] = (d, b.tree_stats[0]["n_passes"], b.tree_stats[0]["n_hist_dropped"])
     assert fits[0.02, 0][2] > 0  # the pool evicts
     assert fits[0.02, 2][0] == fits[0.02, 0][0] and fits[0.02, 2][1] == fits[0.02, 0][1]
     assert fits[-1.0, 2][0] == fits[-1.0, 0][0] and fits[-1.0, 2][1] < fits[-1.0, 0][1]
-
-
-def test_lookahead_leaves_auto_is_0_in_process():
-    """In process a pass costs little and leaves split ahead cost work: lookahead_leaves=None
-    (the default) resolves to 0, which the model records."""
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(3000, 5)).astype(np.float32)
-    y = X[:, 0] + np.sin(3 * X[:, 1]) + rng.normal(scale=0.3, size=3000)
-    b = oocgbdt.train(dict(objective="regression", num_leaves=15, n_estimators=2,
-                           min_data_in_leaf=5, verbose=False), X, y)
-    assert b.params["lookahead_leaves"] == 0
-    assert [s["n_passes"] for s in b.tree_stats] == [14, 14]
 
 
 def test_expected_passes_formula():
@@ -419,15 +383,15 @@ def test_expected_passes_formula():
 
 
 def test_tree_stats_passes_for_every_policy():
-    """``tree_stats[i]['n_passes']`` through ``train`` on data where every leaf splits."""
+    """``tree_stats[i]['n_passes']`` of the boosting loop on data where every leaf splits."""
     rng = np.random.default_rng(1)
     X = rng.normal(size=(8000, 5)).astype(np.float32)
     y = X @ np.arange(1, 6) + np.sin(3 * X[:, 0]) + rng.normal(size=8000)
-    base = dict(objective="regression", n_estimators=3, chunk_size=3000, num_leaves=31)
+    base = dict(objective="regression", n_estimators=3, chunk_rows=3000, num_leaves=31)
     cases = [(dict(max_leaves_per_pass=1, lookahead_leaves=0), 30), (dict(max_leaves_per_pass=4), 9),
              (dict(grow_policy="depthwise"), 5), (dict(grow_policy="depthwise", max_depth=3), 3)]
     for extra, passes in cases:
-        booster = oocgbdt.train(dict(base, **extra), X, y, verbose=False)
+        booster = fit_in_process(dict(base, **extra), X, y)
         for st in booster.tree_stats:
             assert st["n_passes"] == passes, extra
             # Unbounded pool: per searched split one child built, one derived by subtraction.
@@ -479,29 +443,6 @@ def test_histograms_of_leaves_that_will_not_be_split_are_freed():
     assert src.kept_leaves == []
 
 
-def test_pool_size_in_mb_and_through_train():
-    assert histogram_pool_capacity(-1, 100) is None
-    assert histogram_pool_capacity(0, 100) is None
-    assert histogram_pool_capacity(1.0, 2**20 // 16) == 1  # one (n_bins, 2) float64 histogram
-    assert histogram_pool_capacity(0.5, 2**20 // 16) == 0
-    assert histogram_pool_capacity(10.0, 1000) == int(10 * 2**20 // 16000)
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(4000, 4)).astype(np.float32)
-    y = X[:, 0] + np.sin(2 * X[:, 1]) + rng.normal(scale=0.3, size=4000)
-    base = dict(objective="regression", n_estimators=4, chunk_size=1500, max_bin=63)
-    free = oocgbdt.train(base, X, y, verbose=False)
-    # (4 features x <= 63 bins + the count row) x 16 bytes: 3 histograms fit in
-    # 3 * (4 * 63 + 1) * 16 bytes
-    pool = 3 * (4 * 63 + 1) * 16 / 2**20
-    bounded = oocgbdt.train(dict(base, hist_pool_size=pool), X, y, verbose=False)
-    for a, b in zip(free.trees, bounded.trees):
-        np.testing.assert_array_equal(a.split_feature, b.split_feature)
-        np.testing.assert_array_equal(a.threshold_bin, b.threshold_bin)
-        np.testing.assert_allclose(a.leaf_value, b.leaf_value, rtol=RTOL)
-    assert all(st["max_hist_kept"] <= 3 for st in bounded.tree_stats)
-    assert sum(st["n_hist_dropped"] for st in bounded.tree_stats) > 0
-
-
 # ---- with bundling, GOSS, multiclass, screening -----------------------------------------------------
 
 def _mixed_data(n=4000, seed=3):
@@ -527,10 +468,10 @@ def _mixed_data(n=4000, seed=3):
 def test_policies_with_bundling_goss_and_multiclass(extra):
     X, y = _mixed_data()
     base = dict(objective="multiclass", num_class=3, n_estimators=12, learning_rate=0.3,
-                data_sample_strategy="goss", chunk_size=700, num_leaves=15, **extra)
-    bundled = oocgbdt.train(base, X, y, verbose=False)
+                data_sample_strategy="goss", chunk_rows=700, num_leaves=15, **extra)
+    bundled = fit_in_process(base, X, y)
     assert len(bundled.bundles_) < X.shape[1]  # the one-hot groups were bundled
-    plain = oocgbdt.train(dict(base, enable_bundle=False), X, y, verbose=False)
+    plain = fit_in_process(dict(base, enable_bundle=False), X, y)
     for a, b in zip(bundled.trees, plain.trees):
         for name in ("split_feature", "threshold_bin", "decision_type", "left_child",
                      "right_child", "leaf_count"):
@@ -551,32 +492,11 @@ def test_policies_with_bundling_goss_and_multiclass(extra):
 
 def test_policies_with_feature_screening():
     X, y = _mixed_data()
-    base = dict(objective="multiclass", num_class=3, n_estimators=8, chunk_size=1000,
+    base = dict(objective="multiclass", num_class=3, n_estimators=8, chunk_rows=1000,
                 feature_screening="ema", screening_warmup=2, screening_ratio=0.5)
     for extra in (dict(grow_policy="depthwise"), dict(max_leaves_per_pass=4)):
-        booster = oocgbdt.train(dict(base, **extra), X, y, verbose=False)
+        booster = fit_in_process(dict(base, **extra), X, y)
         assert np.mean(np.argmax(booster.predict(X), axis=1) == y) > 0.8
-
-
-# ---- Dask backend ---------------------------------------------------------------------------------
-
-def test_dask_backend_gives_the_same_depthwise_model_as_local_backend():
-    """Two workers: the loop runs on the client over DaskBackend (futures, kept histograms on the
-    workers, dropped futures for the bounded pool)."""
-    da = pytest.importorskip("dask.array")
-    from distributed import Client, LocalCluster
-    X, y = _mixed_data(n=3000)
-    y = (y > 0).astype(np.float64)
-    params = dict(objective="binary", n_estimators=4, chunk_size=500, num_leaves=12,
-                  grow_policy="depthwise")
-    for extra in (dict(), dict(histogram_pool_size=1e-4)):
-        local = oocgbdt.train(dict(params, **extra), X, y, verbose=False)
-        with LocalCluster(processes=False, dashboard_address=":0", n_workers=2,
-                          threads_per_worker=1) as cl, Client(cl) as c:
-            dist = oocgbdt.train(dict(params, **extra), da.from_array(X, chunks=(500, -1)),
-                                 da.from_array(y, chunks=500), client=c, verbose=False)
-        assert dist == local
-        assert [st["n_passes"] for st in dist.tree_stats] == [st["n_passes"] for st in local.tree_stats]
 
 
 # ---- bad input ------------------------------------------------------------------------------------
@@ -609,11 +529,11 @@ def test_max_leaves_per_pass_with_depthwise_is_an_error():
     dict(min_gain_to_split=1e9),                              # no split at all
 ])
 def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monkeypatch, extra):
-    """``chunk_apply_tree`` given the rows' grouping by leaf finds each row's leaf with one
+    """``partition_apply_tree`` given the rows' grouping by leaf finds each row's leaf with one
     decision (``leaves_by_segment``): the same leaves as walking every row from the root, so the
     same model bit for bit (the oracle: training with the grouping withheld), whatever the
     growth policy, lookahead, depth limit, bundling, sampling or number of outputs."""
-    import oocgbdt.core.chunk as chunk_mod
+    import oocgbdt.core.partition as partition_mod
     extra = dict(extra)
     sparse = extra.pop("sparse", False)
     rng = np.random.default_rng(21)
@@ -629,30 +549,31 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
     if extra.get("objective") != "multiclass":
         y = (y > 0).astype(np.float64)
     params = dict(dict(objective="binary", n_estimators=6, num_leaves=15, min_data_in_leaf=5,
-                       chunk_size=1200, verbose=False), **extra)
+                       chunk_rows=1200, verbose=False), **extra)
     used = []
-    kernel = chunk_mod.leaves_by_segment
+    kernel = partition_mod.leaves_by_segment
 
     def spy(*args):
         used.append(1)
         return kernel(*args)
 
-    monkeypatch.setattr(chunk_mod, "leaves_by_segment", spy)
-    fast = oocgbdt.train(params, X, y)
+    monkeypatch.setattr(partition_mod, "leaves_by_segment", spy)
+    fast = fit_in_process(params, X, y)
     n_fast = len(used)
     # Without the grower's routed flags every row of a segment is decided at its last split.
     import oocgbdt.core.boosting as boosting_mod
-    apply = boosting_mod.chunk_apply_tree
+    apply = boosting_mod.partition_apply_tree
 
     def without_flags(data, arrays, class_idx, rows=None):
         return apply(data, {k: v for k, v in arrays.items() if k != "routed"}, class_idx, rows)
 
-    monkeypatch.setattr(boosting_mod, "chunk_apply_tree", without_flags)
-    decided = oocgbdt.train(params, X, y)
-    monkeypatch.setattr(boosting_mod, "chunk_apply_tree", apply)
-    monkeypatch.setattr(HistogramSource, "rows", property(lambda self: [None] * len(self.chunks)))
+    monkeypatch.setattr(boosting_mod, "partition_apply_tree", without_flags)
+    decided = fit_in_process(params, X, y)
+    monkeypatch.setattr(boosting_mod, "partition_apply_tree", apply)
+    monkeypatch.setattr(HistogramSource, "rows",
+                        property(lambda self: [None] * len(self.partitions)))
     used.clear()
-    walked = oocgbdt.train(params, X, y)
+    walked = fit_in_process(params, X, y)
     assert len(used) == 0
     sampled = "bagging_fraction" in extra
     assert (n_fast > 0) != sampled  # the segments were used, except on sampled rounds

@@ -65,7 +65,7 @@ def test_defaults():
     assert r["early_stopping_rounds"] is None
     assert r["first_metric_only"] is False
     assert r["verbose"] is False
-    assert r["chunk_size"] == 65536
+    assert r["chunk_rows"] == 65536
     assert r["split_every"] == 8
     assert r["grow_policy"] == "leafwise" and r["max_leaves_per_pass"] == 1
     assert r["histogram_pool_size"] == -1.0
@@ -98,7 +98,7 @@ def test_every_alias_resolves(alias):
         "min_data_in_bin": 5, "bin_construct_sample_cnt": 1000, "use_missing": False,
         "zero_as_missing": True, "feature_pre_filter": False, "boost_from_average": False,
         "seed": 42, "metric": ["l2"], "early_stopping_rounds": 5, "first_metric_only": True,
-        "verbose": True, "chunk_size": 100, "split_every": 3, "feature_fraction": 0.5,
+        "verbose": True, "chunk_rows": 100, "split_every": 3, "feature_fraction": 0.5,
         "feature_fraction_seed": 9, "feature_screening": "stochastic", "screening_alpha": 0.5,
         "screening_beta": 2.0, "screening_ratio": 0.7, "screening_warmup": 3,
         "data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.05,
@@ -124,7 +124,7 @@ def test_aliases_match_lightgbm():
     for name, p in PARAMETERS.items():
         lgb_name = renamed.get(name, name)
         if lgb_name not in lgb_aliases:
-            continue  # oocgbdt-only parameter (chunk_size, split_every)
+            continue  # oocgbdt-only parameter (chunk_rows, split_every)
         assert set((p.name,) + p.aliases) == set(lgb_aliases[lgb_name]), name
 
 
@@ -186,7 +186,7 @@ def test_conflicting_aliases():
         ({"min_data_in_bin": 0}, r"min_data_in_bin must be an integer >= 1, got 0"),
         ({"subsample_for_bin": 0}, r"bin_construct_sample_cnt .*>= 1, got 0"),
         ({"seed": -1}, r"seed must be an integer >= 0, got -1"),
-        ({"chunk_size": 0}, r"chunk_size must be an integer >= 1, got 0"),
+        ({"chunk_rows": 0}, r"chunk_rows must be an integer >= 1, got 0"),
         ({"split_every": 1}, r"split_every must be an integer >= 2, got 1"),
         ({"num_class": 0}, r"num_class must be an integer >= 1, got 0"),
         ({"objective": "binar"}, r"objective must be one of 'regression', 'binary', "

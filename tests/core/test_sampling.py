@@ -7,25 +7,25 @@ draws are seeded, so the outcome is reproducible.
 import numpy as np
 import pytest
 
-import oocgbdt
-from oocgbdt.core.backend import LocalBackend
-from oocgbdt.core.chunk import ChunkData, chunk_apply_tree, chunk_root
+from oocgbdt.core.executor import LocalExecutor
+from oocgbdt.core.partition import PartitionData, partition_apply_tree, partition_root
 from oocgbdt.core.sampling import (RowSampler, goss_keys, goss_top_k, goss_warmup_rounds,
                                    row_uniforms, sampling_enabled)
 from oocgbdt.params import resolve_params
+from tests.core._helpers import fit_in_process
 
 Z = 5.0  # standard deviations allowed for random counts
 
 
 def _chunks(g, h, sizes, X=None):
-    """ChunkData per chunk of (n_outputs, N) float32 gradients/hessians split by ``sizes``."""
+    """PartitionData per chunk of (n_outputs, N) float32 gradients/hessians split by ``sizes``."""
     n = g.shape[1]
     assert sum(sizes) == n
     X = np.zeros((n, 1), np.uint8) if X is None else X
     out, start = [], 0
     for s in sizes:
         sl = slice(start, start + s)
-        out.append(ChunkData(X[sl], np.zeros(s, np.float32), None, np.zeros((g.shape[0], s)),
+        out.append(PartitionData(X[sl], np.zeros(s, np.float32), None, np.zeros((g.shape[0], s)),
                              np.ascontiguousarray(g[:, sl]), np.ascontiguousarray(h[:, sl])))
         start += s
     return out
@@ -36,7 +36,7 @@ def _sample(params, chunks, rnd):
     p = resolve_params(params)
     sampler = RowSampler(p, [c.n_rows for c in chunks])
     assert sampler.active(rnd)
-    out = sampler.sample(LocalBackend(), chunks, rnd, key="t")
+    out = sampler.sample(LocalExecutor(), chunks, rnd, key="t")
     rows = np.concatenate([c.rows.astype(np.int64) + off for c, off in zip(out, sampler.offsets)])
     g = np.concatenate([c.gradients for c in out], axis=1)
     h = np.concatenate([c.hessians for c in out], axis=1)
@@ -252,9 +252,9 @@ def test_warmup_boundary_in_training():
     X = rng.normal(size=(n, 5)).astype(np.float32)
     y = (X[:, 0] + np.sin(2 * X[:, 1]) + rng.logistic(size=n) > 0).astype(np.float64)
     base = dict(objective="binary", learning_rate=0.25, n_estimators=7, num_leaves=7,
-                chunk_size=1000)
-    plain = oocgbdt.train(base, X, y, verbose=False)
-    goss = oocgbdt.train(dict(base, data_sample_strategy="goss"), X, y, verbose=False)
+                chunk_rows=1000)
+    plain = fit_in_process(base, X, y)
+    goss = fit_in_process(dict(base, data_sample_strategy="goss"), X, y)
     warm = goss_warmup_rounds(0.25)
     assert warm == 4
     rows = [s["n_rows"] for s in goss.tree_stats]
@@ -286,24 +286,24 @@ def test_a_sampled_round_routes_only_selected_rows_and_updates_every_score():
     chunks = _chunks(g, h, [1500, 2000, 1500], X=Xb)
     params = resolve_params(dict(data_sample_strategy="goss", num_leaves=8))
     sampler = RowSampler(params, [c.n_rows for c in chunks])
-    backend = LocalBackend()
-    sampled = sampler.sample(backend, chunks, 10, key="t")
+    executor = LocalExecutor()
+    sampled = sampler.sample(executor, chunks, 10, key="t")
     meta, sp = FeatureMeta.from_bin_mapper(bm), SplitParams.from_params(params)
     for c in sampled:
-        tree_rows, hist = chunk_root(c, 0, meta, 8)
+        tree_rows, hist = partition_root(c, 0, meta, 8)
         assert tree_rows.subset is not None  # under half of each chunk's rows: a compact copy
-        np.testing.assert_array_equal(tree_rows.chunk_rows_of(0), c.rows)
+        np.testing.assert_array_equal(tree_rows.partition_rows_of(0), c.rows)
         assert hist[0, 0] == len(c.rows)  # the count row: the leaf's row count
         for f in range(X.shape[1]):  # every feature's slice sums the selected rows' hessians
             lo, hi = meta.bin_offsets[f], meta.bin_offsets[f + 1]
             np.testing.assert_allclose(hist[lo:hi, 1].sum(),
                                        c.hessians[0][c.rows].astype(np.float64).sum(), rtol=1e-12)
-    source = HistogramSource(sampled, 0, meta, sp, 8, backend=backend, key="t")
+    source = HistogramSource(sampled, 0, meta, sp, 8, executor=executor, key="t")
     tree, _ = TreeGrower(source, sp, meta.missing_types, 8, -1).grow(bm.bin_upper_bounds_, 0.1, 0)
     assert tree.n_leaves == 8
     assert tree.leaf_count.sum() == sum(len(c.rows) for c in sampled) < 0.4 * n
     arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
-    after = [chunk_apply_tree(c, arrays, 0) for c in sampled]
+    after = [partition_apply_tree(c, arrays, 0) for c in sampled]
     delta = np.concatenate([a.raw_score[0] - c.raw_score[0] for a, c in zip(after, sampled)])
     # Every row moved by the tree's output (predicted on raw floats: an independent path).
     from oocgbdt.core.booster import Booster
@@ -320,7 +320,7 @@ def test_compact_subset_trains_the_same_model_bit_for_bit(monkeypatch, strategy,
     rows are read from, not what is added: the model equals the one trained on the whole chunks
     (the subset disabled), bit for bit; with mutually exclusive sparse columns, through EFB
     bundles too."""
-    import oocgbdt.core.chunk as chunk_mod
+    import oocgbdt.core.partition as partition_mod
     rng = np.random.default_rng(11)
     n = 6000
     X = rng.normal(size=(n, 5 + sparse_columns)).astype(np.float32)
@@ -332,11 +332,11 @@ def test_compact_subset_trains_the_same_model_bit_for_bit(monkeypatch, strategy,
     y = (X[:, 0] * X[:, 1] + X[:, 2] + (X[:, 5:].sum(axis=1) if sparse_columns else 0)
          + rng.normal(scale=0.5, size=n) > 0).astype(np.float64)
     params = dict(objective="binary", n_estimators=14, num_leaves=12, learning_rate=0.2,
-                  chunk_size=1500, verbose=False, **strategy)
+                  chunk_rows=1500, verbose=False, **strategy)
 
     def fit(fraction):
-        monkeypatch.setattr(chunk_mod, "SUBSET_MAX_FRACTION", fraction)
-        return oocgbdt.train(params, X, y)
+        monkeypatch.setattr(partition_mod, "SUBSET_MAX_FRACTION", fraction)
+        return fit_in_process(params, X, y)
 
     compact, whole = fit(0.5), fit(0.0)
     if sparse_columns:

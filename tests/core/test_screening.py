@@ -8,6 +8,7 @@ from scipy import stats
 
 from oocgbdt.core.screening import FeatureScreener
 from oocgbdt.params import resolve_params
+from tests.core._helpers import fit_in_process
 
 
 def _screener(method, n=20, **kw):
@@ -100,11 +101,10 @@ def test_feature_fraction_and_screening_together_is_an_error():
     {"feature_fraction": 0.4},
 ])
 def test_trees_only_split_on_the_round_s_features(params):
-    import oocgbdt
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 12)).astype(np.float32)
     y = (X[:, :6].sum(axis=1) + rng.logistic(size=3000) > 0).astype(float)
-    b = oocgbdt.train(dict(objective="binary", n_estimators=8, num_leaves=7, **params), X, y)
+    b = fit_in_process(dict(objective="binary", n_estimators=8, num_leaves=7, **params), X, y)
     hist = b.screening_history_
     assert len(hist) == 8
     warm = params.get("screening_warmup", 0)
@@ -115,36 +115,15 @@ def test_trees_only_split_on_the_round_s_features(params):
 
 
 def test_multiclass_round_shares_one_selection():
-    import oocgbdt
     rng = np.random.default_rng(1)
     X = rng.normal(size=(2000, 10)).astype(np.float32)
     y = np.digitize(X[:, 0] + X[:, 3], [-0.5, 0.5]).astype(float)
-    b = oocgbdt.train(dict(objective="multiclass", num_class=3, n_estimators=6, num_leaves=5,
-                           feature_screening="ema", screening_warmup=1), X, y)
+    b = fit_in_process(dict(objective="multiclass", num_class=3, n_estimators=6, num_leaves=5,
+                            feature_screening="ema", screening_warmup=1), X, y)
     assert len(b.screening_history_) == 6
     for r, chosen in enumerate(b.screening_history_):
         for tree in b.trees[3 * r:3 * r + 3]:
             assert set(tree.split_feature.tolist()) <= set(chosen.tolist())
-
-
-def test_plot_screening_draws_selection_map(tmp_path):
-    pytest.importorskip("matplotlib")
-    import matplotlib
-    matplotlib.use("Agg")
-    import oocgbdt
-    from oocgbdt.plot import plot_screening
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(1000, 8)).astype(np.float32)
-    y = (X[:, 0] > 0).astype(float)
-    b = oocgbdt.train(dict(objective="binary", n_estimators=6, feature_screening="ema",
-                           screening_warmup=2), X, y)
-    fig = plot_screening(b, top=5)
-    image = fig.axes[0].images[0].get_array()
-    assert image.shape == (5, 6)
-    assert image[:, :2].all()  # warm-up rounds select every feature
-    fig.savefig(tmp_path / "s.png")
-    with pytest.raises(ValueError, match="no screening history"):
-        plot_screening(oocgbdt.train(dict(objective="binary", n_estimators=2), X, y))
 
 
 @pytest.mark.parametrize("params", [
@@ -162,8 +141,7 @@ def test_screened_trees_compact_layout_and_columns_give_the_same_model(monkeypat
     compact array (``COLUMNS_MAX_FRACTION``). Both change where values are stored and read,
     not what is added: with either or both turned off, the model is the same, bit for bit;
     through EFB bundles (where the layout stays whole) and sampled rows too."""
-    import oocgbdt
-    import oocgbdt.core.chunk as chunk_mod
+    import oocgbdt.core.partition as partition_mod
     from oocgbdt.core.split import FeatureMeta
     rng = np.random.default_rng(12)
     n, dense = 5000, 14
@@ -176,8 +154,8 @@ def test_screened_trees_compact_layout_and_columns_give_the_same_model(monkeypat
     y = (X[:, 0] * X[:, 1] + X[:, 2] - X[:, 7] + (X[:, dense:].sum(axis=1) if sparse_columns else 0)
          + rng.normal(scale=0.5, size=n) > 0).astype(np.float64)
     full = dict(objective="binary", n_estimators=10, num_leaves=9, learning_rate=0.2,
-                chunk_size=1250, verbose=False, enable_bundle=enable_bundle, **params)
-    screened, layout = FeatureMeta.screened, chunk_mod.TreeRows.hist_layout
+                chunk_rows=1250, verbose=False, enable_bundle=enable_bundle, **params)
+    screened, layout = FeatureMeta.screened, partition_mod.TreeRows.hist_layout
     seen = dict(copies=0, compact=0)
 
     def spy_layout(self, meta):
@@ -192,13 +170,13 @@ def test_screened_trees_compact_layout_and_columns_give_the_same_model(monkeypat
     def mask_only(self, mask):
         return replace(self, feature_mask=self.feature_mask & mask)
 
-    monkeypatch.setattr(chunk_mod.TreeRows, "hist_layout", spy_layout)
+    monkeypatch.setattr(partition_mod.TreeRows, "hist_layout", spy_layout)
 
     def fit(copy_columns, compact_layout):
-        monkeypatch.setattr(chunk_mod, "COLUMNS_MAX_FRACTION", 0.5 if copy_columns else 0.0)
+        monkeypatch.setattr(partition_mod, "COLUMNS_MAX_FRACTION", 0.5 if copy_columns else 0.0)
         monkeypatch.setattr(FeatureMeta, "screened", spy_screened if compact_layout else mask_only)
         seen.update(copies=0, compact=0)
-        booster = oocgbdt.train(full, X, y)
+        booster = fit_in_process(full, X, y)
         return booster, dict(seen)
 
     ref, none = fit(False, False)
@@ -216,20 +194,19 @@ def test_screened_trees_compact_layout_and_columns_give_the_same_model(monkeypat
 
 
 def test_the_compact_columns_are_copied_once_per_selection_and_kept_with_the_chunk(monkeypatch):
-    """``chunk_compact_columns`` makes a chunk's compact copy when the round's selection of
+    """``partition_compact_columns`` makes a chunk's compact copy when the round's selection of
     columns changes and keeps it otherwise: one copy per chunk and distinct consecutive
     selection, counted against the model's own screening history; the model is the one
     trained with every tree copying its columns (the copy not kept)."""
-    import oocgbdt
     import oocgbdt.core.boosting as boosting_mod
     rng = np.random.default_rng(5)
     n, f = 4000, 12
     X = rng.normal(size=(n, f)).astype(np.float32)
     y = (X[:, 0] + X[:, 1] * X[:, 2] - X[:, 3] + rng.normal(scale=0.5, size=n) > 0).astype(float)
-    params = dict(objective="binary", n_estimators=12, num_leaves=7, chunk_size=1000,
+    params = dict(objective="binary", n_estimators=12, num_leaves=7, chunk_rows=1000,
                   partition_rows=1000, feature_screening="ema", screening_warmup=2,
                   screening_ratio=0.3, verbose=False)
-    keep = boosting_mod.chunk_compact_columns
+    keep = boosting_mod.partition_compact_columns
     copies = []
 
     def counting(data, meta):
@@ -237,8 +214,8 @@ def test_the_compact_columns_are_copied_once_per_selection_and_kept_with_the_chu
         copies.append(out.compact is not None and out.compact is not data.compact)
         return out
 
-    monkeypatch.setattr(boosting_mod, "chunk_compact_columns", counting)
-    kept = oocgbdt.train(params, X, y)
+    monkeypatch.setattr(boosting_mod, "partition_compact_columns", counting)
+    kept = fit_in_process(params, X, y)
     history = kept.screening_history_
     small = [len(h) <= 0.5 * f for h in history]
     changes = sum(1 for r, h in enumerate(history)
@@ -248,8 +225,8 @@ def test_the_compact_columns_are_copied_once_per_selection_and_kept_with_the_chu
     n_chunks = len(copies) // len(history)  # one call per chunk and round
     assert n_chunks == 4 and len(copies) == n_chunks * len(history)
     assert sum(copies) == n_chunks * changes
-    monkeypatch.setattr(boosting_mod, "chunk_compact_columns", lambda data, meta: data)
-    copied = oocgbdt.train(params, X, y)
+    monkeypatch.setattr(boosting_mod, "partition_compact_columns", lambda data, meta: data)
+    copied = fit_in_process(params, X, y)
     assert kept.to_dict() == copied.to_dict()
 
 

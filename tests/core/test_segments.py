@@ -1,14 +1,14 @@
-"""Tests of the split search shared out by feature segments (LightGBM's data-parallel learner):
-``feature_segments``, ``merge_segment_records`` and training with segments, whose models must be
+"""Tests of the split search shared out by feature blocks (LightGBM's data-parallel learner):
+``feature_blocks``, ``merge_block_records`` and training with segments, whose models must be
 bit for bit those of one search over all features (the oracle: the same training without
 segments)."""
 import numpy as np
 import pytest
 
-import oocgbdt
-from oocgbdt.core.backend import LocalBackend
-from oocgbdt.core.histogram_source import merge_segment_records
-from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, feature_segments
+from oocgbdt.core.executor import LocalExecutor
+from oocgbdt.core.histogram_source import merge_block_records
+from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, feature_blocks
+from tests.core._helpers import fit_in_process
 
 
 def _meta(n_bins, mask=None):
@@ -20,14 +20,14 @@ def _meta(n_bins, mask=None):
                        default_bins=np.zeros(n_bins.size, np.int32), feature_mask=mask)
 
 
-@pytest.mark.parametrize("n_segments", [2, 3])
-def test_feature_segments_cover_the_histogram_in_balanced_feature_blocks(n_segments):
+@pytest.mark.parametrize("n_feature_blocks", [2, 3])
+def test_feature_segments_cover_the_histogram_in_balanced_feature_blocks(n_feature_blocks):
     rng = np.random.default_rng(0)
     n_bins = rng.integers(2, 256, size=40)
     mask = rng.random(40) > 0.2
     meta = _meta(n_bins, mask)
-    segs = feature_segments(meta, n_segments)
-    assert len(segs) == n_segments
+    segs = feature_blocks(meta, n_feature_blocks)
+    assert len(segs) == n_feature_blocks
     assert segs[0][0] == 1 and segs[-1][1] == meta.n_total_bins
     searched = np.zeros(40, bool)
     weights = []
@@ -47,15 +47,15 @@ def test_feature_segments_cover_the_histogram_in_balanced_feature_blocks(n_segme
 
 
 def test_feature_segments_decline_what_they_cannot_share():
-    assert feature_segments(_meta([5, 5, 5]), 1) is None
-    assert feature_segments(_meta([5, 5, 5], [True, False, False]), 2) is None  # one searchable
+    assert feature_blocks(_meta([5, 5, 5]), 1) is None
+    assert feature_blocks(_meta([5, 5, 5], [True, False, False]), 2) is None  # one searchable
     bundled = FeatureMeta(  # two features merged in one bundle: not the per-feature layout
         bin_offsets=np.array([0, 4, 8], np.int64), n_bins=np.array([4, 4], np.int32),
         missing_types=np.zeros(2, np.uint8), default_bins=np.zeros(2, np.int32),
-        feature_mask=np.ones(2, bool), column_offsets=np.array([0, 7], np.int64),
-        feature_column=np.array([0, 0]), feature_start=np.array([0, 3]),
+        feature_mask=np.ones(2, bool), bundle_offsets=np.array([0, 7], np.int64),
+        feature_bundle=np.array([0, 0]), feature_start=np.array([0, 3]),
         feature_raw=np.array([False, False]), expand_index=np.arange(8) - 1)
-    assert feature_segments(bundled, 2) is None
+    assert feature_blocks(bundled, 2) is None
 
 
 def _rec(gain, feature, flags):
@@ -69,7 +69,7 @@ def test_merge_segment_records_takes_the_best_and_the_lower_feature_on_ties():
     seg1 = [(_rec(2.0, 2, [0, 0, 1, 0]), _rec(3.0, 3, [0, 0, 0, 1])), (_rec(0.5, 2, [0, 0, 1, 1]), None)]
     gains = [np.array([[2.0, 1.0, -np.inf, -np.inf], [-np.inf] * 4]),
              np.array([[-np.inf, -np.inf, 2.0, 3.0], [-np.inf, -np.inf, 0.5, 0.1]])]
-    records, merged = merge_segment_records([seg0, seg1], gains)
+    records, merged = merge_block_records([seg0, seg1], gains)
     (left, right), (left2, right2) = records
     assert left.feature == 0  # tie at 2.0: the lower feature, as argmax over all features
     assert right.feature == 3 and right.gain == 3.0
@@ -81,8 +81,8 @@ def test_merge_segment_records_takes_the_best_and_the_lower_feature_on_ties():
 
 
 def _segmented_backend(n):
-    class Segmented(LocalBackend):
-        n_segments = n
+    class Segmented(LocalExecutor):
+        n_feature_blocks = n
     return Segmented
 
 
@@ -104,12 +104,11 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-@pytest.mark.parametrize("n_segments", [2, 3])
-def test_training_with_segments_gives_the_same_model(case, n_segments, monkeypatch):
+@pytest.mark.parametrize("n_feature_blocks", [2, 3])
+def test_training_with_segments_gives_the_same_model(case, n_feature_blocks):
     """Every histogram value is added in the same order and every feature searched with the
     same totals, so the model is bit for bit the one searched in one step (the oracle), and so
     are the per-tree pass counts."""
-    import oocgbdt.dask.training as tr
     params, kind = CASES[case]
     rng = np.random.default_rng(7)
     n = 4000
@@ -130,21 +129,20 @@ def test_training_with_segments_gives_the_same_model(case, n_segments, monkeypat
         y = (signal > 0.2).astype(float)
     else:
         y = np.digitize(signal, [-0.5, 0.7])
-    params = dict(params, n_estimators=5, chunk_size=1000, verbose=False)
-    ref = oocgbdt.train(params, X, y, sample_weight=w)
+    params = dict(params, n_estimators=5, chunk_rows=1000, verbose=False)
+    ref = fit_in_process(params, X, y, sample_weight=w)
     made = []
 
-    class Spy(_segmented_backend(n_segments)):
+    class Spy(_segmented_backend(n_feature_blocks)):
         def submit(self, fn, *args, key=None, place=None):
             if place is not None:
                 made.append(place)
             return super().submit(fn, *args, key=key, place=place)
 
-    monkeypatch.setattr(tr, "LocalBackend", Spy)
-    got = oocgbdt.train(params, X, y, sample_weight=w)
+    got = fit_in_process(params, X, y, sample_weight=w, executor=Spy(n_threads=2))
     assert got.to_dict() == ref.to_dict()
     assert [s["n_passes"] for s in got.tree_stats] == [s["n_passes"] for s in ref.tree_stats]
     if kind == "onehot":
         assert not made  # merged bundles: one search over every feature
     else:
-        assert set(made) == set(range(n_segments))  # the search was shared out
+        assert set(made) == set(range(n_feature_blocks))  # the search was shared out

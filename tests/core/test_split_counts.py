@@ -1,4 +1,4 @@
-"""min_data_in_leaf on LightGBM's hessian-estimated row counts (issue 2, kddcup99).
+"""min_data_in_leaf on LightGBM's hessian-estimated row counts (as on kddcup99).
 
 LightGBM checks ``min_data_in_leaf`` against counts estimated from hessians
 (``FindBestThresholdSequentially``: per bin ``RoundInt(hess * num_data / sum_hessian)``), not
@@ -10,9 +10,9 @@ where they used to differ.
 import numpy as np
 import pytest
 
-import oocgbdt
 from oocgbdt.kernels.splitting import find_best_thresholds, find_best_thresholds_naive
 from tests.conftest import load_lightgbm_tsv
+from tests.core._helpers import fit_in_process
 
 # --------------------------------------------------------------------------------------------
 # kernel
@@ -214,8 +214,7 @@ def test_trees_equal_lightgbm_where_estimated_counts_admit_small_leaves():
     params = dict(objective="multiclass", num_class=3, num_leaves=31, learning_rate=0.1,
                   max_bin=255)
     rounds = 30
-    ours = oocgbdt.train(dict(params, n_estimators=rounds), X, y, sample_weight=w,
-                         verbose=False)
+    ours = fit_in_process(dict(params, n_estimators=rounds), X, y, sample_weight=w)
     model = lgb.train(dict(params, enable_bundle=False, deterministic=True, num_threads=1,
                            verbose=-1), lgb.Dataset(X, y, weight=w), num_boost_round=rounds)
     assert sum(c < 20 for c in _lgb_leaf_counts(model, 3 * rounds)) > 100
@@ -229,7 +228,7 @@ def test_lightgbm_binary_first_trees_still_equal_lightgbm(shared_data):
     X, y = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.train")
     params = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255)
     n = 30
-    ours = oocgbdt.train(dict(params, n_estimators=n), X, y, verbose=False)
+    ours = fit_in_process(dict(params, n_estimators=n), X, y)
     model = lgb.train(dict(params, enable_bundle=False, deterministic=True, num_threads=1,
                            verbose=-1), lgb.Dataset(X, y), num_boost_round=n)
     _assert_same_trees(ours, model, X, n)
@@ -238,15 +237,15 @@ def test_lightgbm_binary_first_trees_still_equal_lightgbm(shared_data):
 def test_zero_hessian_sides_with_min_sum_hessian_0_train_as_lightgbm():
     """min_sum_hessian_in_leaf=0 with logloss at learning_rate 1: hessians underflow to exactly
     0 in float32 and a candidate side can hold rows but no hessian. Its gain is 0/0 (NaN) in
-    LightGBM's C++ and never chosen; the kernel used to raise ZeroDivisionError (found by a
-    helper). The trees equal LightGBM's."""
+    LightGBM's C++ and never chosen (not a ZeroDivisionError in the kernel). The trees equal
+    LightGBM's."""
     lgb = pytest.importorskip("lightgbm")
     rng = np.random.default_rng(0)
     X = rng.normal(size=(1500, 8)).astype(np.float32)
     y = (X[:, 0] + rng.normal(size=1500) > 0).astype(float)
     params = dict(objective="binary", learning_rate=1.0, num_leaves=7, max_bin=255,
                   min_sum_hessian_in_leaf=0.0)
-    ours = oocgbdt.train(dict(params, n_estimators=3), X, y, verbose=False)
+    ours = fit_in_process(dict(params, n_estimators=3), X, y)
     model = lgb.train(dict(params, enable_bundle=False, deterministic=True, num_threads=1,
                            verbose=-1), lgb.Dataset(X, y), num_boost_round=3)
     _assert_same_trees(ours, model, X, 3)

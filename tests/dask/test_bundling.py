@@ -5,7 +5,7 @@ import pytest
 from sklearn.datasets import load_svmlight_file
 
 import oocgbdt
-from oocgbdt.dask.store import open_dataset, write_dataset
+from oocgbdt.io.dataset import open_dataset, write_dataset
 
 PARAMS = dict(num_leaves=31, learning_rate=0.1, n_estimators=20)
 
@@ -83,7 +83,7 @@ def test_bundled_training_on_a_cluster_from_zarr(shared_data, tmp_path, client):
     X, y = _svm(shared_data / "agaricus" / "agaricus.txt.train", 126)
     X = X.toarray()
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=800).path)
-    params = dict(objective="binary", n_estimators=10, chunk_size=800)
+    params = dict(objective="binary", n_estimators=10, chunk_rows=800)
     remote = oocgbdt.train(params, ds.X, ds.y, client=client, verbose=False)
     local = oocgbdt.train(params, X, y, verbose=False)
     assert remote.bundles_ == local.bundles_ and len(local.bundles_) == 21
@@ -104,7 +104,7 @@ def test_signed_sparse_features_and_conflicts():
     X[(rng.random(n) < 0.02) & (X[:, :5] == 0).all(axis=1), 3] = np.nan  # missing, still exclusive
     X = np.concatenate([X, rng.normal(size=(n, 2)).astype(np.float32)], axis=1)
     y = (X[:, :3].sum(axis=1) + np.nan_to_num(X[:, 3]) + X[:, -1] + rng.logistic(size=n) > 0).astype(float)
-    p = dict(objective="binary", n_estimators=15, chunk_size=1000)
+    p = dict(objective="binary", n_estimators=15, chunk_rows=1000)
     on = oocgbdt.train(p, X, y, verbose=False)
     off = oocgbdt.train(dict(p, enable_bundle=False), X, y, verbose=False)
     assert len(on.bundles_) == 5  # 3 one-hot groups + 2 dense numeric columns
@@ -115,7 +115,7 @@ def test_signed_sparse_features_and_conflicts():
     Xab = np.zeros((n, 3), np.float32)
     Xab[:200, 0], Xab[150:350, 1], Xab[:, 2] = 1.0, 2.0, rng.normal(size=n)
     yab = Xab[:, 0] - Xab[:, 1] + Xab[:, 2]
-    q = dict(objective="regression", n_estimators=5, chunk_size=1000)
+    q = dict(objective="regression", n_estimators=5, chunk_rows=1000)
     exact = oocgbdt.train(q, Xab, yab, verbose=False)
     assert exact.bundles_ == [[0], [1], [2]] and exact.bundle_report["conflict_rows"] == 0
     lossy = oocgbdt.train(dict(q, max_conflict_rate=0.2), Xab, yab, verbose=False)
@@ -157,13 +157,13 @@ def test_two_workers_row_sets_lazy_bundles_and_log(shared_data, tmp_path, monkey
 
     from oocgbdt.core import bundler as bundler_mod
     from oocgbdt.dask.binning import fit_bin_mapper
-    from oocgbdt.dask.bundling import bundle_blocks, count_lost_values, fit_bundler
+    from oocgbdt.dask.bundling import fit_bundler
     from oocgbdt.kernels.bundling import decode_feature_column
     from oocgbdt.params import resolve_params
 
     X, y = _svm(shared_data / "agaricus" / "agaricus.txt.train", 126)
     X = X.toarray()
-    params = dict(objective="binary", n_estimators=4, num_leaves=8, chunk_size=1000)
+    params = dict(objective="binary", n_estimators=4, num_leaves=8, chunk_rows=1000)
     with caplog.at_level(logging.INFO, logger="oocgbdt"):
         local = oocgbdt.train(params, X, y, verbose=False)
     assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("EFB:")] == [
@@ -185,15 +185,15 @@ def test_two_workers_row_sets_lazy_bundles_and_log(shared_data, tmp_path, monkey
     assert [b.tolist() for b in rows.bundles_] == [b.tolist() for b in counted.bundles_]
     assert rows.sample_conflicts_ is None and counted.sample_conflicts_ == 0
 
-    Xb = bundle_blocks(Xd, bm, counted)
+    Xb = _bundle_blocks(Xd, bm, counted)
     assert Xb.shape == (X.shape[0], 21) and Xb.dtype == np.uint8 and Xb.chunks[0] == Xd.chunks[0]
     cols = Xb.compute()
     for f in (0, 2, 33, 125):  # decoding a feature from its bundle gives its bins
         out = np.empty(X.shape[0], np.uint8)
-        decode_feature_column(cols[:, counted.feature_column_[f]], counted.feature_start_[f],
+        decode_feature_column(cols[:, counted.feature_bundle_[f]], counted.feature_start_[f],
                               bm.n_bins_[f], bm.default_bins_[f], counted.feature_raw_[f], out)
         np.testing.assert_array_equal(out, bm.transform(X)[:, f])
-    assert count_lost_values(Xd, bm, counted).compute().tolist() == [0, 0]
+    assert _count_lost_values(Xd, bm, counted).compute().tolist() == [0, 0]
 
 
 @pytest.mark.parametrize("extra", [dict(data_sample_strategy="goss"),
@@ -206,7 +206,7 @@ def test_bundling_composes_with_row_sampling_and_screening(shared_data, extra):
     X, y = _svm(shared_data / "a9a" / "a9a", 123)
     X, y = X[:16000].toarray(), (y[:16000] > 0).astype(np.float64)
     # learning_rate 0.5: GOSS samples from round int(1 / 0.5) = 2 on
-    p = dict(objective="binary", n_estimators=6, learning_rate=0.5, chunk_size=4000, **extra)
+    p = dict(objective="binary", n_estimators=6, learning_rate=0.5, chunk_rows=4000, **extra)
     on = oocgbdt.train(p, X, y, verbose=False)
     off = oocgbdt.train(dict(p, enable_bundle=False), X, y, verbose=False)
     _same_models(on, off, X)
@@ -235,8 +235,8 @@ def _fit_both_ways(Xd, params, monkeypatch=None):
 
 def _same_bundler(a, b):
     assert a.to_dict() == b.to_dict()
-    for name in ("feature_column_", "feature_start_", "feature_raw_", "column_n_bins_",
-                 "column_offsets_", "column_fill_"):
+    for name in ("feature_bundle_", "feature_start_", "feature_raw_", "bundle_n_bins_",
+                 "bundle_offsets_", "bundle_fill_"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert a.dtype_ == b.dtype_
 
@@ -262,7 +262,7 @@ def test_dense_data_skips_the_conflict_pass_with_the_same_bundler(monkeypatch, p
     assert not read_x
     np.testing.assert_array_equal(bm.sample_nondefault_counts_, counts.nnz)
     _same_bundler(fast, full)
-    assert all(len(b) == 1 for b in fast.bundles_) and fast.n_columns == 11
+    assert all(len(b) == 1 for b in fast.bundles_) and fast.n_bundles == 11
     monkeypatch.setattr(bundler_mod, "DENSE_COUNTS_BYTES", 0)  # as for F > 8192
     fast, full, read_x, _, _ = _fit_both_ways(Xd, params, monkeypatch)
     assert not read_x and fast.sample_conflicts_ is None
@@ -320,3 +320,29 @@ def test_no_skip_without_the_mappers_counts_of_this_sample(monkeypatch):
     monkeypatch.setattr(dask_bundling, "conflict_counts", lambda *a, **k: calls.append(1) or real(*a, **k))
     dask_bundling.fit_bundler(other, bm, p, compute)
     assert calls
+
+
+def _bundle_block(block, bin_mapper, bundler):
+    from oocgbdt.core.bundler import bundle_chunk
+    return bundle_chunk(block, bin_mapper, bundler)[0]
+
+
+def _bundle_blocks(X, bin_mapper, bundler):
+    """The bundles of every row chunk of ``X``, lazily: (n_samples, n_bundles), chunked as X."""
+    return X.map_blocks(_bundle_block, bin_mapper=bin_mapper, bundler=bundler,
+                        dtype=bundler.dtype_, chunks=(X.chunks[0], (bundler.n_bundles,)),
+                        meta=np.empty((0, 0), dtype=bundler.dtype_))
+
+
+def _lost_block(block, bin_mapper, bundler):
+    from oocgbdt.core.bundler import bundle_chunk
+    _, rows, values = bundle_chunk(block, bin_mapper, bundler)
+    return np.array([[rows, values]], dtype=np.int64)
+
+
+def _count_lost_values(X, bin_mapper, bundler):
+    """Lazy ``[conflicting rows, lost values]`` of bundling all of ``X`` (int64, shape (2,))."""
+    per_chunk = X.map_blocks(_lost_block, bin_mapper=bin_mapper, bundler=bundler,
+                             dtype=np.int64, chunks=((1,) * X.numblocks[0], (2,)),
+                             meta=np.empty((0, 0), dtype=np.int64))
+    return per_chunk.sum(axis=0)

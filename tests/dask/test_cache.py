@@ -17,18 +17,19 @@ import pytest
 from sklearn.datasets import load_svmlight_file
 
 import oocgbdt
-import oocgbdt.core.chunk
+import oocgbdt.core.partition
 import oocgbdt.dask.cache as cache_mod
+import oocgbdt.dask.partitions as partitions
 import oocgbdt.dask.training as training
-from oocgbdt.core.chunk import chunk_bins
+from oocgbdt.core.partition import partition_bins
 from oocgbdt.dask.cache import (PIECE_RAW_BYTES, CachedBins, Piece, cached_bins, cached_partition,
                                 cluster_memory_bytes, piece_groups, write_piece)
 from oocgbdt.dask.partitions import load_partition
-from oocgbdt.dask.store import open_dataset, write_dataset
+from oocgbdt.io.dataset import open_dataset, write_dataset
 from oocgbdt.params import resolve_params
 from tests.dask.test_training import _synthetic
 
-PARAMS = dict(objective="binary", num_leaves=15, n_estimators=6, chunk_size=500,
+PARAMS = dict(objective="binary", num_leaves=15, n_estimators=6, chunk_rows=500,
               partition_rows=1000)
 
 
@@ -102,7 +103,7 @@ def test_cached_bins_read_back_the_partition_bit_for_bit(tmp_path, pieces):
     assert isinstance(disk.X_binned, CachedBins) and isinstance(mem.X_binned, np.ndarray)
     ref = pickle.loads(pickle.dumps(disk.X_binned))  # travels to other workers
     assert ref.shape == (edges[-1], 6) and ref.dtype == np.uint8 and len(pickle.dumps(ref)) < 500
-    got = chunk_bins(disk)
+    got = partition_bins(disk)
     assert got.flags.c_contiguous
     np.testing.assert_array_equal(got, mem.X_binned)
     np.testing.assert_array_equal(ref.read(), bm.transform(X[:edges[-1]]))  # oracle: bin it whole
@@ -116,7 +117,7 @@ def test_cached_bins_read_back_the_partition_bit_for_bit(tmp_path, pieces):
     after = {f: open(os.path.join(d, f), "rb").read() for d, _, fs in os.walk(piece) for f in fs}
     assert after == before and again.rows == 500
     assert sorted(os.listdir(path)) == sorted(str(j) for j in range(len(pieces)))
-    np.testing.assert_array_equal(chunk_bins(disk), mem.X_binned)
+    np.testing.assert_array_equal(partition_bins(disk), mem.X_binned)
 
 
 def test_piece_groups_bound_the_raw_bytes_of_a_write_task():
@@ -225,7 +226,7 @@ def test_disk_equals_memory_with_bundling_on_a9a(shared_data):
                               dtype=np.float32)
     y = (y > 0).astype(np.float64)
     Xv, yv = X[-3000:], y[-3000:]
-    p = dict(objective="binary", n_estimators=8, chunk_size=4000, partition_rows=8000)
+    p = dict(objective="binary", n_estimators=8, chunk_rows=4000, partition_rows=8000)
     mem = oocgbdt.train(dict(p, cache="memory"), X, y, eval_set=[(Xv, yv)], verbose=False)
     disk = oocgbdt.train(dict(p, cache="disk"), X, y, eval_set=[(Xv, yv)], verbose=False)
     _same(mem, disk, Xv.toarray())
@@ -248,8 +249,8 @@ def test_named_cache_is_kept_and_reused_without_binning_again(tmp_path, monkeypa
 
     def no_binning(*args, **kwargs):
         raise AssertionError("the cache should have been reused")
-    monkeypatch.setattr(training, "write_piece", no_binning)
-    monkeypatch.setattr(training, "load_partition", no_binning)
+    monkeypatch.setattr(cache_mod, "write_piece", no_binning)
+    monkeypatch.setattr(partitions, "load_partition", no_binning)
     # the same data from another container (Dask on the cluster) and other labels: reused
     second = oocgbdt.train(dict(p, cache="auto"), da.from_array(X, chunks=(500, 6)), y,
                            eval_set=[(Xv, yv)], client=client, verbose=False)
@@ -423,20 +424,20 @@ def test_a_named_cache_whose_writing_failed_is_removed(tmp_path, monkeypatch, ex
     path = tmp_path / "cache"
     if existed:
         path.mkdir()
-    real = training.write_piece
+    real = cache_mod.write_piece
 
     def fail_on_second(array_path, *args):
         if "p00001" in array_path:
             raise RuntimeError("disk full")
         return real(array_path, *args)
-    monkeypatch.setattr(training, "write_piece", fail_on_second)
+    monkeypatch.setattr(cache_mod, "write_piece", fail_on_second)
     with pytest.raises(RuntimeError, match="disk full"):
         oocgbdt.train(dict(PARAMS, cache="disk", cache_path=str(path)), X, y, client=c,
                       verbose=False)
     time.sleep(0.5)  # a straggling write would show up here
     assert path.exists() == existed  # a directory the user made stays, emptied
     assert not existed or list(path.iterdir()) == []
-    monkeypatch.setattr(training, "write_piece", real)
+    monkeypatch.setattr(cache_mod, "write_piece", real)
     ok = oocgbdt.train(dict(PARAMS, cache="disk", cache_path=str(path)), X, y, client=c,
                        verbose=False)
     assert ok.cache_report["kept"] and not ok.cache_report["reused"]
@@ -447,7 +448,7 @@ def test_temp_cache_is_removed_after_an_error_in_training(monkeypatch, mkdtemp_l
 
     def broken_boost(*args, **kwargs):
         raise RuntimeError("boom")
-    monkeypatch.setattr(training, "boost", broken_boost)
+    monkeypatch.setattr(training, "run_boosting", broken_boost)
     with pytest.raises(RuntimeError, match="boom"):
         oocgbdt.train(dict(PARAMS, cache="disk"), X, y, verbose=False)
     assert len(mkdtemp_log) == 1 and not os.path.exists(mkdtemp_log[0])
@@ -467,9 +468,9 @@ def test_auto_picks_memory_when_it_fits_else_disk(client, monkeypatch, caplog, m
                           verbose=False)
     assert tight.cache_report["mode"] == "disk" and tight.cache_report["bytes_binned"] == 18_000
     assert "cache: disk (binned rows 0.000 GB (18000 bytes) > cache_memory_fraction" in caplog.text
-    monkeypatch.setattr(training, "cluster_memory_bytes", lambda c: 36_000)
+    monkeypatch.setattr(cache_mod, "cluster_memory_bytes", lambda c: 36_000)
     assert oocgbdt.train(PARAMS, Xd, y, client=client).cache_report["mode"] == "memory"  # 0.5
-    monkeypatch.setattr(training, "cluster_memory_bytes", lambda c: 35_999)
+    monkeypatch.setattr(cache_mod, "cluster_memory_bytes", lambda c: 35_999)
     small = oocgbdt.train(PARAMS, Xd, y, client=client)
     assert small.cache_report["mode"] == "disk"
     _same(fits, tight, X)
@@ -509,7 +510,7 @@ def test_cluster_memory_bytes_counts_each_hosts_unlimited_memory_once():
 
 def test_after_the_write_pass_workers_hold_only_small_partition_state(tmp_path, monkeypatch):
     """The write tasks take one piece of raw rows each and return a Piece record: once they are
-    done no raw X and no bins stay in worker memory; the partitions' ChunkData (made from the
+    done no raw X and no bins stay in worker memory; the partitions' PartitionData (made from the
     labels) hold references to the bins and the per-row state (8-byte raw scores here)."""
     from distributed import Client, LocalCluster, wait
 
@@ -529,16 +530,15 @@ def test_after_the_write_pass_workers_hold_only_small_partition_state(tmp_path, 
         bm = fit_bin_mapper(ds.X, params, lambda a: c.compute(a, sync=True))
         groups = group_chunks(ds.X.chunks[0], 10_000)
         create_cache(root, {}, ["train"], 0)
-        pieces = training._write_cache([("train", ds.X, ds.y, None)], {"train": groups}, root,
-                                       bm, None, c, "w")["train"]
+        pieces = cache.write_cache([("train", ds.X, ds.y, None)], {"train": groups}, root,
+                                   bm, None, c, "w")["train"]
         assert [[q.rows for q in part] for part in pieces] == [[5000, 5000]] * 4
         deadline = time.monotonic() + 10  # inputs are released asynchronously after the writes
         while any(w.data for w in cl.workers.values()) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not any(w.data for w in cl.workers.values())
-        refs = [cache.cached_bins(root, "train", i, q, 50, np.uint8) for i, q in enumerate(pieces)]
-        tasks = training._partition_tasks(ds.X, ds.y, None, groups, bm, None, 1, "w", refs=refs,
-                                          conflicts=[(0, 0)] * len(refs))
+        tasks = cache.cached_partition_tasks(ds.y, None, groups, pieces, root, "train", 50,
+                                             np.uint8, 1, "w")
         futures = c.compute(tasks)
         wait(futures)
         del tasks
@@ -592,14 +592,14 @@ def test_a_rerun_piece_task_reuses_its_piece_and_leaves_no_temporary_files(tmp_p
     model of an undisturbed fit, and the kept cache holds no temporary directory."""
     X, y = _synthetic(n=3000)
     ref = oocgbdt.train(dict(PARAMS, cache="disk"), X, y, verbose=False)
-    real = training.write_piece
+    real = cache_mod.write_piece
 
     def twice(array_path, *args, **kwargs):
         os.makedirs(array_path + cache_mod.PIECE_TMP_SUFFIX + "dead", exist_ok=True)
         real(array_path, *args, **kwargs)  # the attempt whose worker "died" after the rename
         return real(array_path, *args, **kwargs)
 
-    monkeypatch.setattr(training, "write_piece", twice)
+    monkeypatch.setattr(cache_mod, "write_piece", twice)
     path = tmp_path / "cache"
     got = oocgbdt.train(dict(PARAMS, cache="disk", cache_path=str(path)), X, y, verbose=False)
     _same(ref, got, X)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import oocgbdt
-from oocgbdt.dask.partitions import (MAX_BINNED_BYTES, MAX_RAW_BYTES, default_partition_rows,
-                                     group_chunks, partition_bounds)
-from oocgbdt.dask.store import open_dataset, write_dataset
+from oocgbdt.core.partitioning import (MAX_BINNED_BYTES, MAX_RAW_BYTES, default_partition_rows,
+                                      group_chunks, partition_bounds)
+from oocgbdt.io.dataset import open_dataset, write_dataset
 from tests.dask.test_training import _synthetic
 
 
@@ -62,11 +62,11 @@ def test_partitioned_model_equals_the_model_on_data_stored_in_those_partitions(c
     X, y = _synthetic(n=5000)
     Xv, yv = _synthetic(n=1300, seed=1)
     params = dict(objective="binary", num_leaves=15, n_estimators=5)
-    grouped = oocgbdt.train(dict(params, chunk_size=500, partition_rows=1200), X, y,
+    grouped = oocgbdt.train(dict(params, chunk_rows=500, partition_rows=1200), X, y,
                             eval_set=[(Xv, yv)], verbose=False)
     assert grouped.cache_report["partition_rows"] == {"train": [1500, 1500, 1500, 500],
                                                       "eval_0": [1300]}
-    stored = oocgbdt.train(dict(params, chunk_size=1500, partition_rows=1), X, y,
+    stored = oocgbdt.train(dict(params, chunk_rows=1500, partition_rows=1), X, y,
                            eval_set=[(Xv, yv)], verbose=False)
     assert stored.cache_report["partition_rows"]["train"] == [1500, 1500, 1500, 500]
     on_cluster = oocgbdt.train(dict(params, partition_rows=1200),
@@ -87,7 +87,7 @@ def test_default_partitions_come_from_the_data_not_the_cluster(tmp_path):
     X = rng.normal(size=(150_000, 4)).astype(np.float32)
     y = X[:, 0] - X[:, 1] ** 2 + rng.normal(scale=0.3, size=150_000)
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=20_000).path)
-    params = dict(objective="regression", num_leaves=15, n_estimators=3, chunk_size=20_000)
+    params = dict(objective="regression", num_leaves=15, n_estimators=3, chunk_rows=20_000)
     models = []
     for n_workers in (1, 2):
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import oocgbdt
-from oocgbdt.dask.store import open_dataset, write_dataset
+from oocgbdt.io.dataset import open_dataset, write_dataset
 from tests.dask.test_training import _synthetic
 
 
@@ -12,11 +12,11 @@ from tests.dask.test_training import _synthetic
     dict(bagging_fraction=0.4, bagging_freq=2, learning_rate=0.5),
 ], ids=["goss", "bagging"])
 def test_sampled_model_is_bit_identical_for_1_and_2_workers_and_numpy(tmp_path, sampling):
-    """The threshold, the tie quotas and the draws are made the same way on every backend."""
+    """The threshold, the tie quotas and the draws are made the same way on every executor."""
     from distributed import Client, LocalCluster
     X, y = _synthetic()
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=500).path)
-    params = dict(objective="binary", num_leaves=15, n_estimators=6, chunk_size=500,
+    params = dict(objective="binary", num_leaves=15, n_estimators=6, chunk_rows=500,
                   partition_rows=1000, **sampling)  # 3 partitions of 2 chunks
     models = []
     for n_workers in (1, 2):

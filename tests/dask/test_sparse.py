@@ -9,8 +9,8 @@ from sklearn.datasets import load_svmlight_file
 
 import oocgbdt
 from oocgbdt.cli import main
-from oocgbdt.dask.convert import convert
-from oocgbdt.dask.store import DATASET_VERSION, open_dataset, write_dataset
+from oocgbdt.io.convert import convert
+from oocgbdt.io.dataset import DATASET_VERSION, open_dataset, write_dataset
 
 
 def _data(seed=0, n=3000):
@@ -35,7 +35,7 @@ def _csr(X):
 
 def test_scipy_sparse_trains_the_dense_model():
     X, y = _data()
-    params = dict(objective="regression", n_estimators=15, chunk_size=700)
+    params = dict(objective="regression", n_estimators=15, chunk_rows=700)
     dense = oocgbdt.train(params, X, y, eval_set=[(X[:500], y[:500])], verbose=False)
     for m in (_csr(X), _csr(X).tocsc(), _csr(X).tocoo()):
         sparse = oocgbdt.train(params, m, y, eval_set=[(_csr(X[:500]), y[:500])], verbose=False)
@@ -50,7 +50,7 @@ def test_dask_array_of_sparse_chunks_on_a_cluster(client):
     X, y = _data(1)
     Xd = da.from_array(_csr(X), chunks=(800, X.shape[1]), asarray=False)
     yd = da.from_array(y, chunks=800)
-    params = dict(objective="regression", n_estimators=10, chunk_size=800)
+    params = dict(objective="regression", n_estimators=10, chunk_rows=800)
     remote = oocgbdt.train(params, Xd, yd, client=client, verbose=False)
     local = oocgbdt.train(params, X, y, verbose=False)
     assert remote == local
@@ -76,7 +76,7 @@ def test_sparse_store_roundtrip_and_layout(tmp_path):
     # dense and sparse stores of the same data train the same model, from their paths too
     dense_ds = write_dataset(tmp_path / "d", X, y, chunk_rows=300)
     assert not dense_ds.sparse
-    params = dict(objective="regression", n_estimators=5, chunk_size=300)
+    params = dict(objective="regression", n_estimators=5, chunk_rows=300)
     a = oocgbdt.train(params, str(tmp_path / "s"), ds.y, verbose=False)
     b = oocgbdt.train(params, dense_ds.X, dense_ds.y, verbose=False)
     assert a == b

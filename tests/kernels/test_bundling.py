@@ -13,12 +13,12 @@ from oocgbdt.kernels.bundling import (
     predict_binned_bundled, predict_binned_bundled_naive, split_rows_bundled,
     split_rows_bundled_naive)
 from oocgbdt.kernels.histogram import build_histogram
-from oocgbdt.kernels.partition import split_rows
+from oocgbdt.kernels.routing import split_rows
 from oocgbdt.kernels.predict import predict_binned
 
 
 def _layout(bundles, n_bins, default_bins):
-    """feature_column, feature_start, feature_raw, fill, column bins for given bundles."""
+    """feature_bundle, feature_start, feature_raw, fill, column bins for given bundles."""
     F = len(n_bins)
     col = np.full(F, -1, np.int64)
     start = np.zeros(F, np.int64)

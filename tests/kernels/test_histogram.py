@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_naive
-from oocgbdt.kernels.partition import split_rows, split_rows_naive
+from oocgbdt.kernels.routing import split_rows, split_rows_naive
 
 
 @pytest.mark.parametrize("dtype,n_bins", [(np.uint8, 256), (np.uint16, 1000)])

@@ -1,5 +1,6 @@
-"""Tests of streaming conversion to the Zarr dataset layout (oocgbdt.dask.convert)."""
+"""Tests of streaming conversion to the Zarr dataset layout (oocgbdt.io.convert)."""
 import gzip
+import importlib
 import math
 import os
 import zipfile
@@ -10,9 +11,12 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-import oocgbdt.dask.convert as convert_mod
-from oocgbdt.dask.convert import convert, infer_format
-from oocgbdt.dask.store import open_dataset
+from oocgbdt.io.convert import convert, infer_format
+from oocgbdt.io.dataset import open_dataset
+
+# The module itself: ``oocgbdt.io.convert`` as an attribute is the function re-exported by
+# ``oocgbdt.io``, so ``import oocgbdt.io.convert as m`` would bind the function.
+convert_mod = importlib.import_module("oocgbdt.io.convert")
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -439,6 +443,99 @@ def test_csv_without_data_rows(tmp_path, content):
     src.write_text(content)
     with pytest.raises(ValueError, match="has no data rows"):
         convert(src, tmp_path / "out", label="label")
+
+
+# ------------------------------------------------------------------------------------------
+# Public CSV helpers: sniff_csv, resolve_column, read_csv_blocks
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, sep, write_sep, header", [
+    ("d.csv", ",", ",", True),
+    ("d.tsv", "\t", "\t", True),
+    ("d.txt", ";", ";", True),
+    ("d.txt", "|", "|", False),
+    ("d.txt", " ", " ", True),
+    ("d.tsv.gz", "\t", "\t", False),
+])
+def test_sniff_csv_finds_the_layout_pandas_reads(tmp_path, frame, name, sep, write_sep, header):
+    """Oracle: the frame written by pandas with a known separator and header, read back by
+    pandas with them; the sniffed layout reads the same columns and values."""
+    src = tmp_path / name
+    frame.to_csv(src, index=False, sep=write_sep, header=header)
+    layout = convert_mod.sniff_csv(src)
+    assert layout.sep == sep
+    assert layout.header == (0 if header else None)
+    expected = list(frame.columns) if header else list(range(frame.shape[1]))
+    assert layout.columns == expected
+    oracle = pd.read_csv(src, sep=write_sep, header=0 if header else None)
+    blocks = list(convert_mod.read_csv_blocks(src, sep=layout.sep, header=layout.header,
+                                              chunk_rows=10))
+    assert [len(b) for b in blocks] == [10, 10, 10, 10, 7]
+    pd.testing.assert_frame_equal(pd.concat(blocks, ignore_index=True), oracle)
+
+
+def test_sniff_csv_given_sep_and_header(tmp_path):
+    """An explicit separator and header override the sniffing: a first line of numbers is a
+    header when asked (pandas then names the columns by those numbers, as text)."""
+    src = tmp_path / "d.txt"
+    src.write_text("1;2\n3;4\n")
+    assert convert_mod.sniff_csv(src) == (";", None, [0, 1])  # every field a number
+    assert convert_mod.sniff_csv(src, sep=";", header=0) == (";", 0, ["1", "2"])
+    assert convert_mod.sniff_csv(src, sep=",", header=None) == (",", None, [0])
+
+
+def test_sniff_csv_of_an_empty_file(tmp_path):
+    src = tmp_path / "empty.csv"
+    src.write_text("\n\n")
+    with pytest.raises(ValueError, match="empty"):
+        convert_mod.sniff_csv(src)
+    with pytest.raises(FileNotFoundError):
+        convert_mod.sniff_csv(tmp_path / "missing.csv")
+
+
+def test_read_csv_blocks_reads_the_given_columns_and_rejects_extra_fields(tmp_path, frame):
+    src = tmp_path / "d.csv"
+    frame.to_csv(src, index=False)
+    cols = ["f_nan", "f_a"]
+    got = pd.concat(convert_mod.read_csv_blocks(src, sep=",", header=0, chunk_rows=20,
+                                                columns=cols), ignore_index=True)
+    pd.testing.assert_frame_equal(got[cols], pd.read_csv(src)[cols])
+    bad = tmp_path / "extra.csv"
+    bad.write_text("a,b\n1,2\n3,4,5\n")
+    with pytest.raises(ValueError, match="extra.csv"):
+        list(convert_mod.read_csv_blocks(bad, sep=",", header=0, chunk_rows=10))
+
+
+def test_resolve_column(tmp_path):
+    path = tmp_path / "d.csv"
+    named = ["id", "x", "label"]
+    assert convert_mod.resolve_column("label", named, "label", path) == "label"
+    assert convert_mod.resolve_column(0, named, "label", path) == "id"
+    assert convert_mod.resolve_column(-1, named, "label", path) == "label"
+    headerless = [0, 1, 2]
+    assert convert_mod.resolve_column("2", headerless, "label", path) == 2  # typed on a shell
+    with pytest.raises(ValueError, match=r"label column 'lable' not found.*\['id', 'x', 'label'\]"):
+        convert_mod.resolve_column("lable", named, "label", path)
+    with pytest.raises(ValueError, match="integer column index"):
+        convert_mod.resolve_column("label", headerless, "label", path)
+    with pytest.raises(ValueError, match="drop column 3"):
+        convert_mod.resolve_column(3, named, "drop", path)
+
+
+def test_io_package_reexports_and_stays_cheap():
+    """``oocgbdt.io`` re-exports the entry points, and importing it reads no pandas."""
+    import subprocess
+    import sys
+
+    import oocgbdt.io
+    from oocgbdt.io import dataset
+
+    assert oocgbdt.io.convert is convert
+    assert (oocgbdt.io.open_dataset, oocgbdt.io.write_dataset, oocgbdt.io.Dataset) == (
+        dataset.open_dataset, dataset.write_dataset, dataset.Dataset)
+    code = "import sys, oocgbdt.io; assert 'pandas' not in sys.modules, 'pandas imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_libsvm_txt_whose_first_row_has_no_features_is_detected(tmp_path):

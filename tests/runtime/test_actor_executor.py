@@ -1,4 +1,4 @@
-"""Tests of the actor backend (oocgbdt.dask.actors): same results as the in-process backend,
+"""Tests of the actor executor (oocgbdt.runtime.actor_executor): same results as the in-process executor,
 deferred steps across shards, and no values left behind on the shards."""
 import threading
 import time
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from distributed import Client, LocalCluster
 
-from oocgbdt.core.backend import LocalBackend, reduce_levels, tree_reduce
-from oocgbdt.dask.actors import ActorBackend
+from oocgbdt.core.executor import LocalExecutor, reduce_levels, tree_reduce
+from oocgbdt.runtime.actor_executor import ActorExecutor
 
 
 @pytest.fixture(scope="module")
@@ -36,14 +36,14 @@ def _four_partitions():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(3500, 5)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=3500) > 0).astype(float)
-    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_rows=500,
                   partition_rows=1000, n_estimators=3, verbose=False)
     return X, y, params
 
 
 def _wait_for_no_actors(c, seconds=10.0) -> int:
     """The shard actors left on ``c``'s workers, once none are (or after ``seconds``). The
-    caller's last handles go with the garbage collector (the backend's bookkeeping has
+    caller's last handles go with the garbage collector (the executor's bookkeeping has
     reference cycles); the scheduler then releases the actors asynchronously."""
     import gc
 
@@ -73,8 +73,8 @@ def test_steps_across_shards_match_local(client):
     same summation order (bit-identical float sums)."""
     rng = np.random.default_rng(0)
     values = [rng.normal(size=50) * 10.0 ** rng.integers(-8, 8) for _ in range(11)]
-    local = LocalBackend()
-    actors = ActorBackend(client)
+    local = LocalExecutor()
+    actors = ActorExecutor(client)
     try:
         refs = actors.map(_double, values)
         assert {r.owner for r in refs} == {0, 1}  # both shards hold partitions
@@ -126,7 +126,7 @@ def test_consumed_inputs_are_freed_as_each_output_is_made(client):
     stored: a map that replaces every partition's state holds one old value beside the new ones
     at any time; without it, the old generation lives until the caller's handles die."""
     import gc
-    actors = ActorBackend(client)
+    actors = ActorExecutor(client)
     try:
         n = 12
         refs = actors.map(_Tracked, list(range(n)))
@@ -149,7 +149,7 @@ def test_consumed_inputs_are_freed_as_each_output_is_made(client):
         assert actors.gather(actors.map(_value, refs)) == [i + 2 for i in range(n)]  # + drops
         actors.wait()
         assert _Tracked.alive == n
-        local = LocalBackend()
+        local = LocalExecutor()
         assert [v.v for v in local.map(_next_gen, [_Tracked(0)], [2], consume=0)] == [2]
     finally:
         n_live_limit[0] = 10**9
@@ -167,7 +167,7 @@ def test_a_failed_step_raises_on_the_caller_instead_of_hanging(client):
     """A step that fails on one shard, whose value a step on the other shard waits for: the
     caller gets the error (the waiting shard is told), nothing hangs."""
     import concurrent.futures
-    actors = ActorBackend(client)
+    actors = ActorExecutor(client)
     try:
         refs = actors.map(_fail_on_negative, [1.0, 2.0, 3.0, -1.0])
         assert [r.owner for r in refs] == [0, 0, 1, 1]
@@ -198,7 +198,7 @@ def test_gather_answers_before_the_rest_of_its_batch_has_run(client):
     in the same batch (here one that waits for the test itself) does not hold them back, and
     the batch then runs to its end (in-process cluster: the event is shared)."""
     _RELEASE.clear()
-    actors = ActorBackend(client)
+    actors = ActorExecutor(client)
     try:
         value = actors.submit(_double, 21)
         later = actors.submit(_wait_for_release, value)
@@ -213,7 +213,7 @@ def test_gather_answers_before_the_rest_of_its_batch_has_run(client):
 def test_a_step_failing_after_the_gathered_values_raises_on_wait(client):
     """A batch whose gathered values were answered early, then failed: the error is raised by
     the next wait (and by the next gather), not lost."""
-    actors = ActorBackend(client)
+    actors = ActorExecutor(client)
     try:
         value = actors.submit(_double, 4)
         actors.submit(_raise_after, value)
@@ -230,14 +230,14 @@ def test_a_step_failing_after_the_gathered_values_raises_on_wait(client):
 
 
 def test_boost_over_actors_equals_local_and_frees_values(client):
-    """The boosting loop over the actor backend grows the same trees as in-process, and the
+    """The boosting loop over the actor executor grows the same trees as in-process, and the
     shards hold no more values after 8 trees than after 2 (histograms and old chunk states of
     finished trees are dropped)."""
     import oocgbdt
     rng = np.random.default_rng(1)
     X = rng.normal(size=(3000, 6)).astype(np.float32)
     y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(scale=0.5, size=3000) > 0.5).astype(float)
-    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_rows=500,
                   verbose=False)
     ref = _in_process(dict(params, n_estimators=6), X, y)
     got = oocgbdt.train(dict(params, n_estimators=6), X, y, client=client)
@@ -247,7 +247,7 @@ def test_boost_over_actors_equals_local_and_frees_values(client):
     for n_est in (2, 8):
         import oocgbdt.dask.training as tr
         made = []
-        orig = tr.ActorBackend
+        orig = tr.ActorExecutor
 
         class Spy(orig):
             def close(self):
@@ -258,11 +258,11 @@ def test_boost_over_actors_equals_local_and_frees_values(client):
                 made.append([s.n_values().result() for s in self.shards])
                 super().close()
 
-        tr.ActorBackend = Spy
+        tr.ActorExecutor = Spy
         try:
             oocgbdt.train(dict(params, n_estimators=n_est), X, y, client=client)
         finally:
-            tr.ActorBackend = orig
+            tr.ActorExecutor = orig
         counts.append(made[0])
     assert counts[0] == counts[1], counts
 
@@ -270,9 +270,10 @@ def test_boost_over_actors_equals_local_and_frees_values(client):
 def test_partitions_go_to_shards_in_contiguous_blocks():
     """Every shard gets a contiguous block when there are enough partitions, sizes differ by at
     most one and the larger blocks come last (where the smaller last partition is)."""
-    class Two(ActorBackend):
+    class Two(ActorExecutor):
         def __init__(self, n_workers):  # no cluster needed for the assignment rule
             self.workers = list(range(n_workers))
+            self.n_shards = n_workers
 
     for w in (1, 2, 3, 5):
         b = Two(w)
@@ -289,25 +290,24 @@ def test_partitions_go_to_shards_in_contiguous_blocks():
 def test_partials_of_one_pass_at_most_between_passes(client, monkeypatch):
     """Between passes a shard holds no partial histograms: the pass's ``(TreeRows, partials)``
     results are consumed by the step that keeps only the row groupings, which runs in the same
-    batch as the pass (without ``consume`` they lived until the next call, and before that
-    change, two passes' worth: 8 here). Checked on every shard's loop (SpmdBackend), after each
-    gather."""
+    batch as the pass (without ``consume`` they would live until the next call). Checked on
+    every shard's loop (SpmdExecutor), after each gather."""
     import oocgbdt
-    from oocgbdt.dask import actors as act
+    import oocgbdt.runtime.spmd as act
     rng = np.random.default_rng(2)
     X = rng.normal(size=(4000, 6)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=4000) > 0).astype(float)
     held = []
 
-    class Spy(act.SpmdBackend):
+    class Spy(act.SpmdExecutor):
         def gather(self, handles):
             out = super().gather(handles)
             self.wait()
             held.append((self.me, self.shard.n_pass_results()))
             return out
 
-    monkeypatch.setattr(act, "SpmdBackend", Spy)
-    oocgbdt.train(dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+    monkeypatch.setattr(act, "SpmdExecutor", Spy)
+    oocgbdt.train(dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_rows=500,
                        partition_rows=1000, n_estimators=3, verbose=False), X, y, client=client)
     assert {me for me, _ in held} == {0, 1} and len(held) > 10, held  # 4 partitions, 2 a shard
     assert max(n for _, n in held) == 0, held
@@ -317,19 +317,19 @@ def test_a_pass_moves_one_partial_per_remote_pair(client, monkeypatch):
     """Partials are summed in consecutive pairs first: with 4 partitions in blocks of 2 on 2
     shards, every pass (the root's and each split pass) pushes one summed partial each way as
     step inputs, and nothing else: each shard sums the pass's partials and searches on its own
-    copy, so neither split records nor kept histograms move (SpmdBackend on 2 shards). The model is the one
+    copy, so neither split records nor kept histograms move (SpmdExecutor on 2 shards). The model is the one
     trained in-process: neither the grouping nor the copies change a sum."""
     import oocgbdt
-    from oocgbdt.dask import actors as act
+    import oocgbdt.runtime.spmd as act
     rng = np.random.default_rng(5)
     X = rng.normal(size=(4000, 6)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=4000) > 0).astype(float)
     pushed = {0: [], 1: []}
 
-    def n_pushed(backend):
-        return sum(len(op[1]) for ops in backend._ops for op in ops if op[0] == "push")
+    def n_pushed(executor):
+        return sum(len(op[1]) for ops in executor._ops for op in ops if op[0] == "push")
 
-    class Spy(act.SpmdBackend):
+    class Spy(act.SpmdExecutor):
         def map(self, fn, *iterables, key=None, consume=None):
             if fn.__name__ == "histograms_only":  # a pass begins: count its pushes from here
                 pushed[self.me].append(0)
@@ -350,9 +350,9 @@ def test_a_pass_moves_one_partial_per_remote_pair(client, monkeypatch):
             if pushed[self.me] and not self.gathering:
                 pushed[self.me][-1] += n_pushed(self) - before
 
-    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_size=500,
+    params = dict(objective="binary", num_leaves=7, min_data_in_leaf=5, chunk_rows=500,
                   partition_rows=1000, n_estimators=3, verbose=False)
-    monkeypatch.setattr(act, "SpmdBackend", Spy)
+    monkeypatch.setattr(act, "SpmdExecutor", Spy)
     got = oocgbdt.train(params, X, y, client=client)
     # Every shard runs the same program, so both see the same pushes (one queued per shard).
     assert pushed[0] == pushed[1] and len(pushed[0]) > 6, pushed
@@ -371,7 +371,7 @@ def test_three_shards_share_the_search_by_segments_and_equal_in_process():
     X[rng.random(X.shape) < 0.1] = np.nan
     y = (X[:, 0] + np.nan_to_num(X[:, 3]) ** 2 + rng.normal(scale=0.5, size=4500) > 0.7)
     y = y.astype(float)
-    base = dict(objective="binary", num_leaves=11, min_data_in_leaf=5, chunk_size=500,
+    base = dict(objective="binary", num_leaves=11, min_data_in_leaf=5, chunk_rows=500,
                 partition_rows=500, n_estimators=4, verbose=False)
     with LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, \
@@ -393,7 +393,7 @@ def test_a_step_failing_inside_every_shards_loop_raises_its_own_error(client, mo
     import oocgbdt
     import oocgbdt.core.histogram_source as hs
     X, y, params = _four_partitions()
-    orig = hs.chunk_split_many
+    orig = hs.partition_split_many
     calls = []
 
     def failing(data, *args):
@@ -403,35 +403,35 @@ def test_a_step_failing_inside_every_shards_loop_raises_its_own_error(client, mo
                 raise ValueError("injected failure")
         return orig(data, *args)
 
-    failing.__name__ = "chunk_split_many"
-    monkeypatch.setattr(hs, "chunk_split_many", failing)
+    failing.__name__ = "partition_split_many"
+    monkeypatch.setattr(hs, "partition_split_many", failing)
     t0 = time.monotonic()
     with pytest.raises(ValueError, match="injected failure"):
         oocgbdt.train(params, X, y, client=client)
     assert time.monotonic() - t0 < 60
-    monkeypatch.setattr(hs, "chunk_split_many", orig)
+    monkeypatch.setattr(hs, "partition_split_many", orig)
     got = oocgbdt.train(params, X, y, client=client)
     ref = _in_process(params, X, y)
     np.testing.assert_array_equal(got.predict(X, raw_score=True), ref.predict(X, raw_score=True))
 
 
 def test_an_oserror_inside_a_shards_loop_is_its_error_not_a_lost_worker(monkeypatch):
-    """An OSError raised by a step of one shard's loop (a disk-cache read, say) reached the
-    caller as an OSError, which it took for a lost connection to that worker: it said the
-    worker was lost and did not close that shard, whose actor (and direct channel) stayed
-    on the worker after the fit (a helper's find). It is the shard's own failure now."""
+    """An OSError raised by a step of one shard's loop (a disk-cache read, say) is that
+    shard's own failure, not a lost connection to its worker: the caller does not say the
+    worker was lost, and closes every shard (taken for a lost worker, the shard's actor would
+    stay on the worker after the fit)."""
     import oocgbdt
     import oocgbdt.core.histogram_source as hs
     X, y, params = _four_partitions()
-    orig = hs.chunk_split_many
+    orig = hs.partition_split_many
 
     def failing(data, *args):
         if data.y.shape[0] == 500:  # the last partition, on shard 1
             raise PermissionError(13, "injected: cannot read the cache")
         return orig(data, *args)
 
-    failing.__name__ = "chunk_split_many"
-    monkeypatch.setattr(hs, "chunk_split_many", failing)
+    failing.__name__ = "partition_split_many"
+    monkeypatch.setattr(hs, "partition_split_many", failing)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, \
             Client(cluster, set_as_default=False) as c:
@@ -445,8 +445,8 @@ def test_an_oserror_inside_a_shards_loop_is_its_error_not_a_lost_worker(monkeypa
 def test_a_step_placed_everywhere_runs_on_every_shard(client):
     """``submit(place=ALL)``: every shard runs the step on its own copy of the inputs (pushed to
     it), the result is held by all (owner ALL), and a later step on any shard reads it there."""
-    from oocgbdt.dask.actors import ALL
-    actors = ActorBackend(client)
+    from oocgbdt.runtime.handles import ALL
+    actors = ActorExecutor(client)
     try:
         refs = actors.map(_double, [1.0, 2.0, 3.0, 4.0])
         assert [r.owner for r in refs] == [0, 0, 1, 1]
@@ -483,15 +483,15 @@ def test_actors_are_made_after_the_bin_sample_and_the_cache_write(client, monkey
         events.append("bins")
         return real_fit(*args, **kwargs)
 
-    class Spy(tr.ActorBackend):
+    class Spy(tr.ActorExecutor):
         def __init__(self, *args, **kwargs):
             complete = zarr.open_group(str(path), mode="r").attrs.get("complete", False)
             events.append(("actors", complete))
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(tr, "fit_bin_mapper", fit)
-    monkeypatch.setattr(tr, "ActorBackend", Spy)
-    oocgbdt.train(dict(objective="binary", num_leaves=7, n_estimators=2, chunk_size=500,
+    monkeypatch.setattr(tr, "ActorExecutor", Spy)
+    oocgbdt.train(dict(objective="binary", num_leaves=7, n_estimators=2, chunk_rows=500,
                        cache="disk", cache_path=str(path), verbose=False), X, y, client=client)
     assert events == ["bins", ("actors", True)], events
 
@@ -501,12 +501,12 @@ def test_lookahead_leaves_auto_splits_ahead_on_several_workers(client):
     """lookahead_leaves=None (the default) resolves to 2 on a 2-worker cluster, where every
     pass costs round trips; the model records it, and its trees are those of
     lookahead_leaves=0 (splitting ahead never changes a tree), in fewer passes. (In process
-    it resolves to 0: tests/core/test_grow_policy.py.)"""
+    it resolves to 0: tests/dask/test_grow_policy.py.)"""
     import oocgbdt
     rng = np.random.default_rng(4)
     X = rng.normal(size=(4000, 6)).astype(np.float32)
     y = (X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(scale=0.5, size=4000) > 0.5).astype(float)
-    params = dict(objective="binary", num_leaves=15, min_data_in_leaf=5, chunk_size=1000,
+    params = dict(objective="binary", num_leaves=15, min_data_in_leaf=5, chunk_rows=1000,
                   n_estimators=3, verbose=False)
     auto = oocgbdt.train(params, X, y, client=client)
     exact = oocgbdt.train(dict(params, lookahead_leaves=0), X, y, client=client)
@@ -522,6 +522,7 @@ import os, signal, sys, threading, time
 import numpy as np
 import oocgbdt
 import oocgbdt.dask.training as training
+import oocgbdt.runtime.placement as placement
 from distributed import Client, LocalCluster
 
 
@@ -530,7 +531,7 @@ if __name__ == "__main__":
     rng = np.random.default_rng(0)
     X = rng.normal(size=(20000, 10)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=20000) > 0).astype(float)
-    params = dict(objective="binary", num_leaves=31, n_estimators=1000, chunk_size=2000,
+    params = dict(objective="binary", num_leaves=31, n_estimators=1000, chunk_rows=2000,
                   partition_rows=4000, verbose=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as c:
@@ -544,21 +545,21 @@ if __name__ == "__main__":
         if phase == "boosting":  # while the shards run passes
             threading.Thread(target=lambda: (time.sleep(6), kill()), daemon=True).start()
         elif phase == "loading":  # once the partitions' tasks are pinned to the shards' workers
-            placed = training._compute_placed
+            placed = placement.compute_placed
 
-            def killing(client, actors, tasks):
-                futures = placed(client, actors, tasks)
+            def killing(client, executor, tasks):
+                futures = placed(client, executor, tasks)
                 kill()
                 return futures
-            training._compute_placed = killing
+            placement.compute_placed = killing
         else:  # "loaded": the partitions are on the shards, before the loop starts
-            load = training._load_partitions
+            load = training.load_partitions
 
             def killing(*args, **kwargs):
                 out = load(*args, **kwargs)
                 kill()
                 return out
-            training._load_partitions = killing
+            training.load_partitions = killing
         start = time.time()
         try:
             oocgbdt.train(params, X, y, client=c)
@@ -572,14 +573,13 @@ if __name__ == "__main__":
 @pytest.mark.parametrize("phase", ["boosting", "loading", "loaded"])
 def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
     """A worker process dies in the middle of a fit: the fit raises within seconds, naming the
-    lost worker, instead of waiting forever. ``boosting``: killed 6 s after the fit starts,
-    while the shards run passes (a helper's repro; it hung in every run before the liveness
-    checks of ``ActorBackend._result``, and raised the closed connection's
-    ``CommClosedError`` until session 7). ``loading``: killed once the partitions' tasks are
-    pinned to the shards' workers (hung forever until session 10: the pinned tasks waited for
-    the dead worker's address). ``loaded``: killed after loading, before the loop (a bare
-    ``CommClosedError`` from releasing the workers' heap until session 10). Each runs in a
-    process of its own, killed with its cluster if it hangs."""
+    lost worker, instead of waiting forever (or raising the closed connection's bare
+    ``CommClosedError``). ``boosting``: killed 6 s after the fit starts, while the shards run
+    passes (the liveness checks of ``ActorExecutor._result``). ``loading``: killed once the
+    partitions' tasks are pinned to the shards' workers (the pinned tasks would wait for the
+    dead worker's address). ``loaded``: killed after loading, before the loop (while the
+    workers' heap is released). Each runs in a process of its own, killed with its cluster if
+    it hangs."""
     import os
     import signal
     import subprocess
@@ -606,7 +606,7 @@ def test_the_progress_bar_of_a_cluster_fit_is_the_callers(n_workers, monkeypatch
     ``distributed`` events): it ends at the number of rounds, with the last metric."""
     import oocgbdt
     import oocgbdt.core.boosting as boosting
-    import oocgbdt.dask.progress as progress
+    import oocgbdt.runtime.progress as progress
     made = []
     orig = boosting.progress_bar
 
@@ -622,7 +622,7 @@ def test_the_progress_bar_of_a_cluster_fit_is_the_callers(n_workers, monkeypatch
     y = (X[:, 0] > 0).astype(float)
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, Client(cluster) as c:
-        oocgbdt.train(dict(objective="binary", num_leaves=5, chunk_size=500, n_estimators=12,
+        oocgbdt.train(dict(objective="binary", num_leaves=5, chunk_rows=500, n_estimators=12,
                            verbose=True), X, y, eval_set=[(X, y)], client=c)
     shown = [(here, b) for verbose, here, b in made if verbose]
     assert len(shown) == 1 and shown[0][0], made  # the caller's (this thread), not a worker's
@@ -636,7 +636,7 @@ def test_an_event_arriving_after_the_result_does_not_move_the_callers_bar():
     scheduler, the result does not): once ``finish`` has set the bar to the result's rounds, a
     late ``update`` must not move it past them (the bar showed 13/12 once, in a test run)."""
     from oocgbdt.core.boosting import BoostResult
-    from oocgbdt.dask.progress import caller_bar
+    from oocgbdt.runtime.progress import caller_bar
 
     class Client:
         def subscribe_topic(self, topic, handler):
@@ -659,15 +659,15 @@ def test_two_fits_at_once_whose_loops_reach_the_workers_in_opposite_orders(clien
                                                                            monkeypatch):
     """Two fits at once on one client, each fit's loop reaching one worker 1 s after the other
     (fit A's shard 1 late, fit B's shard 0 late): each worker starts the two fits' loops in
-    opposite orders. With the loops on the worker's one shared actor thread, each fit waited
-    forever for its shard queued behind the other fit's (a helper's repro, hung every time);
-    each loop has a thread of its own now. Both fits end, with the in-process model."""
+    opposite orders. With the loops on the worker's one shared actor thread, each fit would
+    wait forever for its shard queued behind the other fit's; each loop has a thread of its
+    own. Both fits end, with the in-process model."""
     import concurrent.futures
 
     import oocgbdt
-    from oocgbdt.dask import actors as act
+    import oocgbdt.runtime.actor_executor as act
     late = threading.local()
-    orig_call, orig_boost = act.ActorBackend._call, act.ActorBackend.boost
+    orig_call, orig_boost = act.ActorExecutor._call, act.ActorExecutor.boost
     barrier = threading.Barrier(2)
 
     def delayed_call(self, o, method, *args):
@@ -688,12 +688,12 @@ def test_two_fits_at_once_whose_loops_reach_the_workers_in_opposite_orders(clien
         barrier.wait(timeout=60)
         return orig_boost(self, *args, **kwargs)
 
-    monkeypatch.setattr(act.ActorBackend, "_call", delayed_call)
-    monkeypatch.setattr(act.ActorBackend, "boost", aligned_boost)
+    monkeypatch.setattr(act.ActorExecutor, "_call", delayed_call)
+    monkeypatch.setattr(act.ActorExecutor, "boost", aligned_boost)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(6000, 8)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=6000) > 0).astype(float)
-    params = dict(objective="binary", num_leaves=15, n_estimators=10, chunk_size=1000,
+    params = dict(objective="binary", num_leaves=15, n_estimators=10, chunk_rows=1000,
                   partition_rows=1000, verbose=False)
     got = {}
 
@@ -718,13 +718,13 @@ def test_two_fits_at_once_whose_loops_reach_the_workers_in_opposite_orders(clien
 
 def test_a_client_that_is_not_the_default_trains_on_worker_processes():
     """``train(client=c)`` with ``Client(..., set_as_default=False)`` on 2 worker processes:
-    distributed's own lookups (its wait, the shards' handles of each other) found no default
-    client and the fit failed (a helper's find); it gives the in-process model."""
+    distributed's own lookups (its wait, the shards' handles of each other) find no default
+    client unless the fit makes its client the current one; it gives the in-process model."""
     import oocgbdt
     rng = np.random.default_rng(3)
     X = rng.normal(size=(3000, 5)).astype(np.float32)
     y = (X[:, 0] > 0).astype(float)
-    params = dict(objective="binary", num_leaves=7, chunk_size=500, n_estimators=3,
+    params = dict(objective="binary", num_leaves=7, chunk_rows=500, n_estimators=3,
                   verbose=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, \
@@ -735,19 +735,19 @@ def test_a_client_that_is_not_the_default_trains_on_worker_processes():
 
 
 def test_fits_on_an_in_process_cluster_leave_no_shard_actors():
-    """Each fit's shards held actor handles of each other (and of themselves), which kept
-    every shard actor registered on its worker after the fit: 1, 2, 3 per worker after 1, 2, 3
-    fits on a ``processes=False`` cluster (a helper's count). They drop them on close."""
+    """Each fit's shards hold actor handles of each other (and of themselves), which would
+    keep every shard actor registered on its worker after the fit (1, 2, 3 per worker after
+    1, 2, 3 fits on a ``processes=False`` cluster); they drop them on close."""
     import oocgbdt
     rng = np.random.default_rng(4)
     X = rng.normal(size=(4000, 5)).astype(np.float32)
     y = (X[:, 0] > 0).astype(float)
-    params = dict(objective="binary", num_leaves=7, n_estimators=2, chunk_size=500,
+    params = dict(objective="binary", num_leaves=7, n_estimators=2, chunk_rows=500,
                   partition_rows=1000, verbose=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, \
             Client(cluster, set_as_default=False) as c:
         for _ in range(3):
             oocgbdt.train(params, X, y, client=c)
-        # Before the fix the shards' own handles kept them, whatever the caller freed.
+        # The shards' own handles would keep them, whatever the caller freed.
         assert _wait_for_no_actors(c) == 0

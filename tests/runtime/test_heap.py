@@ -1,4 +1,4 @@
-"""Tests of oocgbdt.dask.heap: a worker trains with glibc's adaptive malloc thresholds, not the
+"""Tests of oocgbdt.runtime.heap: a worker trains with glibc's adaptive malloc thresholds, not the
 fixed ones a Dask nanny gives it, and gets the nanny's back afterwards.
 
 The oracle is the kernel's own count of minor page faults (``getrusage``): a freed 1 MiB block
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from oocgbdt.dask.heap import fixed_thresholds
+from oocgbdt.runtime.heap import fixed_thresholds
 
 glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc",
                            reason="the malloc thresholds are glibc's (mallopt)")
@@ -56,7 +56,7 @@ def test_fixed_thresholds_reads_the_environment_as_glibc_does():
 
 _SCRIPT = _FAULTS + """
 import json
-from oocgbdt.dask.heap import training_heap
+from oocgbdt.runtime.heap import training_heap
 out = {"before": faults_per_block()}
 outer = training_heap(); outer.__enter__()
 out["inside"] = faults_per_block()
@@ -92,17 +92,17 @@ def test_actor_shards_train_with_the_adaptive_heap_and_restore_the_nannys():
     reuses freed blocks while the shards of a fit exist, and maps them anew once they close."""
     from distributed import Client, LocalCluster
 
-    from oocgbdt.dask.actors import ActorBackend
+    from oocgbdt.runtime.actor_executor import ActorExecutor
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as c:
         env = c.run(lambda: os.environ.get("MALLOC_TRIM_THRESHOLD_"))
         assert set(env.values()) == {"65536"}, env  # the premise: the nanny's setting
         before = c.run(faults_per_block)
-        backend = ActorBackend(c)
+        executor = ActorExecutor(c)
         try:
             during = c.run(faults_per_block)
         finally:
-            backend.close()
+            executor.close()
         after = c.run(faults_per_block)
     assert all(v >= PAGES * 0.9 for v in before.values()), before
     assert all(v <= PAGES * 0.1 for v in during.values()), during
@@ -110,7 +110,7 @@ def test_actor_shards_train_with_the_adaptive_heap_and_restore_the_nannys():
 
 
 def test_the_loop_on_a_single_worker_trains_inside_training_heap(client, monkeypatch):
-    """With one worker the boosting loop runs as a task on it (``_boost_on_worker``): the whole
+    """With one worker the boosting loop runs as a task on it (``boost_on_worker``): the whole
     loop, and only it, runs inside ``training_heap`` (the conftest cluster is in-process, so
     the recording stand-in sees the task)."""
     from contextlib import contextmanager
@@ -119,7 +119,7 @@ def test_the_loop_on_a_single_worker_trains_inside_training_heap(client, monkeyp
     import numpy as np
 
     import oocgbdt
-    from oocgbdt.dask import training
+    from oocgbdt.runtime import loop
     events = []
 
     @contextmanager
@@ -128,14 +128,14 @@ def test_the_loop_on_a_single_worker_trains_inside_training_heap(client, monkeyp
         yield
         events.append("exit")
 
-    real_boost = training.boost
+    real_boost = loop.boost
 
     def boost(*args, **kwargs):
         events.append("boost")
         return real_boost(*args, **kwargs)
 
-    monkeypatch.setattr(training, "training_heap", recording)
-    monkeypatch.setattr(training, "boost", boost)
+    monkeypatch.setattr(loop, "training_heap", recording)
+    monkeypatch.setattr(loop, "boost", boost)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(500, 3))
     y = (X[:, 0] > 0).astype(float)

@@ -1,4 +1,4 @@
-"""Tests of the on-disk dataset layout (oocgbdt.dask.store)."""
+"""Tests of the on-disk dataset layout (oocgbdt.io.dataset)."""
 import json
 
 import dask
@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import zarr
 
-from oocgbdt.dask.store import (
+from oocgbdt.io.dataset import (
     DATASET_FORMAT,
     DATASET_VERSION,
     Dataset,

@@ -1,0 +1,66 @@
+"""This module contains :func:`run_boosting`: where the boosting loop
+(:func:`oocgbdt.core.boosting.boost`) runs once the partitions are loaded.
+
+- In process (no client): here, over the :class:`~oocgbdt.core.executor.LocalExecutor`.
+- One worker: the loop runs as one task on that worker (:func:`boost_on_worker`), next to every
+  partition, so a pass costs no scheduler round trip.
+- Several workers: every shard runs the loop itself (:meth:`~oocgbdt.runtime.actor_executor.ActorExecutor.boost`),
+  exchanging partial histograms with the others, with no round trip to this process.
+
+All three run the same task bodies in the same reduction order: the same model for the same
+partitions.
+"""
+from __future__ import annotations
+
+from oocgbdt.core.boosting import boost
+from oocgbdt.core.executor import LocalExecutor
+from oocgbdt.runtime.heap import training_heap
+from oocgbdt.runtime.progress import EventBar, caller_bar
+
+__all__ = ["run_boosting", "boost_on_worker"]
+
+
+def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None):
+    """Task body: the boosting loop next to the data, on the worker's threads; its progress
+    bar, given a topic, is the caller's (:mod:`oocgbdt.runtime.progress`)."""
+    from distributed import get_worker
+    executor = LocalExecutor(n_threads=get_worker().state.nthreads)
+    if progress_topic is not None:
+        boost_kwargs = dict(boost_kwargs, progress=lambda total: EventBar(progress_topic))
+    try:
+        with training_heap():
+            return boost(executor, partitions, eval_sets=eval_sets, **boost_kwargs)
+    finally:
+        executor.close()
+
+
+def run_boosting(client, executor, partitions, eval_sets, boost_kwargs):
+    """Run the boosting loop over loaded partitions; returns its
+    :class:`~oocgbdt.core.boosting.BoostResult`.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        None: in process, over ``executor`` (a LocalExecutor).
+    executor : LocalExecutor or ActorExecutor or None
+        The executor that holds the partitions; None on one worker (the partitions are
+        futures on it).
+    partitions, eval_sets
+        The training partitions' handles, and ``[(name, handles)]`` of the eval sets.
+    boost_kwargs : dict
+        Keyword arguments of :func:`~oocgbdt.core.boosting.boost` (``params``, ``objective``,
+        ``metrics``, ``bin_mapper``, ``bundler``, ``verbose``, ``key``).
+    """
+    if client is None:
+        return boost(executor, partitions, eval_sets=eval_sets, **boost_kwargs)
+    if executor is not None:
+        return executor.boost(partitions, eval_sets, boost_kwargs)
+    params, objective = boost_kwargs["params"], boost_kwargs["objective"]
+    with caller_bar(client, params["n_estimators"], boost_kwargs["verbose"]) as bar:
+        result = client.submit(
+            boost_on_worker, partitions, eval_sets, dict(boost_kwargs, verbose=False),
+            None if bar is None else bar.topic,
+            key=f"{boost_kwargs['key']}-boost", pure=False).result()
+        if bar is not None:
+            bar.finish(result, objective.num_tree_per_iteration)
+    return result
