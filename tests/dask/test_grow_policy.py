@@ -8,28 +8,13 @@ import pytest
 
 import oocgbdt
 from oocgbdt.core.boosting import histogram_pool_capacity
+from tests.core.test_grow_policy import _mixed_data
 
 # Leaf values of models whose sums differ only in rounding (a bounded pool histograms children
 # from rows instead of subtracting): sums of a few thousand float32 gradients in float64 differ
 # by ~1e-13 relative; 1e-9 leaves a margin for the division by the hessian sum and still
 # catches a misrouted row, which moves a leaf value by far more.
 RTOL = 1e-9
-
-
-def _mixed_data(n=4000, seed=3):
-    """Non-negative features: 3 one-hot groups of 6 (bundled by EFB) and 4 |normal| columns.
-    With non-negative data every feature's default bin is bin 0, so bundling is bit-identical
-    to no bundling (docs/architecture.md)."""
-    rng = np.random.default_rng(seed)
-    cats = rng.integers(0, 6, size=(n, 3))
-    onehot = np.zeros((n, 18), np.float32)
-    for j in range(3):
-        onehot[np.arange(n), 6 * j + cats[:, j]] = 1.0
-    dense = np.abs(rng.normal(size=(n, 4))).astype(np.float32)
-    X = np.hstack([onehot, dense])
-    score = dense[:, 0] - dense[:, 1] + (cats[:, 0] % 3) * 0.7 - (cats[:, 1] == 2)
-    y = np.digitize(score + rng.normal(scale=0.3, size=n), [0.0, 0.8]).astype(np.float64)
-    return X, y
 
 
 def test_splitting_ahead_through_train_gives_the_same_model():
