@@ -12,10 +12,9 @@ cross-validated AUC, the best parameters and the test AUC.
 In a dask-ml search every fit is one task, so each fold's rows are gathered into one worker's
 memory and that fit trains in-process there (NumPy input, no client). That suits a search over
 data that fits a worker; to tune on data larger than a worker's memory, call ``fit`` per
-candidate on the Dask arrays instead, so that each fit spans the cluster.
-The workers must be processes (``LocalCluster``'s default), not threads of this process
-(``processes=False``): a fit running in a task of an in-process worker would find this process's
-client and wait on the very cluster whose worker it occupies.
+candidate on the Dask arrays instead, so that each fit spans the cluster. A fit inside a task
+never sends work to the cluster it runs on (it would wait for the worker it occupies): without a
+``client=`` it trains in the task's process, on worker processes or threads alike.
 
 Needs ``dask-ml`` (``pip install ".[examples]"``).
 

@@ -15,10 +15,22 @@ __all__ = ["find_client", "client_for_training", "embedded_threads", "embedded_c
 
 
 def find_client(client=None):
-    """The given client, else the default client, else None."""
+    """The given client; else, outside a Dask task, the default client; else None.
+
+    Inside a Dask task (a fit that a task runs, such as one candidate of a dask-ml search) the
+    default client is that of the cluster the task runs on: a fit that waited on it from the
+    task's thread could wait for the very worker it holds. There a fit uses only the client it
+    is given; without one, NumPy input trains in the task's process.
+    """
     if client is not None:
         return client
-    from distributed import default_client
+    from distributed import default_client, get_worker
+    try:
+        get_worker()
+    except ValueError:
+        pass
+    else:
+        return None
     try:
         return default_client()
     except ValueError:
