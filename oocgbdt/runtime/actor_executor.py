@@ -79,7 +79,8 @@ class ActorExecutor(OperationQueue):
                    for i, w in enumerate(self.workers)]
         self._actor_futures = futures
         self.shards = [f.result() for f in futures]
-        for f in [s.set_peers(self.shards) for s in self.shards]:
+        keys = [f.key for f in futures]
+        for f in [s.set_peers(self.workers, keys) for s in self.shards]:
             f.result()
         self.direct = self._probe_direct()
 

@@ -53,7 +53,8 @@ class Shard:
     def __init__(self, index: int, n_threads: int):
         self.index = index
         self.store = {}
-        self.peers = None
+        self.peers = None  # (worker address, actor key) of every shard (see set_peers)
+        self._worker = None
         self.executor = LocalExecutor(n_threads=n_threads)
         self._heap = training_heap()  # the worker's malloc thresholds while it trains
         self._heap.__enter__()
@@ -65,10 +66,34 @@ class Shard:
         self._batches = set()  # batches running (see run)
         self._loop_pushes = ()  # pushes of the SPMD loop not yet known received (see _resolve)
 
-    def set_peers(self, peers):
-        """Actor handles of every shard, by owner index: values a step of another shard needs
-        are pushed to it with an actor call (:meth:`receive`), through ``distributed``'s comms."""
-        self.peers = peers
+    def set_peers(self, addresses, keys):
+        """Every shard's worker address and actor key, by owner index: values a step of another
+        shard needs are pushed to it (:meth:`receive`) by :meth:`_call_peer`."""
+        from distributed import get_worker
+        self._worker = get_worker()
+        self.peers = list(zip(addresses, keys))
+
+    def _call_peer(self, o, method, *args):
+        """Call ``method`` of shard ``o``'s actor through this worker's own RPC to that shard's
+        worker (``distributed``'s ``actor_execute``, its comms and security), without waiting;
+        returns a concurrent future whose ``result()`` raises the call's error.
+
+        Not an actor handle: a handle used on a worker makes that worker a client of the
+        cluster, set as the default one, which an in-process worker shares with the whole
+        process and, on a TLS cluster, leaves behind when closed.
+        """
+        from distributed.protocol import to_serialize
+        address, key = self.peers[o]
+        worker = self._worker
+
+        async def call():
+            r = await worker.rpc(address).actor_execute(
+                function=method, actor=key, args=[to_serialize(a) for a in args], kwargs={})
+            if r["status"] != "OK":
+                raise r["exception"]
+            return r["result"]
+
+        return asyncio.run_coroutine_threadsafe(call(), worker.loop.asyncio_loop)
 
     # ---- waking coroutines that wait for values or for a batch's turn ---------------------
 
@@ -175,10 +200,9 @@ class Shard:
             elif kind == "push":
                 _, ids, dest = op
                 values = [self.store[i] for i in ids]
-                peers = self.peers  # None once closed (interrupted)
-                if peers is None:
+                if self.peers is None:  # closed (interrupted)
                     raise PeerFailed(f"shard {self.index} was closed while its loop ran")
-                pushes.append(peers[dest].receive(ids, values))
+                pushes.append(self._call_peer(dest, "receive", ids, values))
             elif kind == "step":
                 _, fn, out_id, args = op
                 self.store[out_id] = self.executor.submit(fn, *self._resolve(args))
@@ -261,9 +285,9 @@ class Shard:
         """Keep ``error`` (later calls raise it) and tell the other shards (:meth:`fail`), not
         waiting for them: they may be gone as well."""
         self._error = error
-        for o, peer in enumerate(self.peers or ()):
+        for o in range(len(self.peers or ())):
             if o != self.index:
-                peer.fail(f"shard {self.index} failed: {error!r}")
+                self._call_peer(o, "fail", f"shard {self.index} failed: {error!r}")
 
     async def sync(self, seq):
         """Return once batches ``0 .. seq - 1`` have run; raise the error of a failed one."""
@@ -357,7 +381,7 @@ class Shard:
 
     def close(self):
         self.store.clear()
-        self.peers = None  # the shards' handles of each other: they kept the actors alive
+        self.peers = None
         self.executor.close()
         if self._heap is not None:
             heap, self._heap = self._heap, None

@@ -228,17 +228,18 @@ def test_a_fit_over_tls_comms_gives_the_in_process_model():
         return await original(self, ids, values)
 
     sec = Security.temporary()
-    # The shards' actor calls make each in-process worker a client of its own, which sets
-    # dask's global "scheduler" option; with TLS closing it leaves the option behind for the
-    # rest of this process: restore it (dask.config.set does on exit).
-    with dask.config.set(scheduler=dask.config.get("scheduler", None)), \
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls://",
-                         security=sec, dashboard_address=":0") as cluster, \
+    scheduler_option = dask.config.get("scheduler", None)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls://",
+                      security=sec, dashboard_address=":0") as cluster, \
             Client(cluster, security=sec, set_as_default=False) as client, \
             mock.patch.object(Shard, "receive", receive):
         addresses = [client.scheduler.address, *client.scheduler_info()["workers"]]
         booster = oocgbdt.train(params, Xd, yd, client=client)
     assert len(addresses) == 3 and all(a.startswith("tls://") for a in addresses), addresses
+    # The shards call each other through their workers' RPC, not actor handles, which would
+    # make each in-process worker a default client of its own and, closed over TLS, leave
+    # dask's global "scheduler" option set for the rest of the process.
+    assert dask.config.get("scheduler", None) == scheduler_option
     assert set(received) == {0, 1}
     assert len(booster.tree_stats) == params["n_estimators"]
     assert booster == expected
