@@ -21,7 +21,7 @@ from sklearn.utils.validation import (_num_features, _num_samples, check_is_fitt
 from oocgbdt.dask.inputs import (align_rows, as_dask_array, as_row_chunked, distinct_values,
                                  is_lazy, map_rows)
 from oocgbdt.dask.training import train
-from oocgbdt.params import ALIASES, check_param, resolve_params
+from oocgbdt.params import ALIASES, DEFAULT_CHUNK_ROWS, check_param, resolve_params
 
 __all__ = ["GBDTRegressor", "GBDTClassifier"]
 
@@ -133,7 +133,7 @@ class _GBDTModel(BaseEstimator):
                  data_sample_strategy="bagging", top_rate=0.2, other_rate=0.1,
                  feature_screening=None, screening_ratio=0.3,
                  screening_warmup=5, screening_alpha=0.3, screening_beta=1.0,
-                 early_stopping_rounds=None, metric=None, chunk_rows=65536,
+                 early_stopping_rounds=None, metric=None, chunk_rows=DEFAULT_CHUNK_ROWS,
                  grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=None, cache="auto",
                  cache_path=None,
                  histogram_pool_size=-1.0, partition_rows=None, verbose=False):

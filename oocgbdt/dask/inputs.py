@@ -22,7 +22,8 @@ import zarr
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 
 __all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values",
-           "TrainingInputs", "training_inputs", "check_labels_and_weights"]
+           "TrainingInputs", "training_inputs", "check_labels_and_weights", "map_rows",
+           "distinct_values"]
 
 
 def is_lazy(obj) -> bool:
@@ -299,9 +300,6 @@ def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None
         objective.check_labels(uniques[0])
         for (name, *_), u in zip(evals, uniques[1:]):
             objective.check_labels(u, name=f"eval_set {name!r} y")
-
-
-__all__ += ["map_rows", "distinct_values"]
 
 
 def map_rows(func, arr, *, dtype, n_columns=None):

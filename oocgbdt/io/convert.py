@@ -39,13 +39,16 @@ import warnings
 import zipfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from oocgbdt._dtypes import X_DTYPE, Y_DTYPE
 from oocgbdt.io.dataset import DEFAULT_CHUNK_ROWS, Dataset, DatasetWriter, _as_path, _check_chunk_rows, _check_destination
 from oocgbdt.io.dataset import default_feature_names, open_dataset
+
+if TYPE_CHECKING:  # pandas is imported where a reader needs it
+    import pandas as pd
 
 __all__ = ["convert", "FORMATS", "infer_format", "CsvLayout", "sniff_csv", "resolve_column",
            "read_csv_blocks"]
@@ -69,15 +72,6 @@ SPARSE_DENSITY = 0.1
 #: Weights are stored as float32, as LightGBM reads them.
 _WEIGHT_DTYPE = np.float32
 _LIBSVM_TOKEN = re.compile(rb"^(qid:\S+|\d+:\S+)$")
-
-
-def __getattr__(name):
-    # ``pd``, the pandas module, on first use: the readers import it where they need it.
-    if name == "pd":
-        import pandas
-
-        return pandas
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -161,7 +161,7 @@ def test_csv_is_streamed_in_chunks(tmp_path, frame, monkeypatch):
             return Reader()
         return result
 
-    monkeypatch.setattr(convert_mod.pd, "read_csv", spy)
+    monkeypatch.setattr(pd, "read_csv", spy)  # convert imports pandas where it reads
     ds = convert(src, tmp_path / "out", label="target", chunk_rows=5)
     assert [c["chunksize"] for c in calls if c.get("chunksize")] == [5]
     assert chunk_sizes == [5] * 9 + [2]
