@@ -83,9 +83,13 @@ def test_failed_runs_are_recorded(tmp_path):
 
 def test_process_tree_memory_sees_children():
     """The sampler sums the RSS of this process and its children and keeps each pid's peak."""
+    import gc
     import time
 
     from benchmarks._common import ProcessTreeMemory
+    # Garbage left by earlier tests of this process would be freed during the sampling window,
+    # lowering this process's RSS by as much as the child adds: free it before the baseline.
+    gc.collect()
     code = "import numpy, time; a = numpy.ones(64 * 2**20 // 8); time.sleep(1.5)"
     with ProcessTreeMemory(interval=0.05, rescan=0.1) as mem:
         t0 = time.time()
