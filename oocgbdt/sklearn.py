@@ -420,7 +420,7 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         if is_lazy(y):
             # One small compute (the distinct labels); nothing is trained before it succeeds.
-            classes = distinct_values(as_dask_array(y, "y", ndim=1, numeric=False))
+            classes = distinct_values(as_dask_array(y, "y", ndim=1, numeric=False), client)
             if classes.dtype.kind == "f" and not np.isfinite(classes).all():
                 raise ValueError(f"y must be finite; found the label(s) "
                                  f"{classes[~np.isfinite(classes)].tolist()}.")

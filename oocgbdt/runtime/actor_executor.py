@@ -164,7 +164,8 @@ class ActorExecutor(OperationQueue):
         from distributed import wait
         while True:
             try:
-                wait(futures, timeout=LIVENESS_SECONDS)
+                with self.client.as_current():  # wait() asks the current client
+                    wait(futures, timeout=LIVENESS_SECONDS)
                 return
             except TimeoutError:
                 lost = self._lost()
@@ -242,7 +243,8 @@ class ActorExecutor(OperationQueue):
         :meth:`owner_of_partition`) into the shards; returns their Refs. The futures can then be
         released."""
         from distributed import wait
-        wait(futures)
+        with self.client.as_current():  # wait() asks the current client, not the futures'
+            wait(futures)
         self.wait()
         n = len(futures)
         refs = [self._new(self.owner_of_partition(i, n)) for i in range(n)]
