@@ -22,11 +22,14 @@ import difflib
 import math
 import numbers
 import os
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
+
+from oocgbdt.lightgbm_parameters import foreign_parameter
 
 __all__ = [
     "Param",
@@ -831,6 +834,10 @@ def check_param(name, value):
     return _convert(PARAMETERS[canonical], name, value)
 
 
+#: Accepted LightGBM parameters already warned about in this process (one warning per name).
+_WARNED = set()
+
+
 def resolve_params(params=None):
     """Validate user parameters and return every canonical parameter with defaults filled.
 
@@ -862,7 +869,14 @@ def resolve_params(params=None):
         violates its constraint (the message names the parameter, the expected values and the
         value found, e.g. ``"num_leaves must be an integer >= 2 and <= 131072, got 1"``), or
         if parameters are inconsistent (``num_class`` vs ``objective``, a metric that the
-        objective cannot produce).
+        objective cannot produce), or if a LightGBM parameter that oocgbdt refuses is given (the
+        message gives the reason; see :mod:`oocgbdt.lightgbm_parameters`).
+
+    Warns
+    -----
+    UserWarning
+        Once per name, for a LightGBM parameter that changes nothing in oocgbdt (for example
+        ``deterministic``, ``num_machines``); it is dropped.
     """
     if params is None:
         params = {}
@@ -876,7 +890,15 @@ def resolve_params(params=None):
             raise TypeError(f"parameter names must be str, got {type(key).__name__} {key!r}")
         canonical = ALIASES.get(key)
         if canonical is None:
-            unknown.append(key)
+            foreign = foreign_parameter(key, value)
+            if foreign is None:
+                unknown.append(key)
+            elif foreign.status == "refused":
+                raise ValueError(f"Parameter {key}={value!r} is not supported: {foreign.text}.")
+            elif key not in _WARNED:
+                _WARNED.add(key)
+                warnings.warn(f"Parameter {key}={value!r} changes nothing in oocgbdt: "
+                              f"{foreign.text}.", UserWarning, stacklevel=2)
             continue
         given.setdefault(canonical, []).append((key, value))
     if unknown:
