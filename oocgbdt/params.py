@@ -377,6 +377,10 @@ def _normalize_max_depth(value):
     return -1 if value <= 0 else value
 
 
+def _normalize_threads(value):
+    return 0 if value is None else int(value)
+
+
 def _normalize_seed(value):
     return 0 if value is None else value
 
@@ -548,6 +552,15 @@ _TABLE = [
         "(with bagging_seed, by round and global row index), feature_fraction's and "
         "feature_screening's draws (by round): models do not depend on chunking or workers.",
         _normalize_seed,
+    ),
+    Param(
+        "num_threads", 0, ("num_thread", "nthread", "nthreads", "n_jobs"), "int or None",
+        _range(integer=True, allow_none=True),
+        "Threads of a fit: the in-process fit's threads, or those each Dask worker's share of "
+        "the fit uses. 0 or None: every core in process, the worker's threads on a cluster; "
+        "a negative value counts back from the cores as joblib's n_jobs does (-1: all, -2: "
+        "all but one). The model does not depend on it.",
+        _normalize_threads,
     ),
     # ---- row sampling (bagging, GOSS) -------------------------------------------------------
     Param(
