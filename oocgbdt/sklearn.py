@@ -273,7 +273,8 @@ class _GBDTModel(BaseEstimator):
             return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32,
                                  accept_sparse=("csr", "csc", "coo"))
 
-    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params):
+    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
+             callbacks=None):
         if eval_set is not None:
             if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(
                     eval_set[0], (tuple, list)):
@@ -303,7 +304,7 @@ class _GBDTModel(BaseEstimator):
         self.booster_ = train(params, X, y, sample_weight=sample_weight, eval_set=eval_set,
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
-                              client=client, verbose=bool(self.verbose))
+                              client=client, verbose=bool(self.verbose), callbacks=callbacks)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -415,16 +416,19 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
 """)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, client=None):
+            eval_names=None, callbacks=None, client=None):
         """Fit on ``X`` (n_samples, n_features) and ``y`` (n_samples,); returns self.
 
         ``X``, ``y`` and ``sample_weight`` may be NumPy, Dask or Zarr (or a Zarr path).
-        ``client`` is the ``distributed.Client`` to train on (default: the current one).
+        ``callbacks`` are LightGBM's (``oocgbdt.early_stopping``, ``log_evaluation``, ...; see
+        :func:`oocgbdt.train`). ``client`` is the ``distributed.Client`` to train on (default:
+        the current one).
         """
         params = self._train_params()
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         params["objective"] = "regression"
-        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params)
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
+                         params, callbacks)
 
     def predict(self, X):
         """Predicted values: ndarray (n_samples,) float64, or a lazy Dask array for lazy input."""
@@ -453,8 +457,10 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
                         dtype=np.float64)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, client=None):
+            eval_names=None, callbacks=None, client=None):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (n_samples,); returns self.
+
+        Arguments as :meth:`GBDTRegressor.fit`.
 
         Raises
         ------
@@ -484,7 +490,7 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
             params["objective"] = "multiclass"
             params["num_class"] = self.n_classes_
         return self._fit(X, self._encode_y(y), sample_weight, eval_set, eval_sample_weight,
-                         eval_names, client, params)
+                         eval_names, client, params, callbacks)
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input)."""

@@ -30,6 +30,7 @@ import dask
 import numpy as np
 
 from oocgbdt.core.booster import Booster
+from oocgbdt.core.callback import CallbackList
 from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
@@ -61,7 +62,8 @@ def _client_compute(client):
 
 
 def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
-          eval_sample_weight=None, feature_names=None, client=None, verbose=None) -> Booster:
+          eval_sample_weight=None, feature_names=None, client=None, verbose=None,
+          callbacks=None) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -89,6 +91,15 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         for Dask/Zarr input, or in-process threads for NumPy input.
     verbose : bool, optional
         Progress bar over rounds with the latest metric; default ``params["verbose"]``.
+    callbacks : list of callable, optional
+        LightGBM's callbacks (:mod:`oocgbdt.core.callback`: ``early_stopping``,
+        ``log_evaluation``, ``record_evaluation``, ``reset_parameter``) or any callable taking a
+        :class:`~oocgbdt.core.callback.CallbackEnv`; run in this process once per round after
+        the round's evaluation, also when the loop runs on Dask workers (the rounds'
+        evaluations arrive as ``distributed`` events, as the progress bar's). One raising
+        ``EarlyStopException`` ends training after that round (a loop on workers may have
+        trained further meanwhile: those trees are dropped, so the model is the one an
+        in-process fit stops with).
 
     Returns
     -------
@@ -131,6 +142,8 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         params["verbose"] = bool(verbose)
     objective = get_objective(params)
     metrics = get_metrics(params["metric"], objective)
+    callbacks = CallbackList(callbacks, params, 0, int(params["n_estimators"]))
+    learning_rates = callbacks.learning_rates()  # before any work: errors come first
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
                              feature_names, int(params["chunk_rows"]))
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
@@ -153,7 +166,8 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 (nullcontext() if c is None else c.as_current()):
             # The client is the current one for distributed's own lookups (its wait, actor
             # handles), also when it is not the default client.
-            fit = _fit(params, inputs, objective, metrics, c, stored, key, caches)
+            fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
+                       callbacks, learning_rates)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -173,7 +187,8 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     return booster
 
 
-def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dict:
+def _fit(params, inputs, objective, metrics, client, stored, key, caches, callbacks=None,
+         learning_rates=None) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
@@ -278,8 +293,10 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dic
 
         # 6. boosting
         boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
-                            metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler)
-        result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs)
+                            metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler,
+                            learning_rates=learning_rates)
+        result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
+                              callbacks=callbacks or None)
         del partitions, eval_sets
     finally:
         if executor is not None:

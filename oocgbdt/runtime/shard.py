@@ -18,7 +18,7 @@ from distributed.protocol import pickle as _pickle
 from oocgbdt.core.executor import LocalExecutor
 from oocgbdt.runtime.handles import ALL, Key, Ref, find_refs, walk
 from oocgbdt.runtime.heap import training_heap
-from oocgbdt.runtime.progress import EventBar
+from oocgbdt.runtime.progress import EventBar, RoundEvents
 
 __all__ = ["Shard", "PeerFailed"]
 
@@ -378,8 +378,11 @@ class Shard:
         as_ref = lambda k: Ref(k.owner, k.id)  # no finalizer: the caller owns these ids
         boost_kwargs = dict(boost_kwargs)
         topic = boost_kwargs.pop("progress_topic", None)
+        rounds = boost_kwargs.pop("progress_rounds", False)
         if topic is not None:
             boost_kwargs["progress"] = lambda total: EventBar(topic)
+            if rounds:
+                boost_kwargs["on_round"] = RoundEvents(topic)
         executor = SpmdExecutor(self, n_shards)
         try:
             result = boost(executor, walk(partitions, as_ref),

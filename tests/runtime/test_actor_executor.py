@@ -643,7 +643,8 @@ def test_the_progress_bar_of_a_cluster_fit_is_the_callers(n_workers, monkeypatch
     X = rng.normal(size=(3000, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(float)
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
-                      dashboard_address=":0") as cluster, Client(cluster) as c:
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
         oocgbdt.train(dict(objective="binary", num_leaves=5, chunk_rows=500, n_estimators=12,
                            verbose=True), X, y, eval_set=[(X, y)], client=c)
     shown = [(here, b) for verbose, here, b in made if verbose]
