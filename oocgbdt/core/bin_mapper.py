@@ -346,7 +346,13 @@ class BinMapper:
         categories = [None] * n_features
         for f, (cats, mt, d, mf, t, lo, hi) in cat_results.items():
             categories[f] = cats
-            res[f] = (np.arange(cats.shape[0], dtype=np.float64), mt, d, mf, t, lo, hi, -1)
+            # sampled rows off the default bin, binned as transform bins them
+            o = np.argsort(cats[1:], kind="stable")
+            binned = np.empty(n_sample, dtype=np.int64)
+            map_categories(X[:, f], np.ascontiguousarray(cats[1:][o]), (o + 1).astype(np.int64),
+                           binned)
+            res[f] = (np.arange(cats.shape[0], dtype=np.float64), mt, d, mf, t, lo, hi,
+                      int(np.count_nonzero(binned != d)))
         bounds, missing, default, most_freq, trivial, vmin, vmax, nondefault = (list(a) for a in zip(*res))
         self._set_fitted(bounds, missing, default, most_freq, trivial, vmin, vmax, categories)
         self.n_samples_fit_ = int(n_sample)

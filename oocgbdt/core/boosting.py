@@ -221,7 +221,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                                     params["max_depth"], grow_policy=params["grow_policy"],
                                     max_leaves_per_pass=params["max_leaves_per_pass"],
                                     lookahead_leaves=lookahead)
-                tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, learning_rate, k)
+                tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, learning_rate, k,
+                                      bin_categories=getattr(bin_mapper, "bin_categories_", None))
                 tree_rows = source.rows  # each partition's rows by leaf: applying the tree reads them
                 source.close()
                 if source.feature_gains is not None:

@@ -24,6 +24,7 @@ from oocgbdt.kernels.splitting import K_EPSILON, _round_int, leaf_gain
 
 __all__ = ["map_categories", "map_categories_naive", "in_bitset", "in_bitset_naive",
            "construct_bitset", "find_best_categorical", "find_best_categorical_naive",
+           "find_best_categorical_splits", "category_of",
            "INT32_LIMIT"]
 
 #: Values at or above this are not representable as a C ``int`` category (LightGBM casts with
@@ -304,3 +305,53 @@ def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_fact
             res[3] = est[left].sum()
             res[4] = len(left)
             out_bins[:len(left)] = left
+
+
+@njit(error_model="numpy")
+def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g, sum_h, count,
+                                 l1, l2, min_data, min_hess, min_gain_to_split,
+                                 max_cat_to_onehot, max_cat_threshold, cat_l2, cat_smooth,
+                                 min_data_per_group, out, out_bins):
+    """:func:`find_best_categorical` of every feature of ``feature_mask`` (the categorical ones
+    a leaf searches), with the leaf terms of ``FeatureHistogram::FindBestThreshold``.
+
+    Parameters
+    ----------
+    hist, bin_offsets, n_bins, sum_g, sum_h, count, l1, l2, min_data, min_hess,
+    min_gain_to_split : as :func:`oocgbdt.kernels.splitting.find_best_thresholds`
+    feature_mask : ndarray of shape (n_features,), bool               # IN  features searched here
+    max_cat_to_onehot, max_cat_threshold, cat_l2, cat_smooth, min_data_per_group
+    out : ndarray of shape (n_features, 6), float64                   # OUT rows of the searched
+        features only: split gain (``-inf``: none), number of left bins, 0 (default_left is
+        false), left sum of gradients, left sum of hessians, left estimated count
+    out_bins : ndarray of shape (n_features, max(1, max_cat_threshold)), int64   # OUT left bins
+    """
+    if not sum_h + l2 > 0.0:
+        for f in range(n_bins.shape[0]):
+            if feature_mask[f]:
+                out[f, 0] = -np.inf
+                out[f, 1:] = 0.0
+        return
+    sum_h2 = sum_h + 2.0 * K_EPSILON
+    cnt_factor = count / sum_h2
+    parent_gain = leaf_gain(sum_g, sum_h2, l1, l2)
+    min_gain_shift = parent_gain + min_gain_to_split
+    res = np.empty(5)
+    for f in range(n_bins.shape[0]):
+        if not feature_mask[f]:
+            continue
+        out[f, 0] = -np.inf
+        out[f, 1:] = 0.0
+        if n_bins[f] <= 1:
+            continue
+        find_best_categorical(hist, bin_offsets[f], n_bins[f], sum_g, sum_h2, count, cnt_factor,
+                              l1, l2, min_data, min_hess, min_gain_shift, max_cat_to_onehot,
+                              max_cat_threshold, cat_l2, cat_smooth, min_data_per_group, res,
+                              out_bins[f])
+        if res[0] > -np.inf:
+            out[f, 0] = res[0] - parent_gain
+            out[f, 1] = res[4]
+            out[f, 2] = 0.0
+            out[f, 3] = res[1]
+            out[f, 4] = res[2] - K_EPSILON
+            out[f, 5] = res[3]
