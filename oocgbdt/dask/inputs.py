@@ -20,6 +20,7 @@ import scipy.sparse as sp
 import zarr
 
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
+from oocgbdt.runtime.cluster import find_client
 
 __all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values",
            "TrainingInputs", "training_inputs", "check_labels_and_weights", "map_rows",
@@ -343,21 +344,28 @@ def map_rows(func, arr, *, dtype, n_columns=None):
     return arr.map_blocks(func, chunks=chunks, dtype=dtype, meta=meta, **axes)
 
 
-def distinct_values(arr) -> np.ndarray:
+def distinct_values(arr, client=None) -> np.ndarray:
     """The sorted distinct values of a 1-D array (for a Dask array, one small compute).
 
     Parameters
     ----------
     arr : array-like or dask.array.Array, 1-D
         Any dtype NumPy can sort (class labels: numbers or strings).
+    client : distributed.Client, optional
+        Where a Dask array's values are computed: this client, else the default client
+        (outside a Dask task), else local threads. Never the ``scheduler`` setting alone,
+        which a closed client can leave pointing at a cluster that is gone.
 
     Returns
     -------
     ndarray
         ``numpy.unique(arr)``; a Dask array's distinct values are found per chunk and merged
-        by ``dask.array.unique``, computed on the default scheduler (the default client if
-        there is one).
+        by ``dask.array.unique``.
     """
     if isinstance(arr, da.Array):
-        return np.unique(da.unique(arr).compute())
+        values = da.unique(arr)
+        client = find_client(client)
+        if client is not None:
+            return np.unique(client.compute(values, sync=True))
+        return np.unique(values.compute(scheduler="threads"))
     return np.unique(arr)

@@ -27,6 +27,7 @@ import time
 
 from distributed.protocol import pickle as _pickle
 
+from oocgbdt.core.executor import fit_threads
 from oocgbdt.runtime.handles import ALL, find_refs, walk
 from oocgbdt.runtime.progress import caller_bar
 from oocgbdt.runtime.queue import OperationQueue
@@ -64,9 +65,12 @@ class ActorExecutor(OperationQueue):
     client : distributed.Client
     workers : list of str, optional
         Worker addresses to use (default: every worker of the client's cluster).
+    num_threads : int, default 0
+        Threads of each shard (the ``num_threads`` parameter, see
+        :func:`oocgbdt.core.executor.fit_threads`); 0: its worker's threads.
     """
 
-    def __init__(self, client, workers=None):
+    def __init__(self, client, workers=None, num_threads=0):
         self.client = client
         info = client.scheduler_info()["workers"]
         self.workers = list(workers) if workers is not None else sorted(info)
@@ -74,7 +78,8 @@ class ActorExecutor(OperationQueue):
         self._seq = [0 for _ in self.workers]        # next batch number per shard
         self._inflight = [[] for _ in self.workers]  # (future, ops) of batches sent
         self._gone = set()  # shards whose worker a call found gone (see _lost)
-        futures = [client.submit(Shard, i, info[w]["nthreads"], actor=True, workers=[w],
+        futures = [client.submit(Shard, i, fit_threads(num_threads, info[w]["nthreads"]),
+                                 actor=True, workers=[w],
                                  pure=False, allow_other_workers=False)
                    for i, w in enumerate(self.workers)]
         self._actor_futures = futures
@@ -164,7 +169,8 @@ class ActorExecutor(OperationQueue):
         from distributed import wait
         while True:
             try:
-                wait(futures, timeout=LIVENESS_SECONDS)
+                with self.client.as_current():  # wait() asks the current client
+                    wait(futures, timeout=LIVENESS_SECONDS)
                 return
             except TimeoutError:
                 lost = self._lost()
@@ -242,7 +248,8 @@ class ActorExecutor(OperationQueue):
         :meth:`owner_of_partition`) into the shards; returns their Refs. The futures can then be
         released."""
         from distributed import wait
-        wait(futures)
+        with self.client.as_current():  # wait() asks the current client, not the futures'
+            wait(futures)
         self.wait()
         n = len(futures)
         refs = [self._new(self.owner_of_partition(i, n)) for i in range(n)]

@@ -303,16 +303,28 @@ class Shard:
 
     def load(self, ids, keys, dead=()):
         """Take the values of the finished Dask tasks ``keys`` under ``ids``: from this worker's
-        memory when they were computed here (the caller asks for that), else fetched."""
-        from distributed import Future, get_client, get_worker
+        memory when they were computed here (the caller asks for that), else fetched from the
+        workers holding them through this worker's own RPC (not a client on the worker: see
+        :meth:`_call_peer`; a worker's client would become the process's default one)."""
+        from distributed import get_worker
+        from distributed.utils_comm import gather_from_workers
         self._drop(dead)
-        data = get_worker().data
-        remote = [k for k in keys if k not in data]
+        worker = get_worker()
+        remote = [k for k in keys if k not in worker.data]
         fetched = {}
         if remote:
-            client = get_client()
-            fetched = dict(zip(remote, client.gather([Future(k, client=client) for k in remote])))
-        self.store.update((i, fetched[k] if k in fetched else data[k]) for i, k in zip(ids, keys))
+            async def gather():
+                who_has = await worker.scheduler.who_has(keys=remote)
+                return await gather_from_workers(who_has, rpc=worker.rpc, who=worker.address)
+
+            fetched, missing, failed, lost = asyncio.run_coroutine_threadsafe(
+                gather(), worker.loop.asyncio_loop).result()
+            if missing or failed:
+                raise RuntimeError(f"shard {self.index}: could not fetch {len(missing) + len(failed)}"
+                                   f" partition(s) from workers {sorted(lost)}: "
+                                   f"{list(missing) + list(failed)}")
+        self.store.update((i, fetched[k] if k in fetched else worker.data[k])
+                          for i, k in zip(ids, keys))
 
     def seconds(self):
         """Seconds spent per task function name on this shard (see LocalExecutor.seconds)."""

@@ -93,6 +93,28 @@ def test_steps_across_shards_match_local(client):
         actors.close()
 
 
+def test_values_computed_on_another_worker_are_fetched_without_a_client_on_the_worker(client):
+    """A shard takes a partition computed on the other worker by fetching it over its worker's
+    RPC. No client is made on a worker: an in-process worker's client would be this process's
+    default client and, once closed, leave Dask's scheduler setting on a cluster that is gone
+    (later ``.compute()`` calls then fail with "no Client active")."""
+    from distributed.client import _get_global_client
+    values = [np.arange(5.0) + i for i in range(4)]
+    actors = ActorExecutor(client)
+    try:
+        n = len(values)
+        other = [actors.workers[1 - actors.owner_of_partition(i, n)] for i in range(n)]
+        futures = [client.submit(np.add, v, 0.0, workers=[w], pure=False)
+                   for v, w in zip(values, other)]
+        refs = actors.adopt(futures)
+        assert [r.owner for r in refs] == [actors.owner_of_partition(i, n) for i in range(n)]
+        for got, want in zip(actors.gather(refs), values):
+            np.testing.assert_array_equal(got, want)
+        assert _get_global_client() is None
+    finally:
+        actors.close()
+
+
 class _Tracked:
     """A value that counts its live instances (per process)."""
     alive = 0
