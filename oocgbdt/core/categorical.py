@@ -11,6 +11,7 @@ Data flow position: :func:`resolve_categorical_feature` runs once in
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -160,6 +161,12 @@ def find_categorical_bin(column, total_sample_cnt, max_bin, min_data_in_bin, use
         # no category at all: one bin, trivial
         categories = np.array([-1], dtype=np.int64)
         return categories, MISSING_NAN, 0, 0, True, min_value, max_value
+    if cats[-1] // 100 > len(cats):
+        # LightGBM warns alike (bin.cpp:435-438): a split's bitset over raw categories needs
+        # one bit per category up to the largest one it holds
+        warnings.warn(f"a categorical feature has sparse codes (largest {cats[-1]}, "
+                      f"{len(cats)} distinct): renumber its categories 0, 1, 2, ... to keep "
+                      f"the model's category bitsets small", stacklevel=3)
     order = np.argsort(-np.asarray(cat_counts, dtype=np.int64), kind="stable")
     cats = np.asarray(cats, dtype=np.int64)[order]
     cat_counts = np.asarray(cat_counts, dtype=np.int64)[order]

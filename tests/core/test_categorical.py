@@ -190,3 +190,10 @@ def test_bundler_never_bundles_a_categorical_feature():
             assert [f] in [list(x) for x in b.bundles_], (cat, b.bundles_)
         together = [x for x in b.bundles_ if len(x) > 1]
         assert len(together) == 1 and sorted(together[0]) == sorted(set(range(4)) - set(cat))
+
+
+def test_sparse_category_codes_warn():
+    col = np.repeat(np.array([0.0, 1.0, 5000.0], np.float32), 20)[:, None]
+    with pytest.warns(UserWarning, match="sparse codes"):
+        bm = BinMapper(categorical_features=[0]).fit(col, len(col))
+    assert bm.bin_categories_[0].tolist() == [-1, 0, 1, 5000]
