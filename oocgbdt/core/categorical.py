@@ -162,7 +162,7 @@ def find_categorical_bin(column, total_sample_cnt, max_bin, min_data_in_bin, use
         categories = np.array([-1], dtype=np.int64)
         return categories, MISSING_NAN, 0, 0, True, min_value, max_value
     if cats[-1] // 100 > len(cats):
-        # LightGBM warns alike (bin.cpp:435-438): a split's bitset over raw categories needs
+        # LightGBM warns alike (bin.cpp:434-438): a split's bitset over raw categories needs
         # one bit per category up to the largest one it holds
         warnings.warn(f"a categorical feature has sparse codes (largest {cats[-1]}, "
                       f"{len(cats)} distinct): renumber its categories 0, 1, 2, ... to keep "
