@@ -200,3 +200,43 @@ def test_binned_walks_and_routing_with_categorical_nodes_match_naive(seed):
     assert n1 == n2 == n3 == n4 == int(in_set.sum())
     for z in (a, b, c, d):
         np.testing.assert_array_equal(z[20:270], np.concatenate([seg[in_set], seg[~in_set]]))
+
+
+def test_find_best_categorical_splits_is_the_per_feature_search():
+    """The per-leaf kernel: each masked feature's row from the naive one-feature search with
+    the leaf terms of FindBestThreshold (hessian sum + 2 kEpsilon, parent gain with l2)."""
+    from oocgbdt.kernels.categorical import find_best_categorical_splits
+    rng = np.random.default_rng(7)
+    n_bins = np.array([3, 12, 1, 30], np.int32)
+    offsets = np.concatenate([[1], 1 + np.cumsum(n_bins)]).astype(np.int64)
+    counts = rng.integers(0, 400, offsets[-1])
+    hist = np.c_[rng.normal(size=offsets[-1]) * counts * 0.2, counts * 0.25]
+    hist[:1] = 0.0
+    lo, hi = offsets[0], offsets[1]
+    sum_g, sum_h = float(hist[lo:hi, 0].sum()), float(hist[lo:hi, 1].sum())
+    count = float(counts[lo:hi].sum())
+    hist[offsets[1]:offsets[2]] *= sum_h / hist[offsets[1]:offsets[2], 1].sum()  # same leaf
+    hist[offsets[3]:offsets[4]] *= sum_h / hist[offsets[3]:offsets[4], 1].sum()
+    mask = np.array([True, True, True, True])
+    out = np.full((4, 6), 99.0)
+    out_bins = np.zeros((4, 8), np.int64)
+    l2, min_gain = 1.0, 0.5
+    find_best_categorical_splits(hist, offsets, n_bins, mask, sum_g, sum_h, count, 0.0, l2, 10.0,
+                                 1e-3, min_gain, 4, 8, 3.0, 5.0, 20, out, out_bins)
+    sum_h2 = sum_h + 2e-15
+    parent = sum_g * sum_g / (sum_h2 + l2)
+    assert out[2, 0] == -np.inf  # one bin: nothing to split
+    assert np.isfinite(out[[0, 1, 3], 0]).all()  # one-vs-rest (f0) and many-vs-many (f1, f3)
+    for f in (0, 1, 3):
+        ref, ref_bins = np.empty(5), np.zeros(8, np.int64)
+        find_best_categorical_naive(hist, offsets[f], n_bins[f], sum_g, sum_h2, count,
+                                    count / sum_h2, 0.0, l2, 10.0, 1e-3, parent + min_gain, 4, 8,
+                                    3.0, 5.0, 20, ref, ref_bins)
+        if not np.isfinite(ref[0]):
+            assert out[f, 0] == -np.inf
+            continue
+        k = int(ref[4])
+        assert out[f, 0] == pytest.approx(ref[0] - parent, rel=1e-9)
+        assert int(out[f, 1]) == k and out[f, 2] == 0.0
+        np.testing.assert_array_equal(out_bins[f, :k], ref_bins[:k])
+        np.testing.assert_allclose(out[f, 3:6], [ref[1], ref[2] - 1e-15, ref[3]], rtol=1e-10)
