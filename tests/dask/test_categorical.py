@@ -223,3 +223,23 @@ def test_sparse_training_input_with_categorical_features_is_refused():
     X.data = np.ceil(X.data * 5)
     with pytest.raises(ValueError, match="sparse training input with categorical features"):
         oocgbdt.train(dict(n_estimators=2, categorical_feature=[0]), X, np.zeros(200))
+
+
+def test_eval_set_walked_on_bins_scores_as_raw_prediction(adult):
+    """Eval sets are scored on their bins during training (bin bitsets); the final scores must
+    be those of the raw-value prediction (raw bitsets), NaN, negative and unseen categories
+    included."""
+    from sklearn.metrics import log_loss
+    X, y, Xt, yt = adult
+    Xt = Xt.copy()
+    Xt[:300, 1] = np.nan
+    Xt[300:600, 6] = -2
+    Xt[600:900, 13] = 777
+    model = oocgbdt.train(dict(objective="binary", num_leaves=15, n_estimators=6,
+                               metric=["binary_logloss", "auc"],
+                               categorical_feature=ADULT_CATEGORICAL), X, y,
+                          eval_set=[(Xt, yt)], verbose=False)
+    p = model.predict(Xt)
+    scores = model.evals_result["valid_0"]
+    assert scores["binary_logloss"][-1] == pytest.approx(log_loss(yt, p), rel=1e-12)
+    assert scores["auc"][-1] == pytest.approx(roc_auc_score(yt, p), rel=1e-12)
