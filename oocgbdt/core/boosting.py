@@ -233,7 +233,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                                     lookahead_leaves=lookahead)
                 tree, _ = grower.grow(bin_mapper.bin_upper_bounds_,
                                       learning_rate if learning_rates is None
-                                      else float(learning_rates[rnd]), k)
+                                      else float(learning_rates[rnd]), k,
+                                      bin_categories=getattr(bin_mapper, "bin_categories_", None))
                 tree_rows = source.rows  # each partition's rows by leaf: applying the tree reads them
                 source.close()
                 if source.feature_gains is not None:

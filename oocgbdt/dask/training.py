@@ -31,6 +31,7 @@ import numpy as np
 
 from oocgbdt.core.booster import Booster
 from oocgbdt.core.callback import CallbackList
+from oocgbdt.core.categorical import resolve_categorical_feature
 from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
@@ -39,7 +40,7 @@ from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose_cache,
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
-from oocgbdt.dask.inputs import check_labels_and_weights, training_inputs
+from oocgbdt.dask.inputs import check_labels_and_weights, is_sparse, training_inputs
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor
@@ -146,6 +147,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     learning_rates = callbacks.learning_rates()  # before any work: errors come first
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
                              feature_names, int(params["chunk_rows"]))
+    params = _resolve_categorical(params, inputs, feature_names)
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
         raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
                          f"set and a metric to watch (as in LightGBM), got "
@@ -303,6 +305,20 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, callba
             executor.close()
     return dict(result=result, bin_mapper=bin_mapper, bundler=bundler, params=params,
                 cache_report=cache_report, bundle_report=bundle_report)
+
+
+def _resolve_categorical(params, inputs, feature_names):
+    """``params`` with ``categorical_feature`` resolved to a list of column indices (names
+    matched against the feature names, ``"auto"`` against the DataFrame input's category
+    columns, ``inputs.categorical_auto``), checked before any work."""
+    names = feature_names if feature_names is not None else getattr(inputs, "feature_names", None)
+    cat = resolve_categorical_feature(params["categorical_feature"], names,
+                                      int(inputs.X.shape[1]),
+                                      auto=tuple(getattr(inputs, "categorical_auto", ()) or ()))
+    if cat and is_sparse(inputs.X):
+        raise ValueError(f"categorical_feature ({list(cat)}) needs dense X; sparse training "
+                         f"input with categorical features is not supported")
+    return dict(params, categorical_feature=list(cat))
 
 
 def _bundle_report(bundler, bin_mapper, conflict_stats, X, params):

@@ -106,6 +106,8 @@ def test_every_alias_resolves(alias):
         "enable_bundle": False, "max_conflict_rate": 0.25, "grow_policy": "depthwise",
         "max_leaves_per_pass": 4, "lookahead_leaves": 3, "histogram_pool_size": 64.0, "cache": "disk",
         "cache_path": "/tmp/oocgbdt-cache", "cache_memory_fraction": 0.25, "partition_rows": 1000,
+        "categorical_feature": [0, 2], "max_cat_to_onehot": 6, "max_cat_threshold": 16,
+        "cat_l2": 1.5, "cat_smooth": 2.5, "min_data_per_group": 7,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
