@@ -232,7 +232,10 @@ class _GBDTModel(BaseEstimator):
             return X
         _check_X_shape_and_kind(X, "X")
         with _name_conversion_errors("X"):
-            return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32,
+            # float32 stays float32, other input becomes float64: values are compared with
+            # the thresholds in float64, as LightGBM does
+            return validate_data(self, X, reset=False, ensure_all_finite=False,
+                                 dtype=[np.float64, np.float32],
                                  accept_sparse=("csr", "csc", "coo"))
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params):
@@ -381,10 +384,18 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
         params["objective"] = "regression"
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params)
 
-    def predict(self, X):
-        """Predicted values: ndarray (n_samples,) float64, or a lazy Dask array for lazy input."""
+    def predict(self, X, raw_score=False, start_iteration=0, num_iteration=None,
+                pred_leaf=False, pred_contrib=False):
+        """Predicted values: ndarray (n_samples,) float64, or a lazy Dask array for lazy input.
+
+        ``raw_score``, ``start_iteration``, ``num_iteration``, ``pred_leaf`` and
+        ``pred_contrib`` are LightGBM's (``LGBMModel.predict``), as in
+        :meth:`oocgbdt.Booster.predict`, which gives the shapes and dtypes.
+        """
         X = self._validate_predict_X(X)
-        return self.booster_.predict(X)
+        return self.booster_.predict(X, raw_score=raw_score, start_iteration=start_iteration,
+                                     num_iteration=num_iteration, pred_leaf=pred_leaf,
+                                     pred_contrib=pred_contrib)
 
 
 class GBDTClassifier(ClassifierMixin, _GBDTModel):
@@ -441,18 +452,35 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         return self._fit(X, self._encode_y(y), sample_weight, eval_set, eval_sample_weight,
                          eval_names, client, params)
 
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input)."""
+    def predict_proba(self, X, raw_score=False, start_iteration=0, num_iteration=None,
+                      pred_leaf=False, pred_contrib=False):
+        """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input).
+
+        With ``raw_score``, ``pred_leaf`` or ``pred_contrib`` (LightGBM's
+        ``LGBMClassifier.predict_proba`` keywords), :meth:`oocgbdt.Booster.predict`'s result
+        for them instead; ``start_iteration`` and ``num_iteration`` choose the rounds.
+        """
         X = self._validate_predict_X(X)
-        p = self.booster_.predict(X)
-        if self.n_classes_ > 2:
+        p = self.booster_.predict(X, raw_score=raw_score, start_iteration=start_iteration,
+                                  num_iteration=num_iteration, pred_leaf=pred_leaf,
+                                  pred_contrib=pred_contrib)
+        if raw_score or pred_leaf or pred_contrib or self.n_classes_ > 2:
             return p
         # Lazy p: one (n, 2) block per row chunk, so that predict's argmax sees both columns.
         return map_rows(_binary_proba, p, dtype=np.float64, n_columns=2)
 
-    def predict(self, X):
-        """Predicted labels, shape (n_samples,), dtype of ``classes_`` (lazy for lazy input)."""
-        proba = self.predict_proba(X)  # checks that the estimator is fitted
+    def predict(self, X, raw_score=False, start_iteration=0, num_iteration=None,
+                pred_leaf=False, pred_contrib=False):
+        """Predicted labels, shape (n_samples,), dtype of ``classes_`` (lazy for lazy input).
+
+        With ``raw_score``, ``pred_leaf`` or ``pred_contrib``, :meth:`predict_proba`'s result
+        for them (as ``LGBMClassifier.predict``).
+        """
+        proba = self.predict_proba(X, raw_score=raw_score, start_iteration=start_iteration,
+                                   num_iteration=num_iteration, pred_leaf=pred_leaf,
+                                   pred_contrib=pred_contrib)  # checks that it is fitted
+        if raw_score or pred_leaf or pred_contrib:
+            return proba
         return map_rows(partial(_decode_labels, classes=self.classes_), proba,
                         dtype=self.classes_.dtype)
 
