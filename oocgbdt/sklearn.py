@@ -238,7 +238,11 @@ class _GBDTModel(BaseEstimator):
                                  dtype=[np.float64, np.float32],
                                  accept_sparse=("csr", "csc", "coo"))
 
-    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params):
+    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
+             init_model=None):
+        if isinstance(init_model, _GBDTModel):
+            check_is_fitted(init_model, "booster_")
+            init_model = init_model.booster_
         if eval_set is not None:
             if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(
                     eval_set[0], (tuple, list)):
@@ -268,7 +272,7 @@ class _GBDTModel(BaseEstimator):
         self.booster_ = train(params, X, y, sample_weight=sample_weight, eval_set=eval_set,
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
-                              client=client, verbose=bool(self.verbose))
+                              client=client, verbose=bool(self.verbose), init_model=init_model)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -373,16 +377,20 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
 """)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, client=None):
+            eval_names=None, client=None, init_model=None):
         """Fit on ``X`` (n_samples, n_features) and ``y`` (n_samples,); returns self.
 
         ``X``, ``y`` and ``sample_weight`` may be NumPy, Dask or Zarr (or a Zarr path).
         ``client`` is the ``distributed.Client`` to train on (default: the current one).
+        ``init_model`` (a Booster, a fitted estimator or a model file path; LightGBM's name)
+        is a model to continue: ``n_estimators`` rounds are added to it
+        (:func:`oocgbdt.train`'s ``init_model``).
         """
         params = self._train_params()
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         params["objective"] = "regression"
-        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params)
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
+                         params, init_model)
 
     def predict(self, X, raw_score=False, start_iteration=0, num_iteration=None,
                 pred_leaf=False, pred_contrib=False):
@@ -419,8 +427,10 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
                         dtype=np.float64)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, client=None):
+            eval_names=None, client=None, init_model=None):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (n_samples,); returns self.
+
+        ``init_model``: a model to continue, as for :meth:`GBDTRegressor.fit`.
 
         Raises
         ------
@@ -450,7 +460,7 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
             params["objective"] = "multiclass"
             params["num_class"] = self.n_classes_
         return self._fit(X, self._encode_y(y), sample_weight, eval_set, eval_sample_weight,
-                         eval_names, client, params)
+                         eval_names, client, params, init_model)
 
     def predict_proba(self, X, raw_score=False, start_iteration=0, num_iteration=None,
                       pred_leaf=False, pred_contrib=False):

@@ -7,12 +7,23 @@ Importing it registers :func:`predict` with the one :class:`~oocgbdt.core.booste
 """
 from __future__ import annotations
 
+import dask.array as da
 import numpy as np
 
 from oocgbdt.core.booster import Booster, register_lazy_input
 from oocgbdt.dask.inputs import as_row_chunked, is_lazy
 
 __all__ = ["predict", "Booster"]
+
+
+def _uncast_float64(X, Xd):
+    """``X`` itself (columns in one chunk) when it is a float64 Dask or Zarr array: rows are
+    compared with the thresholds in float64, as LightGBM does, and as NumPy input is; the
+    checked ``Xd`` (float32) otherwise."""
+    src = da.from_zarr(X) if type(X).__module__.split(".")[0] == "zarr" else X
+    if isinstance(src, da.Array) and src.dtype == np.float64 and src.shape == Xd.shape:
+        return src.rechunk({1: -1}) if len(src.chunks[1]) > 1 else src
+    return Xd
 
 
 def _predict_block(block, booster, options):
@@ -48,13 +59,12 @@ def predict(booster, X, raw_score=False, start_iteration=0, num_iteration=None, 
     if Xd.shape[1] != booster.n_features:
         raise ValueError(f"X has {Xd.shape[1]} features, but the model was trained on "
                          f"{booster.n_features} features.")
+    Xd = _uncast_float64(X, Xd)
     options = dict(raw_score=raw_score, start_iteration=start_iteration,
                    num_iteration=num_iteration, pred_leaf=pred_leaf, pred_contrib=pred_contrib)
     shape, dtype = booster.output_shape(0, pred_leaf=pred_leaf, pred_contrib=pred_contrib,
                                         start_iteration=start_iteration,
                                         num_iteration=num_iteration)
-    if not (pred_leaf or pred_contrib) and raw_score and booster.n_outputs > 1:
-        shape = (0, booster.n_outputs)
     kwargs = dict(booster=booster, options=options, dtype=dtype)
     if len(shape) == 2:
         return Xd.map_blocks(_predict_block, chunks=(Xd.chunks[0], (shape[1],)),
