@@ -531,6 +531,20 @@ class Booster:
             raise
         return path
 
+    def to_lightgbm(self):
+        """This model as a ``lightgbm.Booster`` (needs the ``lightgbm`` package): the same raw
+        scores, for tools that read LightGBM models, e.g. ``shap.TreeExplainer(
+        booster.to_lightgbm())``, whose SHAP values equal ``predict(X, pred_contrib=True)``.
+
+        Raises
+        ------
+        ImportError
+            lightgbm is not installed.
+        """
+        import lightgbm  # an optional dependency, imported on use
+
+        return lightgbm.Booster(model_str=self.model_to_string(format="lightgbm"))
+
     @classmethod
     def model_from_string(cls, text: str) -> "Booster":
         """A Booster from the text of an oocgbdt JSON model or of a LightGBM text model

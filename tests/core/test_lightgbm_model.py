@@ -195,3 +195,27 @@ def test_bad_format_and_bad_text_are_named():
         Booster.model_from_string(text)
     with pytest.raises(ValueError, match="pred_leaf and pred_contrib"):
         booster.predict(X, pred_leaf=True, pred_contrib=True)
+
+
+@pytest.mark.parametrize("objective,extra", [("binary", {}), ("multiclass", {"num_class": 3})])
+def test_shap_tree_explainer_agrees_with_pred_contrib(objective, extra):
+    shap = pytest.importorskip("shap")
+    X, y = _nan_regression(6, n=800)
+    if objective == "multiclass":
+        y = np.digitize(y, np.quantile(y, [1 / 3, 2 / 3]))
+    else:
+        y = (y > np.median(y)).astype(float)
+    booster = fit_in_process(dict(objective=objective, n_estimators=5, num_leaves=8, **extra),
+                             X, y)
+    explainer = shap.TreeExplainer(booster.to_lightgbm())
+    values = np.asarray(explainer.shap_values(X))
+    contrib = booster.predict(X, pred_contrib=True)
+    width = X.shape[1] + 1
+    for k in range(booster.n_outputs):
+        block = contrib[:, k * width:(k + 1) * width]
+        mine = values if booster.n_outputs == 1 else (
+            values[..., k] if values.shape[-1] == booster.n_outputs else values[k])
+        assert np.abs(mine - block[:, :-1]).max() <= SHAP_TOL
+        expected = np.atleast_1d(explainer.expected_value)[k]
+        # SHAP's expected value is the mean of the bias column over the explained rows
+        assert abs(expected - block[:, -1].mean()) <= SHAP_TOL
