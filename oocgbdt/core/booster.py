@@ -219,8 +219,6 @@ class Booster:
                 cat_threshold=np.concatenate(ct) if ct else np.zeros(0, np.uint32),
                 ct_offsets=np.cumsum([0] + [len(c) for c in ct]).astype(np.int64))
             p["has_categorical"] = bool(np.any(p["decision_type"] & 1))
-            p["max_depth"] = int(tree_depths(p["left_child"], p["right_child"],
-                                             p["node_offsets"]).max(initial=0))
             self._packed[(t0, t1)] = p
         return self._packed[(t0, t1)]
 
@@ -257,11 +255,13 @@ class Booster:
         return np.ascontiguousarray(X, dtype=dtype)
 
     @staticmethod
-    def _dense_blocks(X, rows=4096):
-        """Row blocks of ``X`` as dense arrays (CSR blocks densified, missing entries 0)."""
+    def _dense_blocks(X, cells=1 << 22):
+        """Row blocks of ``X`` as dense arrays (CSR blocks of about ``cells`` values, 32 MiB,
+        densified; entries not stored are 0)."""
         if not sp.issparse(X):
             yield 0, X
             return
+        rows = max(1, cells // max(X.shape[1], 1))
         for i in range(0, X.shape[0], rows):
             yield i, X[i:i + rows].toarray()
 
@@ -302,6 +302,9 @@ class Booster:
 
     def _contrib(self, X, t0, t1):
         p = self._pack(t0, t1)
+        if "max_depth" not in p:  # the TreeSHAP path buffers' size
+            p["max_depth"] = int(tree_depths(p["left_child"], p["right_child"],
+                                             p["node_offsets"]).max(initial=0))
         width = self.n_features + 1
         out = np.zeros((X.shape[0], self.n_outputs * width), dtype=np.float64)
         if t0 == 0:
