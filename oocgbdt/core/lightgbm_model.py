@@ -22,7 +22,6 @@ the ``Tree`` constructor from a string):
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 
@@ -296,7 +295,7 @@ def from_lightgbm_string(text: str):
     ------
     ValueError
         Not a LightGBM text model, a required line missing, a field with the wrong number of
-        values, or a linear tree.
+        values, a linear tree, or a random forest (``average_output``).
     """
     from oocgbdt.core.booster import Booster
     if not is_lightgbm_text(text):
@@ -308,6 +307,9 @@ def from_lightgbm_string(text: str):
         if "=" in line:
             key, value = line.split("=", 1)
             header[key] = value
+        elif line == "average_output":
+            raise ValueError("LightGBM model: 'average_output' (random forest mode) averages "
+                             "its trees, which oocgbdt does not predict with.")
         i += 1
     for key in ("num_class", "max_feature_idx", "feature_names", "feature_infos"):
         if key not in header:
@@ -397,6 +399,3 @@ def lightgbm_transform(objective_line, raw):
     raise ValueError(f"LightGBM model objective {objective_line!r}: oocgbdt does not know its "
                      f"output transform; predict with raw_score=True.")
 
-
-def _is_finite(x) -> bool:
-    return math.isfinite(float(x))

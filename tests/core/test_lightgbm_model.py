@@ -219,3 +219,16 @@ def test_shap_tree_explainer_agrees_with_pred_contrib(objective, extra):
         expected = np.atleast_1d(explainer.expected_value)[k]
         # SHAP's expected value is the mean of the bias column over the explained rows
         assert abs(expected - block[:, -1].mean()) <= SHAP_TOL
+
+
+def test_random_forest_and_linear_lightgbm_models_are_refused():
+    X, y = _nan_regression(7, n=400)
+    X = np.nan_to_num(X)
+    rf = lgb.train(dict(boosting="rf", bagging_fraction=0.5, bagging_freq=1, verbose=-1,
+                        num_leaves=4), lgb.Dataset(X, y), num_boost_round=2)
+    with pytest.raises(ValueError, match="average_output"):
+        Booster.model_from_string(rf.model_to_string())
+    linear = lgb.train(dict(linear_tree=True, verbose=-1, num_leaves=4), lgb.Dataset(X, y),
+                       num_boost_round=2)
+    with pytest.raises(ValueError, match="linear tree"):
+        Booster.model_from_string(linear.model_to_string())
