@@ -350,7 +350,7 @@ class Booster:
             return (n_rows, self.n_outputs), np.dtype(np.float64)
         return (n_rows,), np.dtype(np.float64)
 
-    def predict(self, X, raw_score=False, start_iteration=0, num_iteration=None,
+    def predict(self, X, raw_score=False, *, start_iteration=0, num_iteration=None,
                 pred_leaf=False, pred_contrib=False, **kwargs):
         """Predict rows of ``X``: NumPy in, NumPy out; Dask or Zarr in, a lazy Dask array out.
 
