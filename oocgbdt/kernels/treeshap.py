@@ -200,53 +200,79 @@ def _count(node, n0, l0, internal_count, leaf_count):
 
 
 @njit
-def _tree_shap(x, phi, p0, node, depth, pf, pz, po, pw, parent_off, parent_zero, parent_one,
-               parent_feature, n0, l0, cb0, ct0, split_feature, threshold, decision_type,
+def _tree_shap(x, phi, p0, n0, l0, cb0, ct0, split_feature, threshold, decision_type,
                left_child, right_child, leaf_value, leaf_count, internal_count, cat_boundaries,
-               cat_threshold):
-    # this level's copy of the path starts ``depth`` slots after its parent's
-    off = parent_off + depth
-    for i in range(depth):
-        pf[off + i] = pf[parent_off + i]
-        pz[off + i] = pz[parent_off + i]
-        po[off + i] = po[parent_off + i]
-        pw[off + i] = pw[parent_off + i]
-    _extend_path(pf, pz, po, pw, off, depth, parent_zero, parent_one, parent_feature)
-    depth = np.int64(depth)
-    if node < 0:
-        value = leaf_value[l0 + ~node]
-        for i in range(1, depth + 1):
-            w = _unwound_path_sum(pz, po, pw, off, depth, i)
-            phi[p0 + pf[off + i]] += w * (po[off + i] - pz[off + i]) * value
-        return
-    k = n0 + node
-    feature = np.int64(split_feature[k])
-    hot = np.int64(_next_node(x[feature], k, threshold, decision_type, left_child, right_child,
-                              cat_boundaries, cb0, cat_threshold, ct0))
-    cold = np.int64(right_child[k] if hot == left_child[k] else left_child[k])
-    w = _count(node, n0, l0, internal_count, leaf_count)
-    hot_zero = _count(hot, n0, l0, internal_count, leaf_count) / w
-    cold_zero = _count(cold, n0, l0, internal_count, leaf_count) / w
-    incoming_zero = 1.0
-    incoming_one = 1.0
-    path_index = 0
-    while path_index <= depth:
-        if pf[off + path_index] == feature:
-            break
-        path_index += 1
-    if path_index != depth + 1:
-        incoming_zero = pz[off + path_index]
-        incoming_one = po[off + path_index]
-        _unwind_path(pf, pz, po, pw, off, depth, path_index)
-        depth -= 1
-    _tree_shap(x, phi, p0, hot, depth + 1, pf, pz, po, pw, off, hot_zero * incoming_zero,
-               incoming_one, feature, n0, l0, cb0, ct0, split_feature, threshold, decision_type,
-               left_child, right_child, leaf_value, leaf_count, internal_count, cat_boundaries,
-               cat_threshold)
-    _tree_shap(x, phi, p0, cold, depth + 1, pf, pz, po, pw, off, cold_zero * incoming_zero,
-               0.0, feature, n0, l0, cb0, ct0, split_feature, threshold, decision_type,
-               left_child, right_child, leaf_value, leaf_count, internal_count, cat_boundaries,
-               cat_threshold)
+               cat_threshold, pf, pz, po, pw, st_node, st_depth, st_off, st_zero, st_one,
+               st_feat):
+    """LightGBM's recursive ``Tree::TreeSHAP`` as a loop over an explicit stack (no calls
+    per node): a frame holds a call's arguments. A node's hot child is visited before its
+    cold one, as in the recursion; children write their paths only past their parent's, so the
+    parent's path is intact when the cold child is popped."""
+    top = 0
+    st_node[0] = 0
+    st_depth[0] = 0
+    st_off[0] = 0
+    st_zero[0] = 1.0
+    st_one[0] = 1.0
+    st_feat[0] = -1
+    while top >= 0:
+        node = st_node[top]
+        depth = st_depth[top]
+        parent_off = st_off[top]
+        parent_zero = st_zero[top]
+        parent_one = st_one[top]
+        parent_feature = st_feat[top]
+        top -= 1
+        # this level's copy of the path starts ``depth`` slots after its parent's
+        off = parent_off + depth
+        if depth > 0:
+            for i in range(depth):
+                pf[off + i] = pf[parent_off + i]
+                pz[off + i] = pz[parent_off + i]
+                po[off + i] = po[parent_off + i]
+                pw[off + i] = pw[parent_off + i]
+        _extend_path(pf, pz, po, pw, off, depth, parent_zero, parent_one, parent_feature)
+        if node < 0:
+            value = leaf_value[l0 + ~node]
+            for i in range(1, depth + 1):
+                w = _unwound_path_sum(pz, po, pw, off, depth, i)
+                phi[p0 + pf[off + i]] += w * (po[off + i] - pz[off + i]) * value
+            continue
+        k = n0 + node
+        feature = np.int64(split_feature[k])
+        hot = np.int64(_next_node(x[feature], k, threshold, decision_type, left_child,
+                                  right_child, cat_boundaries, cb0, cat_threshold, ct0))
+        cold = np.int64(right_child[k] if hot == left_child[k] else left_child[k])
+        w = _count(node, n0, l0, internal_count, leaf_count)
+        hot_zero = _count(hot, n0, l0, internal_count, leaf_count) / w
+        cold_zero = _count(cold, n0, l0, internal_count, leaf_count) / w
+        incoming_zero = 1.0
+        incoming_one = 1.0
+        path_index = 0
+        while path_index <= depth:
+            if pf[off + path_index] == feature:
+                break
+            path_index += 1
+        if path_index != depth + 1:
+            incoming_zero = pz[off + path_index]
+            incoming_one = po[off + path_index]
+            _unwind_path(pf, pz, po, pw, off, depth, path_index)
+            depth -= 1
+        # cold first on the stack, so the hot child is visited first
+        top += 1
+        st_node[top] = cold
+        st_depth[top] = depth + 1
+        st_off[top] = off
+        st_zero[top] = cold_zero * incoming_zero
+        st_one[top] = 0.0
+        st_feat[top] = feature
+        top += 1
+        st_node[top] = hot
+        st_depth[top] = depth + 1
+        st_off[top] = off
+        st_zero[top] = hot_zero * incoming_zero
+        st_one[top] = incoming_one
+        st_feat[top] = feature
 
 
 @njit
@@ -279,6 +305,13 @@ def predict_contrib(X, split_feature, threshold, decision_type, left_child, righ
     pz = np.empty(size, dtype=np.float64)
     po = np.empty(size, dtype=np.float64)
     pw = np.empty(size, dtype=np.float64)
+    stack = 2 * path_len + 2  # at most two pending children per level
+    st_node = np.empty(stack, dtype=np.int64)
+    st_depth = np.empty(stack, dtype=np.int64)
+    st_off = np.empty(stack, dtype=np.int64)
+    st_zero = np.empty(stack, dtype=np.float64)
+    st_one = np.empty(stack, dtype=np.float64)
+    st_feat = np.empty(stack, dtype=np.int64)
     x = np.empty(n_features, dtype=np.float64)
     for i in range(X.shape[0]):
         for f in range(n_features):
@@ -297,12 +330,10 @@ def predict_contrib(X, split_feature, threshold, decision_type, left_child, righ
             for leaf in range(n_leaves):
                 expected += (leaf_count[l0 + leaf] / total) * leaf_value[l0 + leaf]
             phi[p0 + n_features] += expected
-            # every integer argument is int64, so the recursion has one signature
-            _tree_shap(x, phi, np.int64(p0), np.int64(0), np.int64(0), pf, pz, po, pw,
-                       np.int64(0), 1.0, 1.0, np.int64(-1), np.int64(n0), np.int64(l0),
-                       np.int64(cb_offsets[t]), np.int64(ct_offsets[t]), split_feature, threshold, decision_type,
-                       left_child, right_child, leaf_value, leaf_count, internal_count,
-                       cat_boundaries, cat_threshold)
+            _tree_shap(x, phi, p0, n0, l0, cb_offsets[t], ct_offsets[t], split_feature,
+                       threshold, decision_type, left_child, right_child, leaf_value,
+                       leaf_count, internal_count, cat_boundaries, cat_threshold, pf, pz, po,
+                       pw, st_node, st_depth, st_off, st_zero, st_one, st_feat)
 
 
 def predict_contrib_naive(X, split_feature, threshold, decision_type, left_child, right_child,
