@@ -57,6 +57,21 @@ def _decode_floats(values):
     return [float(v) for v in values]
 
 
+#: LightGBM's categorical split fields of a tree (``cat_boundaries``: int32 offsets into
+#: ``cat_threshold``, uint32 bitset words of raw category values), kept in the JSON model
+#: whether or not ``Tree`` itself writes them.
+_CAT_FIELDS = {"cat_boundaries": np.int32, "cat_threshold": np.uint32}
+
+
+def _tree_dict(tree) -> dict:
+    d = tree.to_dict()
+    for k in _CAT_FIELDS:
+        v = getattr(tree, k, None)
+        if v is not None and k not in d:
+            d[k] = np.asarray(v).tolist()
+    return d
+
+
 #: ``(is_lazy, predict)`` pairs registered by the Dask layer (:func:`register_lazy_input`):
 #: :meth:`Booster.predict` hands an input for which ``is_lazy(X)`` holds to
 #: ``predict(booster, X, **options)`` (the keywords of :meth:`Booster.predict`), which
@@ -461,7 +476,7 @@ class Booster:
             "bundles": self.bundles_,
             "objective_line": self.objective_line,
             "pandas_categorical": self.pandas_categorical,
-            "trees": [t.to_dict() for t in self.trees],
+            "trees": [_tree_dict(t) for t in self.trees],
         })
 
     @classmethod
@@ -478,7 +493,12 @@ class Booster:
             for k in ("threshold", "split_gain", "internal_value", "internal_weight",
                       "internal_count", "leaf_value", "leaf_weight", "leaf_count"):
                 td[k] = _decode_floats(td[k])
-            trees.append(Tree.from_dict(td))
+            cats = {k: td.pop(k) for k in _CAT_FIELDS if k in td}
+            tree = Tree.from_dict(td)
+            for k, v in cats.items():
+                if v is not None and getattr(tree, k, None) is None:
+                    setattr(tree, k, np.asarray(v, dtype=_CAT_FIELDS[k]))
+            trees.append(tree)
         scores = d.get("screening_scores")
         return cls(trees, d["init_score"], d["params"], d["n_features"], d["feature_names"],
                    d.get("feature_infos"), d.get("best_iteration"), d.get("evals_result"),

@@ -173,6 +173,10 @@ def test_categorical_lightgbm_model_read_in_and_written_out(tmp_path):
     _assert_same_trees(out, text)
     again = lgb.Booster(model_str=out)
     assert np.array_equal(again.predict(Xq, raw_score=True), theirs.predict(Xq, raw_score=True))
+    # oocgbdt's JSON keeps the category bitsets
+    reloaded = Booster.load_model(ours.save_model(tmp_path / "cat.json"))
+    assert np.array_equal(reloaded.predict(Xq, raw_score=True),
+                          theirs.predict(Xq, raw_score=True))
 
 
 def test_pandas_categorical_line_round_trips():
