@@ -111,3 +111,22 @@ def test_lazy_leaves_and_contributions_equal_numpy(num_class):
         ref = booster.predict(X, **kw)
         assert out.dtype == ref.dtype and lazy.dtype == ref.dtype
         assert np.array_equal(out, ref)
+
+
+@pytest.mark.parametrize("kind", ["sparse", "disk cache"])
+def test_continued_fit_on_sparse_rows_and_the_disk_cache(kind):
+    import scipy.sparse as sp
+    rng = np.random.default_rng(4)
+    if kind == "sparse":
+        X = sp.random(1500, 30, density=0.1, random_state=4, format="csr", dtype=np.float32)
+        y = (np.asarray(X[:, :4].sum(axis=1)).ravel() + rng.normal(size=1500) * 0.1 > 0.2)
+        extra = {}
+    else:
+        X, y = _data(n=1500, seed=4)
+        extra = dict(cache="disk")
+    y = np.asarray(y, dtype=float)
+    p = dict(objective="binary", num_leaves=8, verbose=False, **extra)
+    full = oocgbdt.train(dict(p, n_estimators=6), X, y)
+    first = oocgbdt.train(dict(p, n_estimators=3), X, y)
+    again = oocgbdt.train(dict(p, n_estimators=3), X, y, init_model=first)
+    _same(full, again)
