@@ -12,10 +12,10 @@ the ``Tree`` constructor from a string):
   ``pandas_categorical:``;
 * leaf values are stored already shrunk, and LightGBM folds the boost-from-average initial
   score of each class into that class's first tree (``Tree::AddBias``: leaf and internal values
-  plus the score, values below ``kZeroThreshold`` in magnitude rounded to zero, shrinkage set to
-  1). oocgbdt keeps the initial score apart (``Booster.init_score``), so writing folds it in
-  and reading leaves ``init_score`` at zero: raw scores agree exactly, since ``0 + (v + s)``
-  equals ``s + v`` in floating point;
+  plus the score, shrinkage set to 1). oocgbdt keeps the initial score apart
+  (``Booster.init_score``), so writing folds it in (without ``AddBias``'s rounding of values
+  below ``kZeroThreshold`` to zero) and reading leaves ``init_score`` at zero: raw scores agree
+  exactly, since ``0 + (v + s)`` equals ``s + v`` in floating point;
 * doubles are written with 17 significant digits (``%.17g``), which reads back to the same
   double.
 """
@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
-from oocgbdt._dtypes import K_ZERO_THRESHOLD
 
 __all__ = ["to_lightgbm_string", "from_lightgbm_string", "is_lightgbm_text",
            "lightgbm_transform", "LIGHTGBM_PARAMETER_NAMES"]
@@ -57,13 +55,6 @@ def _join_ints(values) -> str:
     return " ".join(str(int(round(float(v)))) for v in np.asarray(values).ravel())
 
 
-def _round_to_zero(values):
-    """LightGBM's ``MaybeRoundToZero``: magnitudes at most ``kZeroThreshold`` become 0."""
-    values = np.asarray(values, dtype=np.float64).copy()
-    values[np.abs(values) <= K_ZERO_THRESHOLD] = 0.0
-    return values
-
-
 def _param_value(value) -> str:
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -83,8 +74,10 @@ def _tree_block(tree, bias=0.0) -> str:
     internal_value = tree.internal_value
     shrinkage = tree.shrinkage
     if bias != 0.0:
-        leaf_value = _round_to_zero(leaf_value + bias)
-        internal_value = _round_to_zero(internal_value + bias)
+        # not rounded to zero below kZeroThreshold as AddBias does: oocgbdt's raw score is
+        # ``bias + value`` exactly, and so must LightGBM's be
+        leaf_value = leaf_value + bias
+        internal_value = internal_value + bias
         shrinkage = 1.0
     cat_boundaries = getattr(tree, "cat_boundaries", None)
     cat_threshold = getattr(tree, "cat_threshold", None)
@@ -156,9 +149,9 @@ def to_lightgbm_string(booster, start_iteration=0, num_iteration=None) -> str:
            "feature_infos=" + " ".join(infos), ""]
     text = ["\n".join(out) + "\n"]
     for i in range(start * k, end * k):
+        # every non-zero score is folded in (LightGBM's training skips those within kEpsilon,
+        # but folding them keeps the raw scores equal to oocgbdt's)
         bias = float(init[i % k]) if i < k else 0.0
-        if abs(bias) <= 1e-15:  # LightGBM adds the score only above kEpsilon
-            bias = 0.0
         text.append(f"Tree={i - start * k}\n" + _tree_block(trees[i], bias))
     text.append("end of trees\n")
     importance = np.zeros(booster.n_features, dtype=np.int64)

@@ -236,3 +236,16 @@ def test_random_forest_and_linear_lightgbm_models_are_refused():
                        num_boost_round=2)
     with pytest.raises(ValueError, match="linear tree"):
         Booster.model_from_string(linear.model_to_string())
+
+
+@pytest.mark.parametrize("init", [1e-16, -3e-36, 0.0])
+def test_tiny_initial_scores_still_give_equal_raw_scores(init):
+    """LightGBM's training skips scores within kEpsilon and rounds values within
+    kZeroThreshold to zero; the export folds every score in exactly instead."""
+    X, y = _nan_regression(8, n=400)
+    booster = fit_in_process(dict(objective="regression", n_estimators=3, num_leaves=4), X, y)
+    booster.init_score = np.array([init])
+    booster.trees[0].leaf_value[0] = -init  # a first-tree value that cancels the score
+    booster._packed.clear()
+    theirs = lgb.Booster(model_str=booster.model_to_string(format="lightgbm"))
+    assert np.array_equal(theirs.predict(X, raw_score=True), booster.predict(X, raw_score=True))
