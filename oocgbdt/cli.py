@@ -1,4 +1,4 @@
-"""This module contains the ``oocgbdt`` command line: ``convert``, ``train``, ``predict``, ``quickstart``.
+"""This module contains the ``oocgbdt`` command line: ``convert``, ``train``, ``predict``, ``export``, ``quickstart``.
 
 Each command is a thin wrapper over the library (:func:`oocgbdt.io.convert.convert`,
 :func:`oocgbdt.dask.training.train`, :meth:`oocgbdt.dask.predict.Booster.predict`), so the CLI and
@@ -402,6 +402,26 @@ def _cmd_predict(args) -> int:
 
 
 # ------------------------------------------------------------------------------------------
+# export
+# ------------------------------------------------------------------------------------------
+def _cmd_export(args) -> int:
+    from oocgbdt.core.booster import Booster
+
+    model_path, out = _path(args.model), _path(args.out)
+    if not model_path.is_file():
+        raise CLIError(f"model file '{model_path}' does not exist.")
+    _check_new_file(out, args.overwrite, "OUT")
+    try:
+        booster = Booster.load_model(model_path)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CLIError(f"cannot read model '{model_path}': {exc}; MODEL must be a file "
+                       f"written by `oocgbdt train` or LightGBM.") from None
+    booster.save_model(out, format="lightgbm", num_iteration=args.num_iteration)
+    print(f"Wrote {booster.num_trees()} trees as a LightGBM text model to {out}")
+    return 0
+
+
+# ------------------------------------------------------------------------------------------
 # quickstart
 # ------------------------------------------------------------------------------------------
 
@@ -518,7 +538,7 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``oocgbdt`` argument parser (sub-commands ``convert``, ``train``, ``predict``, ``quickstart``)."""
+    """The ``oocgbdt`` argument parser (sub-commands ``convert``, ``train``, ``predict``, ``export``, ``quickstart``)."""
     parser = argparse.ArgumentParser(
         prog="oocgbdt",
         description="Out-of-core gradient-boosted decision trees on Dask (LightGBM's algorithms "
@@ -663,6 +683,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"CSV input: rows per block (default {DEFAULT_CHUNK_ROWS:,})")
     p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
     p.set_defaults(func=_cmd_predict)
+
+    # export ----------------------------------------------------------------------------
+    p = sub.add_parser(
+        "export", formatter_class=_Formatter,
+        help="write a model in LightGBM's text format",
+        description="Write MODEL (from `oocgbdt train`) as a LightGBM text model: "
+                    "lightgbm.Booster(model_file=OUT) predicts the same raw scores, and tools "
+                    "that read LightGBM models (SHAP, onnxmltools, treelite) read it.",
+        epilog="Example:\n  oocgbdt export model.json model.txt")
+    p.add_argument("model", metavar="MODEL", help="model file from `oocgbdt train`")
+    p.add_argument("out", metavar="OUT", help="LightGBM text model to write")
+    p.add_argument("--num-iteration", type=_positive_int, metavar="N",
+                   help="write the first N rounds (default: all)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing OUT")
+    p.set_defaults(func=_cmd_export)
 
     # quickstart ------------------------------------------------------------------------
     p = sub.add_parser(

@@ -270,11 +270,17 @@ class _GBDTModel(BaseEstimator):
             return X
         _check_X_shape_and_kind(X, "X")
         with _name_conversion_errors("X"):
-            return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32,
+            # float32 stays float32, other input becomes float64: values are compared with
+            # the thresholds in float64, as LightGBM does
+            return validate_data(self, X, reset=False, ensure_all_finite=False,
+                                 dtype=[np.float64, np.float32],
                                  accept_sparse=("csr", "csc", "coo"))
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
-             callbacks=None):
+             init_model=None, callbacks=None):
+        if isinstance(init_model, _GBDTModel):
+            check_is_fitted(init_model, "booster_")
+            init_model = init_model.booster_
         if eval_set is not None:
             if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(
                     eval_set[0], (tuple, list)):
@@ -304,7 +310,8 @@ class _GBDTModel(BaseEstimator):
         self.booster_ = train(params, X, y, sample_weight=sample_weight, eval_set=eval_set,
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
-                              client=client, verbose=bool(self.verbose), callbacks=callbacks)
+                              client=client, verbose=bool(self.verbose), init_model=init_model,
+                              callbacks=callbacks)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -416,24 +423,34 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
 """)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, callbacks=None, client=None):
+            eval_names=None, callbacks=None, client=None, init_model=None):
         """Fit on ``X`` (n_samples, n_features) and ``y`` (n_samples,); returns self.
 
         ``X``, ``y`` and ``sample_weight`` may be NumPy, Dask or Zarr (or a Zarr path).
         ``callbacks`` are LightGBM's (``oocgbdt.early_stopping``, ``log_evaluation``, ...; see
         :func:`oocgbdt.train`). ``client`` is the ``distributed.Client`` to train on (default:
-        the current one).
+        the current one). ``init_model`` (a Booster, a fitted estimator or a model file path;
+        LightGBM's name) is a model to continue: ``n_estimators`` rounds are added to it
+        (:func:`oocgbdt.train`'s ``init_model``).
         """
         params = self._train_params()
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         params["objective"] = "regression"
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
-                         params, callbacks)
+                         params, init_model, callbacks)
 
-    def predict(self, X):
-        """Predicted values: ndarray (n_samples,) float64, or a lazy Dask array for lazy input."""
+    def predict(self, X, raw_score=False, start_iteration=0, num_iteration=None,
+                pred_leaf=False, pred_contrib=False):
+        """Predicted values: ndarray (n_samples,) float64, or a lazy Dask array for lazy input.
+
+        ``raw_score``, ``start_iteration``, ``num_iteration``, ``pred_leaf`` and
+        ``pred_contrib`` are LightGBM's (``LGBMModel.predict``), as in
+        :meth:`oocgbdt.Booster.predict`, which gives the shapes and dtypes.
+        """
         X = self._validate_predict_X(X)
-        return self.booster_.predict(X)
+        return self.booster_.predict(X, raw_score=raw_score, start_iteration=start_iteration,
+                                     num_iteration=num_iteration, pred_leaf=pred_leaf,
+                                     pred_contrib=pred_contrib)
 
 
 class GBDTClassifier(ClassifierMixin, _GBDTModel):
@@ -457,7 +474,7 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
                         dtype=np.float64)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, callbacks=None, client=None):
+            eval_names=None, callbacks=None, client=None, init_model=None):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (n_samples,); returns self.
 
         Arguments as :meth:`GBDTRegressor.fit`.
@@ -490,20 +507,37 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
             params["objective"] = "multiclass"
             params["num_class"] = self.n_classes_
         return self._fit(X, self._encode_y(y), sample_weight, eval_set, eval_sample_weight,
-                         eval_names, client, params, callbacks)
+                         eval_names, client, params, init_model, callbacks)
 
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input)."""
+    def predict_proba(self, X, raw_score=False, start_iteration=0, num_iteration=None,
+                      pred_leaf=False, pred_contrib=False):
+        """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input).
+
+        With ``raw_score``, ``pred_leaf`` or ``pred_contrib`` (LightGBM's
+        ``LGBMClassifier.predict_proba`` keywords), :meth:`oocgbdt.Booster.predict`'s result
+        for them instead; ``start_iteration`` and ``num_iteration`` choose the rounds.
+        """
         X = self._validate_predict_X(X)
-        p = self.booster_.predict(X)
-        if self.n_classes_ > 2:
+        p = self.booster_.predict(X, raw_score=raw_score, start_iteration=start_iteration,
+                                  num_iteration=num_iteration, pred_leaf=pred_leaf,
+                                  pred_contrib=pred_contrib)
+        if raw_score or pred_leaf or pred_contrib or self.n_classes_ > 2:
             return p
         # Lazy p: one (n, 2) block per row chunk, so that predict's argmax sees both columns.
         return map_rows(_binary_proba, p, dtype=np.float64, n_columns=2)
 
-    def predict(self, X):
-        """Predicted labels, shape (n_samples,), dtype of ``classes_`` (lazy for lazy input)."""
-        proba = self.predict_proba(X)  # checks that the estimator is fitted
+    def predict(self, X, raw_score=False, start_iteration=0, num_iteration=None,
+                pred_leaf=False, pred_contrib=False):
+        """Predicted labels, shape (n_samples,), dtype of ``classes_`` (lazy for lazy input).
+
+        With ``raw_score``, ``pred_leaf`` or ``pred_contrib``, :meth:`predict_proba`'s result
+        for them (as ``LGBMClassifier.predict``).
+        """
+        proba = self.predict_proba(X, raw_score=raw_score, start_iteration=start_iteration,
+                                   num_iteration=num_iteration, pred_leaf=pred_leaf,
+                                   pred_contrib=pred_contrib)  # checks that it is fitted
+        if raw_score or pred_leaf or pred_contrib:
+            return proba
         return map_rows(partial(_decode_labels, classes=self.classes_), proba,
                         dtype=self.classes_.dtype)
 

@@ -422,3 +422,24 @@ def test_usage_errors_exit_two(capsys):
     assert "oocgbdt train: error:" in capsys.readouterr().err
     assert main([]) == 2
     assert main(["frobnicate"]) == 2
+
+
+def test_export_writes_a_model_lightgbm_predicts_alike(tmp_path, capsys):
+    lgb = pytest.importorskip("lightgbm")
+    import oocgbdt
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(600, 4))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(float)
+    model = oocgbdt.train(dict(objective="binary", n_estimators=4, num_leaves=6), X, y)
+    src = model.save_model(tmp_path / "model.json")
+    out = tmp_path / "model.txt"
+    assert main(["export", str(src), str(out)]) == 0
+    assert "LightGBM text model" in capsys.readouterr().out
+    theirs = lgb.Booster(model_file=str(out))
+    assert np.array_equal(theirs.predict(X, raw_score=True), model.predict(X, raw_score=True))
+    # the export reads back as a model (`oocgbdt predict` takes it too)
+    # (probabilities: NumPy's exp against the C library's, a few ulps)
+    assert np.abs(Booster.load_model(out).predict(X) - theirs.predict(X)).max() <= 1e-15
+    assert main(["export", str(src), str(out)]) != 0  # exists: --overwrite needed
+    assert "already exists" in capsys.readouterr().err

@@ -17,10 +17,13 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
+from oocgbdt._dtypes import as_float_if_frame
+from oocgbdt.core.lightgbm_model import (from_lightgbm_string, is_lightgbm_text,
+                                         lightgbm_transform, to_lightgbm_string)
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.core.tree import Tree
 from oocgbdt.kernels.predict import predict_raw, predict_raw_sparse
+from oocgbdt.kernels.treeshap import predict_contrib, predict_leaf, tree_depths
 
 __all__ = ["Booster", "MODEL_FORMAT", "MODEL_VERSION"]
 
@@ -56,13 +59,14 @@ def _decode_floats(values):
 
 #: ``(is_lazy, predict)`` pairs registered by the Dask layer (:func:`register_lazy_input`):
 #: :meth:`Booster.predict` hands an input for which ``is_lazy(X)`` holds to
-#: ``predict(booster, X, raw_score, num_iteration)``, which returns a lazy result.
+#: ``predict(booster, X, **options)`` (the keywords of :meth:`Booster.predict`), which
+#: returns a lazy result.
 _LAZY_INPUTS = []
 
 
 def register_lazy_input(is_lazy, predict) -> None:
     """Have :meth:`Booster.predict` hand inputs for which ``is_lazy(X)`` holds (Dask arrays, Zarr
-    arrays and paths) to ``predict(booster, X, raw_score, num_iteration)``. The Dask layer
+    arrays and paths) to ``predict(booster, X, **options)``. The Dask layer
     registers itself when imported (:mod:`oocgbdt.dask.predict`); the core stays free of dask."""
     if (is_lazy, predict) not in _LAZY_INPUTS:
         _LAZY_INPUTS.append((is_lazy, predict))
@@ -100,6 +104,14 @@ class Booster:
         See the attributes below.
     bundles : list of lists of int, optional
         See ``bundles_``.
+    objective_line : str, optional
+        The ``objective=`` line of a LightGBM model this Booster was read from (e.g.
+        ``"binary sigmoid:1"``); when set, predictions use LightGBM's transform for it
+        (:func:`oocgbdt.core.lightgbm_model.lightgbm_transform`) and the LightGBM export
+        writes it back.
+    pandas_categorical : list or None, optional
+        The categories of pandas categorical columns (LightGBM's ``pandas_categorical``),
+        written to and read from the LightGBM format's last line.
 
     Attributes
     ----------
@@ -118,7 +130,8 @@ class Booster:
 
     def __init__(self, trees, init_score, params, n_features, feature_names=None,
                  feature_infos=None, best_iteration=None, evals_result=None, best_score=None,
-                 screening_history=None, screening_scores=None, bundles=None):
+                 screening_history=None, screening_scores=None, bundles=None,
+                 objective_line=None, pandas_categorical=None):
         self.trees = list(trees)
         self.init_score = np.asarray(init_score, dtype=np.float64).reshape(-1)
         self.params = dict(params)
@@ -135,6 +148,8 @@ class Booster:
                                   np.asarray([np.nan if v is None else v for v in screening_scores],
                                              dtype=np.float64))
         self.bundles_ = None if bundles is None else [[int(f) for f in b] for b in bundles]
+        self.objective_line = objective_line
+        self.pandas_categorical = pandas_categorical
         self._packed = {}
 
     # ---- structure -----------------------------------------------------------------------
@@ -160,20 +175,52 @@ class Booster:
             return len(self.trees)
         return min(len(self.trees), int(num_iteration) * self.n_outputs)
 
-    def _pack(self, n_trees):
-        if n_trees not in self._packed:
-            trees = self.trees[:n_trees]
+    def _tree_range(self, start_iteration=0, num_iteration=None):
+        """Trees ``[t0, t1)`` of rounds ``start_iteration ..`` (LightGBM's ``start_iteration``
+        and ``num_iteration``: None means ``best_iteration`` rounds when early stopping set
+        one and ``start_iteration`` is 0, else every round; <= 0 every round)."""
+        if start_iteration is None:
+            start_iteration = 0
+        if isinstance(start_iteration, bool) or not isinstance(start_iteration, (int, np.integer)):
+            raise TypeError(f"start_iteration must be an int, got {start_iteration!r}.")
+        k = self.n_outputs
+        total = len(self.trees) // k
+        start = min(max(int(start_iteration), 0), total)
+        if num_iteration is None:  # as lightgbm.Booster.predict
+            num_iteration = self.best_iteration if start_iteration <= 0 else -1
+        if num_iteration is None or num_iteration <= 0:
+            end = total
+        else:
+            end = min(total, start + int(num_iteration))
+        return start * k, end * k
+
+    def _pack(self, t0, t1):
+        if (t0, t1) not in self._packed:
+            trees = self.trees[t0:t1]
             cat = lambda name, dt: (np.concatenate([getattr(t, name) for t in trees]).astype(dt)
                                     if trees else np.zeros(0, dt))
-            self._packed[n_trees] = dict(
+            cb = [np.asarray(getattr(t, "cat_boundaries", None)
+                             if getattr(t, "cat_boundaries", None) is not None else [],
+                             dtype=np.int32) for t in trees]
+            ct = [np.asarray(getattr(t, "cat_threshold", None)
+                             if getattr(t, "cat_threshold", None) is not None else [],
+                             dtype=np.uint32) for t in trees]
+            p = dict(
                 split_feature=cat("split_feature", np.int32), threshold=cat("threshold", np.float64),
                 decision_type=cat("decision_type", np.uint8), left_child=cat("left_child", np.int32),
                 right_child=cat("right_child", np.int32), leaf_value=cat("leaf_value", np.float64),
+                leaf_count=cat("leaf_count", np.float64),
+                internal_count=cat("internal_count", np.float64),
                 node_offsets=np.cumsum([0] + [len(t.split_feature) for t in trees]).astype(np.int64),
                 leaf_offsets=np.cumsum([0] + [t.n_leaves for t in trees]).astype(np.int64),
-                tree_class=np.asarray([t.class_idx for t in trees], dtype=np.int32))
-            self._packed[n_trees].update(_pack_categorical(trees))
-        return self._packed[n_trees]
+                tree_class=np.asarray([t.class_idx for t in trees], dtype=np.int32),
+                cat_boundaries=np.concatenate(cb) if cb else np.zeros(0, np.int32),
+                cb_offsets=np.cumsum([0] + [len(b) for b in cb]).astype(np.int64),
+                cat_threshold=np.concatenate(ct) if ct else np.zeros(0, np.uint32),
+                ct_offsets=np.cumsum([0] + [len(c) for c in ct]).astype(np.int64))
+            p["has_categorical"] = bool(np.any(p["decision_type"] & 1))
+            self._packed[(t0, t1)] = p
+        return self._packed[(t0, t1)]
 
     # ---- prediction ----------------------------------------------------------------------
     def _check_X(self, X, name="X"):
@@ -188,74 +235,188 @@ class Booster:
             raise TypeError(f"{name} must have a numeric dtype, got dtype {X.dtype}.")
         return X
 
-    def _raw_score_numpy(self, X, num_iteration=None) -> np.ndarray:
-        """Raw scores of shape (n_rows, n_outputs), float64, for a NumPy or scipy.sparse block."""
-        p = self._pack(self._n_trees_for(num_iteration))
+    def _rows(self, X):
+        """``X`` checked: a canonical CSR matrix, or a C-contiguous dense array. Values are
+        compared with the thresholds in float64, as LightGBM does: float32 and float64 input
+        keep their dtype (the kernels widen each value), other numbers become float64."""
         if sp.issparse(X):
             X = sp.csr_matrix(X)
             if X.shape[1] != self.n_features:
                 raise ValueError(f"X has {X.shape[1]} features, but the model was trained on "
                                  f"{self.n_features} features.")
-            if X.dtype != X_DTYPE:
-                X = X.astype(X_DTYPE)
+            if X.dtype not in (np.float32, np.float64):
+                X = X.astype(np.float64)
             if not X.has_canonical_format:
                 X = X.copy()
                 X.sum_duplicates()
-            out = np.tile(self.init_score, (X.shape[0], 1))
-            predict_raw_sparse(X.indptr, X.indices, X.data, p["split_feature"], p["threshold"],
-                               p["decision_type"], p["left_child"], p["right_child"],
-                               p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
-                               p["tree_class"], p["cat_boundaries"], p["cat_threshold"], out)
+            return X
+        X = self._check_X(X)
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.float64
+        return np.ascontiguousarray(X, dtype=dtype)
+
+    @staticmethod
+    def _dense_blocks(X, cells=1 << 22):
+        """Row blocks of ``X`` as dense arrays (CSR blocks of about ``cells`` values, 32 MiB,
+        densified; entries not stored are 0)."""
+        if not sp.issparse(X):
+            yield 0, X
+            return
+        rows = max(1, cells // max(X.shape[1], 1))
+        for i in range(0, X.shape[0], rows):
+            yield i, X[i:i + rows].toarray()
+
+    def _raw_score_numpy(self, X, num_iteration=None, start_iteration=0) -> np.ndarray:
+        """Raw scores of shape (n_rows, n_outputs), float64, for a NumPy or scipy.sparse block.
+
+        The initial score counts only from round 0 on (LightGBM folds it into the first
+        trees, so its ``start_iteration > 0`` leaves it out too)."""
+        X = self._rows(X)
+        t0, t1 = self._tree_range(start_iteration, num_iteration)
+        p = self._pack(t0, t1)
+        init = self.init_score if t0 == 0 else np.zeros_like(self.init_score)
+        out = np.tile(init, (X.shape[0], 1))
+        if p["has_categorical"]:
+            # walk to the leaves (categorical decisions included), then add in tree order
+            leaves = self._leaves(X, t0, t1)
+            for t in range(t1 - t0):
+                out[:, p["tree_class"][t]] += p["leaf_value"][p["leaf_offsets"][t] + leaves[:, t]]
             return out
-        X = np.ascontiguousarray(self._check_X(X), dtype=X_DTYPE)
-        out = np.tile(self.init_score, (X.shape[0], 1))
-        predict_raw(X, p["split_feature"], p["threshold"], p["decision_type"], p["left_child"],
-                    p["right_child"], p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
-                    p["tree_class"], p["cat_boundaries"], p["cat_threshold"], out)
+        # No categorical node here (those go through _leaves): empty bitsets.
+        args = (p["split_feature"], p["threshold"], p["decision_type"], p["left_child"],
+                p["right_child"], p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
+                p["tree_class"], np.zeros(1, np.int64), np.zeros(0, np.uint32), out)
+        if sp.issparse(X):
+            predict_raw_sparse(X.indptr, X.indices, X.data, *args)
+        else:
+            predict_raw(X, *args)
         return out
 
-    def _predict_numpy(self, X, raw_score=False, num_iteration=None):
-        raw = self._raw_score_numpy(X, num_iteration)
-        if raw_score:
-            return raw[:, 0] if self.n_outputs == 1 else raw
+    def _leaves(self, X, t0, t1):
+        p = self._pack(t0, t1)
+        out = np.zeros((X.shape[0], t1 - t0), dtype=np.int32)
+        for i, block in self._dense_blocks(X):
+            predict_leaf(block, p["split_feature"], p["threshold"], p["decision_type"],
+                         p["left_child"], p["right_child"], p["node_offsets"],
+                         p["cat_boundaries"], p["cb_offsets"], p["cat_threshold"],
+                         p["ct_offsets"], out[i:i + block.shape[0]])
+        return out
+
+    def _contrib(self, X, t0, t1):
+        p = self._pack(t0, t1)
+        if "max_depth" not in p:  # the TreeSHAP path buffers' size
+            p["max_depth"] = int(tree_depths(p["left_child"], p["right_child"],
+                                             p["node_offsets"]).max(initial=0))
+        width = self.n_features + 1
+        out = np.zeros((X.shape[0], self.n_outputs * width), dtype=np.float64)
+        if t0 == 0:
+            for k in range(self.n_outputs):
+                out[:, k * width + self.n_features] = self.init_score[k]
+        for i, block in self._dense_blocks(X):
+            predict_contrib(block, p["split_feature"], p["threshold"], p["decision_type"],
+                            p["left_child"], p["right_child"], p["leaf_value"], p["leaf_count"],
+                            p["internal_count"], p["node_offsets"], p["leaf_offsets"],
+                            p["cat_boundaries"], p["cb_offsets"], p["cat_threshold"],
+                            p["ct_offsets"], p["tree_class"], p["max_depth"],
+                            out[i:i + block.shape[0]])
+        return out
+
+    def _transform(self, raw):
+        if self.objective_line is not None:
+            return lightgbm_transform(self.objective_line, raw)
         pred = self.objective.transform(raw)
         return pred[:, 0] if pred.ndim == 2 and pred.shape[1] == 1 else pred
 
-    def predict(self, X, raw_score=False, num_iteration=None):
+    def _predict_numpy(self, X, raw_score=False, num_iteration=None, start_iteration=0,
+                       pred_leaf=False, pred_contrib=False):
+        if pred_leaf and pred_contrib:
+            raise ValueError("pred_leaf and pred_contrib cannot both be True.")
+        if pred_leaf or pred_contrib:
+            X = self._rows(X)
+            t0, t1 = self._tree_range(start_iteration, num_iteration)
+            return self._leaves(X, t0, t1) if pred_leaf else self._contrib(X, t0, t1)
+        raw = self._raw_score_numpy(X, num_iteration, start_iteration)
+        if raw_score:
+            return raw[:, 0] if self.n_outputs == 1 else raw
+        return self._transform(raw)
+
+    def output_shape(self, n_rows, pred_leaf=False, pred_contrib=False, start_iteration=0,
+                     num_iteration=None):
+        """Shape and dtype of :meth:`predict`'s result for ``n_rows`` rows."""
+        if pred_leaf:
+            t0, t1 = self._tree_range(start_iteration, num_iteration)
+            return (n_rows, t1 - t0), np.dtype(np.int32)
+        if pred_contrib:
+            return (n_rows, self.n_outputs * (self.n_features + 1)), np.dtype(np.float64)
+        if self.n_outputs > 1:
+            return (n_rows, self.n_outputs), np.dtype(np.float64)
+        return (n_rows,), np.dtype(np.float64)
+
+    def predict(self, X, raw_score=False, *, start_iteration=0, num_iteration=None,
+                pred_leaf=False, pred_contrib=False, **kwargs):
         """Predict rows of ``X``: NumPy in, NumPy out; Dask or Zarr in, a lazy Dask array out.
 
         Parameters
         ----------
         X : ndarray, scipy.sparse matrix, dask.array.Array (NumPy or scipy.sparse chunks), zarr.Array or path of a Zarr store, shape (n_samples, n_features)
-            Float features; NaN is a missing value. Sparse rows are walked from their stored
-            entries (values not stored are 0). Lazy input is predicted by one ``map_blocks``
-            task per row chunk (:mod:`oocgbdt.dask.predict`); nothing is computed at call time.
+            Float features; NaN is a missing value. Values are compared with the thresholds
+            in float64, as LightGBM does (float32 input is widened exactly). Sparse rows are
+            walked from their stored entries (values not stored are 0). Lazy input is
+            predicted by one ``map_blocks`` task per row chunk (:mod:`oocgbdt.dask.predict`);
+            nothing is computed at call time.
         raw_score : bool, default False
             Return raw scores (before the sigmoid/softmax) instead of predictions.
+        start_iteration : int, default 0
+            First boosting round used (LightGBM's ``start_iteration``). From a round > 0 the
+            initial score is left out, as LightGBM leaves out the first trees into which it
+            folds it.
         num_iteration : int, optional
-            Use the first ``num_iteration`` rounds; default the best iteration when early
-            stopping found one, else all rounds.
+            Use ``num_iteration`` rounds from ``start_iteration``; default the best iteration
+            when early stopping found one, else all rounds; <= 0: all rounds.
+        pred_leaf : bool, default False
+            Return the leaf index each row reaches in each tree: int32 of shape
+            (n_samples, n_trees), trees in training order (round-major, class-minor).
+        pred_contrib : bool, default False
+            Return SHAP values (exact path-dependent TreeSHAP, LightGBM's ``pred_contrib``;
+            :mod:`oocgbdt.kernels.treeshap`): float64 of shape (n_samples, n_features + 1),
+            the last column the expected value; multiclass (n_samples, num_class *
+            (n_features + 1)), one block per class. Each row (block) sums to the raw score.
+            Sparse input gives a dense result.
+        **kwargs
+            LightGBM prediction parameters that change nothing here are refused.
 
         Returns
         -------
-        ndarray (or dask.array.Array for lazy input) of float64, shape (n_samples,) for one
+        ndarray (or dask.array.Array for lazy input): float64 of shape (n_samples,) for one
         output (regression values, or the probability of class 1 for binary), or
-        (n_samples, num_class) for multiclass probabilities.
+        (n_samples, num_class) for multiclass probabilities; see ``pred_leaf`` and
+        ``pred_contrib`` for theirs.
 
         Raises
         ------
         ValueError
-            ``X`` is not 2-D or has another number of features than the training data.
+            ``X`` is not 2-D or has another number of features than the training data;
+            ``pred_leaf`` and ``pred_contrib`` both set.
         TypeError
-            ``X`` is not numeric, or is lazy and the Dask layer is not imported.
+            ``X`` is not numeric, or is lazy and the Dask layer is not imported; an unknown
+            keyword.
         """
+        if kwargs:
+            raise TypeError(f"predict() got unexpected keyword argument(s) "
+                            f"{sorted(kwargs)}; it takes raw_score, start_iteration, "
+                            f"num_iteration, pred_leaf and pred_contrib.")
+        if pred_leaf and pred_contrib:
+            raise ValueError("pred_leaf and pred_contrib cannot both be True.")
+        options = dict(raw_score=raw_score, start_iteration=start_iteration,
+                       num_iteration=num_iteration, pred_leaf=pred_leaf,
+                       pred_contrib=pred_contrib)
+        self._tree_range(start_iteration, num_iteration)  # checks start_iteration
         for is_lazy, predict in _LAZY_INPUTS:
             if is_lazy(X):
-                return predict(self, X, raw_score, num_iteration)
+                return predict(self, X, **options)
         if _looks_lazy(X):
             raise TypeError(f"X is a {type(X).__name__}, which only oocgbdt's Dask layer reads; "
                             f"import oocgbdt.dask (or oocgbdt) first, or pass a NumPy array.")
-        return self._predict_numpy(X, raw_score=raw_score, num_iteration=num_iteration)
+        return self._predict_numpy(X, **options)
 
     # ---- importance ----------------------------------------------------------------------
     def feature_importance(self, importance_type="split", iteration=None) -> np.ndarray:
@@ -299,6 +460,8 @@ class Booster:
             "screening_history": self.screening_history_,
             "screening_scores": self.screening_scores_,
             "bundles": self.bundles_,
+            "objective_line": self.objective_line,
+            "pandas_categorical": self.pandas_categorical,
             "trees": [t.to_dict() for t in self.trees],
         })
 
@@ -316,21 +479,48 @@ class Booster:
             for k in ("threshold", "split_gain", "internal_value", "internal_weight",
                       "internal_count", "leaf_value", "leaf_weight", "leaf_count"):
                 td[k] = _decode_floats(td[k])
-            trees.append(Tree.from_dict(td))
+            trees.append(Tree.from_dict(td))  # older files lack the categorical fields
         scores = d.get("screening_scores")
         return cls(trees, d["init_score"], d["params"], d["n_features"], d["feature_names"],
                    d.get("feature_infos"), d.get("best_iteration"), d.get("evals_result"),
                    d.get("best_score"), d.get("screening_history"),
-                   None if scores is None else _decode_floats(scores), d.get("bundles"))
+                   None if scores is None else _decode_floats(scores), d.get("bundles"),
+                   d.get("objective_line"), d.get("pandas_categorical"))
 
-    def save_model(self, path) -> Path:
-        """Write the model as JSON to ``path`` atomically; returns the path.
+    def model_to_string(self, format="json", start_iteration=0, num_iteration=None) -> str:
+        """The model as text: oocgbdt's JSON, or LightGBM's text model format.
 
-        The file is written to a temporary file in the same folder and moved into place with
-        ``os.replace``, so a crash never leaves a half-written model.
+        Parameters
+        ----------
+        format : {"json", "lightgbm"}, default "json"
+            ``"lightgbm"``: the text ``lightgbm.Booster(model_str=...)`` reads, whose raw
+            scores equal this Booster's (:mod:`oocgbdt.core.lightgbm_model`; the initial score
+            is folded into the first round's trees, as LightGBM stores it).
+        start_iteration, num_iteration : int
+            LightGBM format only: the rounds written (LightGBM's ``save_model`` arguments;
+            ``num_iteration`` None or <= 0 writes every round from ``start_iteration``).
+
+        Raises
+        ------
+        ValueError
+            An unknown ``format``.
+        """
+        if format == "json":
+            return json.dumps(self.to_dict(), allow_nan=False)
+        if format == "lightgbm":
+            return to_lightgbm_string(self, start_iteration, num_iteration)
+        raise ValueError(f"format must be 'json' or 'lightgbm', got {format!r}.")
+
+    def save_model(self, path, format="json", start_iteration=0, num_iteration=None) -> Path:
+        """Write the model to ``path`` atomically; returns the path.
+
+        ``format`` (``"json"``, oocgbdt's own, or ``"lightgbm"``, LightGBM's text model) and
+        the rounds are those of :meth:`model_to_string`. The file is written to a temporary
+        file in the same folder and moved into place with ``os.replace``, so a crash never
+        leaves a half-written model.
         """
         path = Path(path)
-        text = json.dumps(self.to_dict(), allow_nan=False)
+        text = self.model_to_string(format, start_iteration, num_iteration)
         # Created with open(..., "x"), not mkstemp: the file gets the mode of any new file
         # (0o666 less the umask), as LightGBM's and XGBoost's model files; mkstemp's 0o600 made
         # models unreadable to other users.
@@ -345,16 +535,42 @@ class Booster:
             raise
         return path
 
-    @classmethod
-    def load_model(cls, path) -> "Booster":
-        """Read a model written by :meth:`save_model`.
+    def to_lightgbm(self):
+        """This model as a ``lightgbm.Booster`` (needs the ``lightgbm`` package): the same raw
+        scores, for tools that read LightGBM models, e.g. ``shap.TreeExplainer(
+        booster.to_lightgbm())``, whose SHAP values equal ``predict(X, pred_contrib=True)``.
 
         Raises
         ------
-        FileNotFoundError, ValueError (not an oocgbdt model, or an unsupported version).
+        ImportError
+            lightgbm is not installed.
+        """
+        import lightgbm  # an optional dependency, imported on use
+
+        return lightgbm.Booster(model_str=self.model_to_string(format="lightgbm"))
+
+    @classmethod
+    def model_from_string(cls, text: str) -> "Booster":
+        """A Booster from the text of an oocgbdt JSON model or of a LightGBM text model
+        (told apart by their content: LightGBM's first line is ``tree``)."""
+        if is_lightgbm_text(text):
+            return from_lightgbm_string(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def load_model(cls, path) -> "Booster":
+        """Read a model written by :meth:`save_model` in either format, or a text model
+        written by LightGBM (``lightgbm.Booster.save_model``); the format is found from the
+        content. A LightGBM model predicts as LightGBM does: the same raw scores, and its
+        objective's transform (:func:`oocgbdt.core.lightgbm_model.lightgbm_transform`).
+
+        Raises
+        ------
+        FileNotFoundError, ValueError (neither an oocgbdt nor a LightGBM model, or an
+        unsupported version).
         """
         with open(path) as fh:
-            return cls.from_dict(json.load(fh))
+            return cls.model_from_string(fh.read())
 
     def __eq__(self, other):
         if not isinstance(other, Booster):
@@ -366,24 +582,3 @@ class Booster:
         state = self.__dict__.copy()
         state["_packed"] = {}
         return state
-
-
-def _pack_categorical(trees) -> dict:
-    """The raw-category bitsets of ``trees`` as one pair of arrays: each tree's categorical
-    nodes get ``threshold`` shifted by the categorical splits of the trees before it, and its
-    ``cat_boundaries`` by the bitset words before it. Returns ``threshold`` (when any tree has
-    a categorical node), ``cat_boundaries`` (int64) and ``cat_threshold`` (uint32)."""
-    boundaries, words, thresholds = [0], [], []
-    any_cat = False
-    for t in trees:
-        n_cat, n_words = len(boundaries) - 1, len(words)
-        is_cat = (t.decision_type & 1) != 0
-        any_cat = any_cat or bool(is_cat.any())
-        thresholds.append(np.where(is_cat, t.threshold + n_cat, t.threshold))
-        boundaries.extend((t.cat_boundaries[1:].astype(np.int64) + n_words).tolist())
-        words.extend(t.cat_threshold.tolist())
-    out = dict(cat_boundaries=np.asarray(boundaries, dtype=np.int64),
-               cat_threshold=np.asarray(words, dtype=np.uint32))
-    if any_cat:
-        out["threshold"] = np.concatenate(thresholds).astype(np.float64)
-    return out

@@ -124,7 +124,7 @@ def round_postfix(evals_result) -> dict:
 
 def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None, learning_rates=None,
-          on_round=None) -> BoostResult:
+          on_round=None, continuation=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -154,6 +154,14 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         (:func:`oocgbdt.core.callback.evaluation_result_list`); when it returns an
         :class:`~oocgbdt.core.callback.EarlyStopException`, training ends after this round with
         that best iteration (LightGBM's callbacks; see :class:`~oocgbdt.core.callback.CallbackList`).
+    continuation : dict, optional
+        Continue a model (LightGBM's ``init_model``): the partitions' (and eval sets') raw
+        scores already hold its predictions (:func:`~oocgbdt.core.partition.partition_set_init_scores`),
+        so no initial score is computed or added. Keys: ``first_round`` (the model's rounds:
+        this fit's rounds are numbered from it, so the random streams keyed by round, the
+        row sampling and the feature selection, are those one longer fit would draw),
+        ``screening_scores`` and ``screening_history`` (the model's feature screening state,
+        or None). ``best_iteration`` then counts the model's rounds too.
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     sp = SplitParams.from_params(params)
@@ -174,14 +182,25 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     eval_chunks = {name: list(handles) for name, handles in eval_sets}
     best = {}  # (set, metric) -> (score, round)
     n = len(partitions)
-    stats = executor.map(partition_label_stats, partitions, [objective] * n, key=f"{key}-labelstats")
-    init = compute_init_score(executor, stats, objective, params, split_every, key)
-    partitions = executor.map(partition_add_score, partitions, [init] * n, key=f"{key}-init", consume=0)
-    eval_chunks = {name: executor.map(partition_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}",
-                                      consume=0)
-                   for name, ec in eval_chunks.items()}
+    first_round = 0 if continuation is None else int(continuation["first_round"])
+    if continuation is None:
+        stats = executor.map(partition_label_stats, partitions, [objective] * n,
+                             key=f"{key}-labelstats")
+        init = compute_init_score(executor, stats, objective, params, split_every, key)
+        partitions = executor.map(partition_add_score, partitions, [init] * n, key=f"{key}-init",
+                                  consume=0)
+        eval_chunks = {name: executor.map(partition_add_score, ec, [init] * len(ec),
+                                          key=f"{key}-init-{name}", consume=0)
+                       for name, ec in eval_chunks.items()}
+    else:
+        init = np.zeros(n_out, dtype=np.float64)  # the model's scores are in place
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
     screener = FeatureScreener.from_params(params, meta.feature_mask)
+    if screener is not None and continuation is not None:
+        if continuation.get("screening_scores") is not None:
+            screener.scores_ = np.asarray(continuation["screening_scores"], dtype=np.float64).copy()
+        screener.history_ = [np.asarray(h, dtype=np.int64)
+                             for h in continuation.get("screening_history") or []]
     # Splitting ahead never changes a tree, unless the pool evicts: then which leaves keep
     # their histograms (and so which children are subtracted, a rounding difference) would
     # depend on it. With a bounded pool, splits are made in their turn only.
@@ -192,14 +211,16 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         sampler = RowSampler(params, rows)
     total = int(params["n_estimators"])
     bar = progress(total) if progress is not None else progress_bar(total, verbose)
+    stopped = None  # the EarlyStopException a callback ended training with
     try:
         for rnd in range(total):
+            g = first_round + rnd  # the round's number in the whole model
             t_round, c_round = time.perf_counter(), time.process_time()
             partitions = executor.map(partition_gradients, partitions, [objective] * n, key=f"{key}-grad-{rnd}",
                                  consume=0)
             t_sample = time.perf_counter()
-            if sampler is not None and sampler.active(rnd):
-                partitions = sampler.sample(executor, partitions, rnd, key=f"{key}-sample-{rnd}")
+            if sampler is not None and sampler.active(g):
+                partitions = sampler.sample(executor, partitions, g, key=f"{key}-sample-{rnd}")
             # The round's shared work (gradients, row sampling), split among its trees.
             share = (time.perf_counter() - t_round) / n_out
             share_sampling = (time.perf_counter() - t_sample) / n_out
@@ -208,7 +229,7 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             if screener is not None:
                 # One selection per round, shared by a multiclass round's trees.
                 round_meta, round_blocks = _scatter_feature_blocks(
-                    executor, meta.screened(screener.select(rnd)),
+                    executor, meta.screened(screener.select(g)),
                     n_feature_blocks)
                 round_meta_h = executor.scatter(round_meta)
                 partitions = executor.map(partition_compact_columns, partitions, [round_meta_h] * n,
@@ -277,7 +298,7 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                     seconds_split_search=(spent.get("finish_root", 0.0)
                                           + spent.get("finish_split_many", 0.0)))
                 result.tree_stats.append(stats)
-            if all(t.n_leaves == 1 for t in round_trees) and rnd > 0:
+            if all(t.n_leaves == 1 for t in round_trees) and g > 0:
                 # LightGBM stops when no leaf meets the split requirements (gbdt.cpp TrainOneIter).
                 result.tree_stats = result.tree_stats[:len(result.trees)]
                 break
@@ -293,9 +314,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 result.best_iteration = stop
                 break
             if on_round is not None:
-                stopped = on_round(rnd, evaluation_result_list(evals_result, metric_list, rnd))
+                stopped = on_round(g, evaluation_result_list(evals_result, metric_list, rnd))
                 if stopped is not None:
-                    stop_by_callback(result, stopped, n_out)
                     break
         else:
             if es_rounds is not None and best:
@@ -303,29 +323,34 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     finally:
         bar.close()
     if screener is not None:
-        result.screening_history = screener.history_[:len(result.trees) // n_out]
+        result.screening_history = screener.history_[:first_round + len(result.trees) // n_out]
         result.screening_scores = screener.scores_
     if result.best_iteration is not None:
         result.best_score = {name: {m: evals_result[name][m][result.best_iteration - 1]
                                     for m in evals_result[name]} for name in evals_result}
+        result.best_iteration += first_round
+    if stopped is not None:
+        stop_by_callback(result, stopped, n_out, first_round)
     return result
 
 
-def stop_by_callback(result, stopped, n_out):
-    """End ``result`` at the round a callback stopped in (``stopped.stop_round``): the trees and
-    evaluations of later rounds (trained by a loop on workers that went on meanwhile) dropped,
-    and the callback's best iteration kept, as LightGBM's ``train`` does on
+def stop_by_callback(result, stopped, n_out, first_round=0):
+    """End ``result`` at the round a callback stopped in (``stopped.stop_round``, counted in
+    the whole model, as ``best_iteration``; this fit's first round is ``first_round``): the
+    trees and evaluations of later rounds (trained by a loop on workers that went on
+    meanwhile) dropped, and the callback's best iteration kept, as LightGBM's ``train`` does on
     ``EarlyStopException``."""
-    keep = stopped.stop_round + 1
+    keep = stopped.stop_round - first_round + 1
     result.trees = result.trees[:keep * n_out]
     result.tree_stats = result.tree_stats[:keep * n_out]
     for by_metric in result.evals_result.values():
         for m in by_metric:
             by_metric[m] = by_metric[m][:keep]
     if result.screening_history is not None:
-        result.screening_history = result.screening_history[:keep]
+        result.screening_history = result.screening_history[:first_round + keep]
     result.best_iteration = stopped.best_iteration + 1
-    result.best_score = {name: {m: v[result.best_iteration - 1] for m, v in by_metric.items()}
+    best = result.best_iteration - 1 - first_round
+    result.best_score = {name: {m: v[best] for m, v in by_metric.items() if 0 <= best < len(v)}
                          for name, by_metric in result.evals_result.items()}
 
 

@@ -22,7 +22,7 @@ from oocgbdt.kernels.routing import CATEGORICAL_NODE, split_rows
 from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
 
 __all__ = [
-    "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_gradients", "partition_compact_columns", "partition_root",
+    "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_set_init_scores", "partition_gradients", "partition_compact_columns", "partition_root",
     "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "partition_split_many", "partition_apply_tree",
     "partition_leaf_counts",
     "histograms_only", "histogram_rows",
@@ -182,6 +182,18 @@ def partition_conflict_stats(data: PartitionData) -> tuple:
 def partition_add_score(data: PartitionData, score) -> PartitionData:
     """Add a per-output constant (shape (n_outputs,)), e.g. the init score, to every raw score."""
     return replace(data, raw_score=data.raw_score + np.asarray(score, dtype=Y_DTYPE)[:, None])
+
+
+def partition_set_init_scores(data: PartitionData, score_blocks) -> PartitionData:
+    """Add the raw scores of a model to continue from (``init_model``) to every row's raw score.
+
+    ``score_blocks``: the partition's rows' scores, block by block in row order, each of shape
+    (rows_i,) or (rows_i, n_outputs), float64 (the model's predictions on the raw rows)."""
+    s = np.concatenate([np.asarray(b, dtype=Y_DTYPE).reshape(len(b), -1) for b in score_blocks])
+    if s.shape != data.raw_score.shape[::-1]:
+        raise ValueError(f"init_model scores of shape {s.shape} for a partition of "
+                         f"{data.raw_score.shape[1]} rows and {data.raw_score.shape[0]} outputs.")
+    return replace(data, raw_score=data.raw_score + s.T)
 
 
 def partition_label_stats(data: PartitionData, objective):

@@ -7,6 +7,7 @@ Importing it registers :func:`predict` with the one :class:`~oocgbdt.core.booste
 """
 from __future__ import annotations
 
+import dask.array as da
 import numpy as np
 
 from oocgbdt.core.booster import Booster, register_lazy_input
@@ -15,11 +16,22 @@ from oocgbdt.dask.inputs import as_row_chunked, is_lazy
 __all__ = ["predict", "Booster"]
 
 
-def _predict_block(block, booster, raw_score, num_iteration):
-    return booster._predict_numpy(block, raw_score=raw_score, num_iteration=num_iteration)
+def _uncast_float64(X, Xd):
+    """``X`` itself (columns in one chunk) when it is a float64 Dask or Zarr array: rows are
+    compared with the thresholds in float64, as LightGBM does, and as NumPy input is; the
+    checked ``Xd`` (float32) otherwise."""
+    src = da.from_zarr(X) if type(X).__module__.split(".")[0] == "zarr" else X
+    if isinstance(src, da.Array) and src.dtype == np.float64 and src.shape == Xd.shape:
+        return src.rechunk({1: -1}) if len(src.chunks[1]) > 1 else src
+    return Xd
 
 
-def predict(booster, X, raw_score=False, num_iteration=None):
+def _predict_block(block, booster, options):
+    return booster._predict_numpy(block, **options)
+
+
+def predict(booster, X, raw_score=False, start_iteration=0, num_iteration=None, pred_leaf=False,
+            pred_contrib=False):
     """Lazy predictions of ``booster`` for the rows of ``X``.
 
     Parameters
@@ -27,13 +39,14 @@ def predict(booster, X, raw_score=False, num_iteration=None):
     booster : Booster
     X : dask.array.Array (NumPy or scipy.sparse chunks), zarr.Array or path of a Zarr store
         (dense or sparse dataset), shape (n_samples, n_features)
-    raw_score, num_iteration
+    raw_score, start_iteration, num_iteration, pred_leaf, pred_contrib
         As for :meth:`Booster.predict`.
 
     Returns
     -------
-    dask.array.Array of float64, shape (n_samples,) for one output or (n_samples, num_class)
-    for multiclass, chunked as ``X``'s rows.
+    dask.array.Array, chunked as ``X``'s rows: float64 of shape (n_samples,) for one output
+    or (n_samples, num_class) for multiclass; int32 (n_samples, n_trees) with ``pred_leaf``;
+    float64 (n_samples, n_outputs * (n_features + 1)) with ``pred_contrib``.
 
     Raises
     ------
@@ -46,13 +59,18 @@ def predict(booster, X, raw_score=False, num_iteration=None):
     if Xd.shape[1] != booster.n_features:
         raise ValueError(f"X has {Xd.shape[1]} features, but the model was trained on "
                          f"{booster.n_features} features.")
-    kwargs = dict(booster=booster, raw_score=raw_score, num_iteration=num_iteration,
-                  dtype=np.float64)
-    if booster.n_outputs > 1:
-        return Xd.map_blocks(_predict_block, chunks=(Xd.chunks[0], (booster.n_outputs,)),
-                             meta=np.empty((0, 0), dtype=np.float64), **kwargs)
+    Xd = _uncast_float64(X, Xd)
+    options = dict(raw_score=raw_score, start_iteration=start_iteration,
+                   num_iteration=num_iteration, pred_leaf=pred_leaf, pred_contrib=pred_contrib)
+    shape, dtype = booster.output_shape(0, pred_leaf=pred_leaf, pred_contrib=pred_contrib,
+                                        start_iteration=start_iteration,
+                                        num_iteration=num_iteration)
+    kwargs = dict(booster=booster, options=options, dtype=dtype)
+    if len(shape) == 2:
+        return Xd.map_blocks(_predict_block, chunks=(Xd.chunks[0], (shape[1],)),
+                             meta=np.empty((0, 0), dtype=dtype), **kwargs)
     return Xd.map_blocks(_predict_block, drop_axis=1, chunks=(Xd.chunks[0],),
-                         meta=np.empty((0,), dtype=np.float64), **kwargs)
+                         meta=np.empty((0,), dtype=dtype), **kwargs)
 
 
 register_lazy_input(is_lazy, predict)

@@ -22,6 +22,7 @@ with no client runs the same task bodies in process on threads
 from __future__ import annotations
 
 import logging
+import os
 import time
 import uuid
 from contextlib import nullcontext
@@ -40,8 +41,10 @@ from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose_cache,
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
+from oocgbdt.core.partition import partition_set_init_scores
 from oocgbdt.dask.inputs import check_labels_and_weights, is_sparse, training_inputs
-from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks
+from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
+from oocgbdt.dask.predict import predict as lazy_predict
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor
 from oocgbdt.runtime.cluster import client_for_training, find_client
@@ -64,7 +67,7 @@ def _client_compute(client):
 
 def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
           eval_sample_weight=None, feature_names=None, client=None, verbose=None,
-          callbacks=None) -> Booster:
+          init_model=None, callbacks=None) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -92,6 +95,15 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         for Dask/Zarr input, or in-process threads for NumPy input.
     verbose : bool, optional
         Progress bar over rounds with the latest metric; default ``params["verbose"]``.
+    init_model : Booster, or path of a model file (oocgbdt JSON or LightGBM text), optional
+        Continue this model (LightGBM's ``init_model``): every training and eval row starts
+        from the model's raw score (predicted on the rows as training reads them, float32),
+        no initial score is computed (no ``boost_from_average``), and ``n_estimators`` more
+        rounds are added, numbered after the model's (random streams keyed by round continue,
+        and so does the model's feature screening state). The result holds the model's trees
+        then the new ones, and its initial score; ``evals_result`` covers the new rounds,
+        ``best_iteration`` counts every round. For the same data, partitions and parameters,
+        ``n`` rounds continued by ``m`` give the trees of one ``n + m`` round fit, bit for bit.
     callbacks : list of callable, optional
         LightGBM's callbacks (:mod:`oocgbdt.core.callback`: ``early_stopping``,
         ``log_evaluation``, ``record_evaluation``, ``reset_parameter``) or any callable taking a
@@ -122,7 +134,8 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     Raises
     ------
     ValueError, TypeError
-        Invalid parameters or inputs, before any training work starts; a ``cache_path`` that
+        Invalid parameters or inputs, before any training work starts (an ``init_model`` of
+        another number of features or outputs included); a ``cache_path`` that
         exists and is not a complete oocgbdt cache, lies inside a Zarr store or cannot be
         created (before any work), holds the cache of other data or bin settings, or that
         another fit claimed first (after the bins are fitted; the store is left untouched).
@@ -143,8 +156,6 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         params["verbose"] = bool(verbose)
     objective = get_objective(params)
     metrics = get_metrics(params["metric"], objective)
-    callbacks = CallbackList(callbacks, params, 0, int(params["n_estimators"]))
-    learning_rates = callbacks.learning_rates()  # before any work: errors come first
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
                              feature_names, int(params["chunk_rows"]))
     params = _resolve_categorical(params, inputs, feature_names)
@@ -153,6 +164,11 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                          f"set and a metric to watch (as in LightGBM), got "
                          f"{'no eval_set' if not inputs.evals else 'metric=None (no metric)'}; "
                          f"give eval_set, or leave early_stopping_rounds unset.")
+    init_booster = _init_booster(init_model, inputs.X.shape[1], objective)
+    first_round = 0 if init_booster is None else init_booster.num_iterations()
+    callbacks = CallbackList(callbacks, params, first_round,
+                             first_round + int(params["n_estimators"]))
+    learning_rates = callbacks.learning_rates()  # before any work: errors come first
     cache_path, stored, dir_existed = check_cache_path(params)  # before any work
     client = find_client(client)
     local = client is None and not inputs.lazy
@@ -169,7 +185,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             # The client is the current one for distributed's own lookups (its wait, actor
             # handles), also when it is not the default client.
             fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
-                       callbacks, learning_rates)
+                       init_booster, callbacks, learning_rates)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -177,7 +193,10 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             if disk.remove:
                 remove_cache(disk.root, keep_dir=cache_path is not None and dir_existed)
     result, bin_mapper, bundler = fit["result"], fit["bin_mapper"], fit["bundler"]
-    booster = Booster(result.trees, result.init_score, fit["params"], inputs.X.shape[1],
+    trees, init_score = result.trees, result.init_score
+    if init_booster is not None:
+        trees, init_score = list(init_booster.trees) + list(trees), init_booster.init_score
+    booster = Booster(trees, init_score, fit["params"], inputs.X.shape[1],
                       feature_names=feature_names, feature_infos=bin_mapper.feature_infos_,
                       best_iteration=result.best_iteration, evals_result=result.evals_result,
                       best_score=result.best_score, screening_history=result.screening_history,
@@ -189,8 +208,36 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     return booster
 
 
-def _fit(params, inputs, objective, metrics, client, stored, key, caches, callbacks=None,
-         learning_rates=None) -> dict:
+def _init_booster(init_model, n_features, objective):
+    """The Booster to continue (None: none), checked against the data and the objective."""
+    if init_model is None:
+        return None
+    if isinstance(init_model, (str, os.PathLike)):
+        init_model = Booster.load_model(init_model)
+    if not isinstance(init_model, Booster):
+        raise TypeError(f"init_model must be a Booster or the path of a model file, got "
+                        f"{type(init_model).__name__}.")
+    if init_model.n_features != n_features:
+        raise ValueError(f"init_model has {init_model.n_features} features but X has "
+                         f"{n_features}; they must match.")
+    if init_model.n_outputs != objective.num_tree_per_iteration:
+        raise ValueError(f"init_model has {init_model.n_outputs} tree(s) per round but "
+                         f"objective {objective.name!r} trains "
+                         f"{objective.num_tree_per_iteration}; they must match.")
+    return init_model
+
+
+def _with_init_scores(tasks, X, groups, booster, key):
+    """Loading tasks whose partitions start from ``booster``'s raw scores on ``X`` (one lazy
+    prediction per row chunk, the rows as training reads them)."""
+    scores = row_blocks(lazy_predict(booster, X, raw_score=True))
+    return [dask.delayed(partition_set_init_scores, pure=True)(
+                t, scores[a:b], dask_key_name=f"{key}-{i}")
+            for i, (t, (a, b)) in enumerate(zip(tasks, groups))]
+
+
+def _fit(params, inputs, objective, metrics, client, stored, key, caches,
+         init_booster=None, callbacks=None, learning_rates=None) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
@@ -251,6 +298,10 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, callba
         task_sets = {s: cached_partition_tasks(ys, ws, groups[s], disk.pieces[s], disk.root, s,
                                                n_cols, bins_dtype, n_out, f"{key}-{s}")
                      for s, Xs, ys, ws in sets}
+    if init_booster is not None:
+        task_sets = {s: _with_init_scores(task_sets[s], Xs, groups[s], init_booster,
+                                          f"{key}-{s}-init")
+                     for s, Xs, _, _ in sets}
 
     # 5. loading
     # The workers the cluster has now, after the bin sample and the cache write.
@@ -297,6 +348,11 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, callba
         boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
                             metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler,
                             learning_rates=learning_rates)
+        if init_booster is not None:
+            boost_kwargs["continuation"] = dict(
+                first_round=init_booster.num_iterations(),
+                screening_scores=init_booster.screening_scores_,
+                screening_history=init_booster.screening_history_)
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
                               callbacks=callbacks or None)
         del partitions, eval_sets

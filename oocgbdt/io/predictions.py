@@ -30,7 +30,6 @@ import dask.array as da
 import numpy as np
 import zarr
 
-from oocgbdt._dtypes import X_DTYPE
 from oocgbdt.io.convert import read_csv_blocks, resolve_column, sniff_csv
 from oocgbdt.io.dataset import (DATASET_FORMAT, DEFAULT_CHUNK_ROWS, _as_path, _commit_staged,
                                 _staging_path, open_dataset)
@@ -347,7 +346,7 @@ class CsvFeatures:
     by_name: bool
 
     def blocks(self, chunk_rows: int) -> Iterator[np.ndarray]:
-        """Feature blocks of at most ``chunk_rows`` rows, float32, NaN where a field is empty.
+        """Feature blocks of at most ``chunk_rows`` rows, float64, NaN where a field is empty.
 
         Parameters
         ----------
@@ -356,7 +355,7 @@ class CsvFeatures:
 
         Yields
         ------
-        ndarray of shape (n_rows, len(columns)), float32
+        ndarray of shape (n_rows, len(columns)), float64
 
         Raises
         ------
@@ -369,7 +368,9 @@ class CsvFeatures:
         for frame in read_csv_blocks(self.path, sep=self.sep, header=self.header,
                                      chunk_rows=chunk_rows, columns=self.columns):
             try:
-                yield frame[self.columns].to_numpy(dtype=X_DTYPE, na_value=np.nan)
+                # float64: the model compares values with its thresholds in float64, as
+                # LightGBM does with the values it parses
+                yield frame[self.columns].to_numpy(dtype=np.float64, na_value=np.nan)
             except (ValueError, TypeError) as exc:
                 bad = [str(c) for c in self.columns
                        if not pd.api.types.is_numeric_dtype(frame[c])]

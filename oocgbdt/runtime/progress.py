@@ -94,7 +94,9 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
         def __init__(self):
             self.topic = topic
             self.bar = bar
-            self.next_round = 0  # the round whose callbacks run next
+            # the round whose callbacks run next, counted in the whole model (a continued
+            # model's rounds first)
+            self.next_round = 0 if callbacks is None else callbacks.begin
 
         def poll(self):
             while callbacks is not None:
@@ -111,15 +113,16 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
                 finished.append(True)
                 if callbacks is not None:
                     self.poll()
-                    n_rounds = len(result.trees) // int(n_out)
-                    for rnd in range(self.next_round, n_rounds):
+                    begin = callbacks.begin
+                    end = begin + len(result.trees) // int(n_out)
+                    for rnd in range(self.next_round, end):
                         if callbacks.stopped is not None:
                             break
                         callbacks.after_round(rnd, evaluation_result_list(
-                            result.evals_result, metrics, rnd))
-                    self.next_round = n_rounds
+                            result.evals_result, metrics, rnd - begin))
+                    self.next_round = end
                     if callbacks.stopped is not None:
-                        stop_by_callback(result, callbacks.stopped, n_out)
+                        stop_by_callback(result, callbacks.stopped, n_out, begin)
                 postfix = round_postfix(result.evals_result)
                 if postfix:
                     bar.set_postfix(postfix, refresh=False)

@@ -138,7 +138,8 @@ def test_csv_features_by_name_in_the_model_order(tmp_path, frame):
     assert features.by_name and features.columns == ["a", "b", "c"]
     assert features.ignored == ["id"]
     got = np.concatenate(list(features.blocks(chunk_rows=8)))
-    np.testing.assert_array_equal(got, frame[["a", "b", "c"]].to_numpy(np.float32))
+    assert got.dtype == np.float64  # compared with the thresholds in float64, as LightGBM
+    np.testing.assert_array_equal(got, frame[["a", "b", "c"]].to_numpy(np.float64))
 
 
 def test_csv_features_by_position_without_a_header(tmp_path, frame):
@@ -147,7 +148,7 @@ def test_csv_features_by_position_without_a_header(tmp_path, frame):
     features = csv_features(src, ["a", "b", "c"], label=0)
     assert not features.by_name and features.columns == [1, 2, 3]
     got = np.concatenate(list(features.blocks(chunk_rows=7)))
-    np.testing.assert_array_equal(got, frame[["a", "b", "c"]].to_numpy(np.float32))
+    np.testing.assert_array_equal(got, frame[["a", "b", "c"]].to_numpy(np.float64))
     with pytest.raises(ValueError, match="has 4 feature column.*expects 3.*label"):
         csv_features(src, ["a", "b", "c"])  # the label column left in
 
