@@ -149,3 +149,20 @@ def test_estimators_take_callbacks():
         X[:3000], y[:3000], eval_set=[(X[3000:4000], y[3000:4000])],
         callbacks=[oocgbdt.record_evaluation(record)])
     assert record == est.evals_result_
+
+
+def test_rounds_seen_by_callbacks_after_an_init_model_are_lightgbms():
+    """Continuing a model, callbacks see the rounds numbered after the model's, from
+    begin_iteration to end_iteration, as LightGBM's train with init_model shows them."""
+    X, y = load_lightgbm_tsv_small()
+    X, y = X[:3000], y[:3000]
+    first = oocgbdt.train(dict(PARAMS, n_estimators=3), X, y)
+    ours, theirs = [], []
+    oocgbdt.train(dict(PARAMS, n_estimators=4), X, y, init_model=first,
+                  callbacks=[lambda env: ours.append((env.iteration, env.begin_iteration,
+                                                      env.end_iteration))])
+    start = lgb.train(dict(_lightgbm_params(), num_iterations=3), lgb.Dataset(X, y))
+    lgb.train(dict(_lightgbm_params(), num_iterations=4), lgb.Dataset(X, y), init_model=start,
+              callbacks=[lambda env: theirs.append((env.iteration, env.begin_iteration,
+                                                    env.end_iteration))])
+    assert ours == theirs == [(i, 3, 7) for i in range(3, 7)]
