@@ -246,7 +246,8 @@ REFUSED = {
     "cegb_penalty_feature_coupled": "cost-effective gradient boosting is not implemented",
     "path_smooth": _NOT_YET,
     "interaction_constraints": _NOT_YET,
-    "input_model": "continued training from a model is not implemented yet",
+    "input_model": "continue a model with init_model= (train, the estimators' fit): a Booster "
+                   "or a model file, oocgbdt's or LightGBM's",
     "output_model": "save the model with Booster.save_model(path) or `oocgbdt train --output`",
     "saved_feature_importance_type": "Booster.feature_importance(importance_type=...) chooses "
                                      "it when asked",
@@ -277,8 +278,11 @@ REFUSED = {
     "pred_early_stop_freq": _PREDICT_ARG,
     "pred_early_stop_margin": _PREDICT_ARG,
     "output_result": "`oocgbdt predict MODEL DATA OUT` names the output file",
-    "convert_model_language": "converting a model to C++ code is not implemented",
-    "convert_model": "converting a model to C++ code is not implemented",
+    "convert_model_language": "converting a model to C++ code is not implemented; "
+                              "`oocgbdt export` writes LightGBM's model file, which treelite "
+                              "compiles",
+    "convert_model": "converting a model to C++ code is not implemented; `oocgbdt export` "
+                     "writes LightGBM's model file",
     "objective_seed": _NOT_YET + " (rank_xendcg)",
     "is_unbalance": _NOT_YET,
     "scale_pos_weight": _NOT_YET,
