@@ -21,6 +21,8 @@ from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, p
                                 partition_label_stats, partition_metric_partials, merge_metric_partials)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
+from oocgbdt.core.percentile import (lo_levels_for, percentile_rows_of_labels,
+                                     percentile_rows_of_tree, weighted_percentiles)
 from oocgbdt.core.screening import FeatureScreener
 from oocgbdt.core.sampling import RowSampler, partition_n_rows, sampling_enabled
 from oocgbdt.core.split import FeatureMeta, SplitParams, feature_blocks
@@ -68,6 +70,51 @@ def compute_init_score(executor, label_stat_handles, objective, params, split_ev
     stats = executor.gather(tree_reduce(executor, _sum_list, label_stat_handles, split_every,
                                        f"{key}-labelsum"))
     return np.asarray(objective.init_score_from_stats(stats), dtype=np.float64).reshape(k)
+
+
+def _label_stats_and_init(executor, partitions, objective, params, split_every, key, row_offsets,
+                          weighted):
+    """``(objective, init)``: the objective with its global label statistics
+    (:meth:`~oocgbdt.core.objectives.Objective.with_label_stats`) and the init score: the
+    objective's ``BoostFromScore``, a weighted percentile of the labels for the objectives that
+    renew leaves (:mod:`oocgbdt.core.percentile`), or zeros without ``boost_from_average``."""
+    n = len(partitions)
+    k = objective.num_tree_per_iteration
+    handles = executor.map(partition_label_stats, partitions, [objective] * n,
+                           key=f"{key}-labelstats")
+    stats = executor.gather(tree_reduce(executor, _sum_list, handles, split_every,
+                                        f"{key}-labelsum"))
+    objective = objective.with_label_stats(stats)
+    if not params["boost_from_average"]:
+        return objective, np.zeros(k)
+    if objective.renew_alpha is None:
+        return objective, np.asarray(objective.init_score_from_stats(stats),
+                                     dtype=np.float64).reshape(k)
+    lo = lo_levels_for(row_offsets[-1])
+    rows = executor.map(percentile_rows_of_labels, partitions, [objective] * n,
+                        list(row_offsets[:-1]), [lo] * n, key=f"{key}-initrows")
+    values, _ = weighted_percentiles(executor, rows, 1, objective.renew_alpha, weighted, lo,
+                                     split_every, f"{key}-initpct", float32=True)
+    return objective, objective.init_score_from_percentile(values[0])
+
+
+def _has_weight(data):
+    return data.weight is not None
+
+
+def _renew_leaves(executor, partitions, tree, arrays_h, k, objective, row_offsets, weighted,
+                  split_every, key):
+    """LightGBM's ``RenewTreeOutput``: each leaf's value becomes the weighted percentile of its
+    rows' residuals, times the learning rate (the tree's values are replaced in place)."""
+    n = len(partitions)
+    lo = lo_levels_for(row_offsets[-1])
+    rows = executor.map(percentile_rows_of_tree, partitions, [arrays_h] * n, [k] * n,
+                        [objective] * n, list(row_offsets[:-1]), [lo] * n,
+                        key=f"{key}-renewrows")
+    values, counts = weighted_percentiles(executor, rows, tree.n_leaves, objective.renew_alpha,
+                                          weighted, lo, split_every, f"{key}-renew")
+    keep = counts > 0
+    tree.leaf_value = np.where(keep, values * tree.shrinkage, tree.leaf_value)
 
 
 def histogram_pool_capacity(pool_size_mb, n_hist_bins):
@@ -164,8 +211,17 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     eval_chunks = {name: list(handles) for name, handles in eval_sets}
     best = {}  # (set, metric) -> (score, round)
     n = len(partitions)
-    stats = executor.map(partition_label_stats, partitions, [objective] * n, key=f"{key}-labelstats")
-    init = compute_init_score(executor, stats, objective, params, split_every, key)
+    renew = objective.renew_alpha is not None
+    row_offsets = None
+    if renew:
+        rows = executor.gather(executor.map(partition_n_rows, partitions, key=f"{key}-nrows"))
+        row_offsets = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+    # The weighted percentile definition applies with sample weights, and always for MAPE.
+    renew_weighted = renew and (
+        objective.percentile_weights(np.zeros(1, np.float32), None) is not None
+        or executor.gather(executor.submit(_has_weight, partitions[0], key=f"{key}-hasweight")))
+    objective, init = _label_stats_and_init(executor, partitions, objective, params, split_every,
+                                            key, row_offsets, renew_weighted)
     partitions = executor.map(partition_add_score, partitions, [init] * n, key=f"{key}-init", consume=0)
     eval_chunks = {name: executor.map(partition_add_score, ec, [init] * len(ec), key=f"{key}-init-{name}",
                                       consume=0)
@@ -229,6 +285,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
                 if meta.bundled:
                     arrays.update(meta.node_arrays(tree.split_feature))
+                if renew and tree.n_leaves > 1:
+                    _renew_leaves(executor, partitions, tree, executor.scatter(arrays), k,
+                                  objective, row_offsets, renew_weighted, split_every, tree_key)
+                    arrays["leaf_value"] = tree.leaf_value
                 arrays["routed"] = np.asarray(grower.routed, dtype=bool)
                 arrays_h = executor.scatter(arrays)
                 partitions = executor.map(partition_apply_tree, partitions, [arrays_h] * n, [k] * n,

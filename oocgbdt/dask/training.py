@@ -131,7 +131,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     if verbose is not None:
         params["verbose"] = bool(verbose)
     objective = get_objective(params)
-    metrics = get_metrics(params["metric"], objective)
+    metrics = get_metrics(params["metric"], objective, params)
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
                              feature_names, int(params["chunk_rows"]))
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
