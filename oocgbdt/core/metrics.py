@@ -410,8 +410,13 @@ class GammaMetric(L2Metric):
         with np.errstate(divide="ignore"):
             theta = -1.0 / pred
         b = -_safe_log(-theta)
-        c = _safe_log(y) - _safe_log(y)
-        return -((y * theta - b) + c)
+        # c = log(y / psi) - log(y): LightGBM takes the second log of the float32 label in
+        # float32 (``Common::SafeLog<label_t>``), so c is a rounding residue, not 0.
+        y32 = y.astype(np.float32)
+        with np.errstate(invalid="ignore", divide="ignore"):  # y <= 0: NaN (LightGBM refuses)
+            log32 = np.where(y32 > 0, np.log(np.where(y32 > 0, y32, 1)), -np.inf)
+            c = _safe_log(y) - log32.astype(np.float64)
+            return -((y * theta - b) + c)
 
 
 class GammaDevianceMetric(L2Metric):
@@ -464,10 +469,12 @@ _LOG_EPS = 1.0e-12
 
 def _xent(y, p):
     """LightGBM's ``XentLoss`` (probabilities clipped at 1e-12 inside the logs)."""
-    y = np.asarray(y, dtype=np.float64)
+    y32 = np.asarray(y).astype(np.float32)
+    y = y32.astype(np.float64)
+    one_minus_y = (np.float32(1.0) - y32).astype(np.float64)  # float32 in LightGBM (label_t)
     with np.errstate(divide="ignore", invalid="ignore"):
         a = y * np.log(np.where(p > _LOG_EPS, p, _LOG_EPS))
-        b = (1.0 - y) * np.log(np.where(1.0 - p > _LOG_EPS, 1.0 - p, _LOG_EPS))
+        b = one_minus_y * np.log(np.where(1.0 - p > _LOG_EPS, 1.0 - p, _LOG_EPS))
     return -(a + b)
 
 
