@@ -156,6 +156,11 @@ class Objective:
         self.num_class = int(num_class)
         self.boost_from_average = bool(boost_from_average)
 
+    #: How a training set's labels are checked before training: ``"values"`` (every distinct
+    #: label, :meth:`check_labels`), ``"range"`` (the smallest and largest label suffice), or
+    #: None (any finite label).
+    label_check = None
+
     #: Objectives whose leaf values are renewed after each tree and whose init score is a
     #: weighted percentile of the labels (LightGBM's ``IsRenewTreeOutput``): the percentile,
     #: else None.
@@ -421,9 +426,10 @@ class RegressionL2(Objective):
         y = np.asarray(y)
         if weight is None:
             return np.array([np.sum(y, dtype=np.float64), float(y.shape[0])])
-        weight = np.asarray(weight)
+        # Products in float64, as LightGBM (label_t * label_t promoted to double).
+        weight = np.asarray(weight, dtype=np.float64)
         return np.array(
-            [np.sum(y * weight, dtype=np.float64), np.sum(weight, dtype=np.float64)]
+            [np.dot(np.asarray(y, dtype=np.float64), weight), np.sum(weight)]
         )
 
     def _boost_from_score(self, stats):
@@ -460,6 +466,7 @@ class BinaryLogloss(Objective):
     """
 
     name = "binary"
+    label_check = "values"
 
     def __init__(self, num_class=1, boost_from_average=True, sigmoid=1.0, is_unbalance=False,
                  scale_pos_weight=1.0):
@@ -557,6 +564,7 @@ class MulticlassSoftmax(Objective):
     """
 
     name = "multiclass"
+    label_check = "values"
 
     def __init__(self, num_class=2, boost_from_average=True):
         if int(num_class) < 2:
@@ -784,6 +792,7 @@ class CrossEntropy(_OneOutputRegression):
     """
 
     name = "cross_entropy"
+    label_check = "range"
     _kernel = staticmethod(gradients_cross_entropy)
 
     def _check_label_values(self, y, name):
@@ -833,6 +842,7 @@ class MulticlassOVA(Objective):
     """
 
     name = "multiclassova"
+    label_check = "values"
 
     def __init__(self, num_class=2, boost_from_average=True, sigmoid=1.0, is_unbalance=False,
                  scale_pos_weight=1.0):

@@ -292,7 +292,7 @@ def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None
     for name, _, ye, we in evals:
         check_values(ye, we, y_name=f"eval_set {name!r} y", weight_name=f"{name!r} weight",
                      compute=compute)
-    if objective.num_tree_per_iteration > 1 or objective.name == "binary":
+    if objective.label_check == "values":
         # One compute for the distinct labels of y and of every eval set (LightGBM scores eval
         # labels it would refuse to train on; a multiclass eval label >= num_class then
         # failed late, in the metric, with an IndexError).
@@ -300,6 +300,11 @@ def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None
         objective.check_labels(uniques[0])
         for (name, *_), u in zip(evals, uniques[1:]):
             objective.check_labels(u, name=f"eval_set {name!r} y")
+    elif objective.label_check == "range":
+        # Non-negative labels (poisson, gamma, tweedie), labels in [0, 1] (cross_entropy): the
+        # smallest and largest label of the training set decide (one compute).
+        lo, hi = compute(da.min(inputs.y), da.max(inputs.y))
+        objective.check_labels(np.array([lo, hi]))
 
 
 def map_rows(func, arr, *, dtype, n_columns=None):
