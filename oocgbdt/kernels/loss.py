@@ -23,6 +23,10 @@ Formulas (LightGBM source files):
 - Multiclass softmax: ``p = softmax(s_row)`` (max-shifted, ``Common::Softmax``),
   ``g_k = (p_k - [y == k]) * w``, ``h_k = K / (K - 1) * p_k * (1 - p_k) * w``
   (``src/objective/multiclass_objective.hpp``, ``MulticlassSoftmax::GetGradients``).
+- L1, Huber, Fair, quantile, MAPE, Poisson, gamma, Tweedie
+  (``src/objective/regression_objective.hpp``), cross-entropy and its lambda form
+  (``src/objective/xentropy_objective.hpp``), logloss with a sigmoid scale and label weights
+  (``binary_objective.hpp``, also one-vs-all): see each kernel's docstring.
 """
 import numpy as np
 
