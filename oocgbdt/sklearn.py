@@ -21,7 +21,8 @@ from sklearn.utils.validation import (_num_features, _num_samples, check_is_fitt
 from oocgbdt.dask.inputs import (align_rows, as_dask_array, as_row_chunked, distinct_values,
                                  is_lazy, map_rows)
 from oocgbdt.dask.training import train
-from oocgbdt.params import ALIASES, DEFAULT_CHUNK_ROWS, check_param, resolve_params
+from oocgbdt.params import (ALIASES, DEFAULT_CHUNK_ROWS, MULTICLASS_OBJECTIVES, check_param,
+                            resolve_params)
 
 __all__ = ["GBDTRegressor", "GBDTClassifier"]
 
@@ -122,6 +123,24 @@ _PARAMS_DOC = """
         cluster. Changing it changes the partitions, hence a disk cache's fingerprint.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
+    objective : str or None, default None
+        LightGBM's objective name or alias. None: ``"regression"`` for the regressor, ``"binary"``
+        or ``"multiclass"`` (by the number of classes) for the classifier. The regressor takes
+        the regression losses (``"regression"``, ``"regression_l1"``, ``"huber"``, ``"fair"``,
+        ``"quantile"``, ``"mape"``, ``"poisson"``, ``"gamma"``, ``"tweedie"``) and
+        ``"cross_entropy"``/``"cross_entropy_lambda"`` (labels in [0, 1]); the classifier
+        ``"binary"`` or ``"cross_entropy"`` for 2 classes, and ``"multiclassova"`` (any other
+        objective becomes ``"multiclass"`` for more than 2 classes, as LGBMClassifier does).
+    class_weight : dict, "balanced" or None, default None
+        GBDTClassifier only: weights of the classes, multiplied into the sample weights (as
+        LGBMClassifier): ``{label: weight}`` (absent labels weigh 1) or ``"balanced"``
+        (``n_samples / (n_classes * count(label))``).
+    alpha, fair_c, poisson_max_delta_step, tweedie_variance_power : float
+        Parameters of the ``huber``/``quantile``, ``fair``, ``poisson`` and ``tweedie`` losses
+        (LightGBM's; defaults 0.9, 1.0, 0.7, 1.5).
+    sigmoid, is_unbalance, scale_pos_weight : float, bool, float
+        ``binary``/``multiclassova``: the sigmoid's scale, and the positive label's weight
+        (the count ratio with ``is_unbalance``); defaults 1.0, False, 1.0.
 """
 
 
@@ -136,7 +155,10 @@ class _GBDTModel(BaseEstimator):
                  early_stopping_rounds=None, metric=None, chunk_rows=DEFAULT_CHUNK_ROWS,
                  grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=None, cache="auto",
                  cache_path=None,
-                 histogram_pool_size=-1.0, partition_rows=None, verbose=False):
+                 histogram_pool_size=-1.0, partition_rows=None, verbose=False,
+                 objective=None, class_weight=None, alpha=0.9, fair_c=1.0,
+                 poisson_max_delta_step=0.7, tweedie_variance_power=1.5, sigmoid=1.0,
+                 is_unbalance=False, scale_pos_weight=1.0):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -171,6 +193,15 @@ class _GBDTModel(BaseEstimator):
         self.histogram_pool_size = histogram_pool_size
         self.partition_rows = partition_rows
         self.verbose = verbose
+        self.objective = objective
+        self.class_weight = class_weight
+        self.alpha = alpha
+        self.fair_c = fair_c
+        self.poisson_max_delta_step = poisson_max_delta_step
+        self.tweedie_variance_power = tweedie_variance_power
+        self.sigmoid = sigmoid
+        self.is_unbalance = is_unbalance
+        self.scale_pos_weight = scale_pos_weight
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -185,6 +216,11 @@ class _GBDTModel(BaseEstimator):
         data is read (the classifier's label discovery on lazy ``y`` included).
         """
         p = self.get_params()
+        # The objective is set by fit (a classifier's depends on its labels); class_weight
+        # becomes sample weights.
+        p.pop("class_weight")
+        if p.pop("objective") is not None:
+            check_param("objective", self.objective)
         # random_state is an alias of seed: errors name it as given.
         p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
         # ``metric``'s names are checked here; whether they suit the objective is checked by
@@ -377,8 +413,11 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
         ``client`` is the ``distributed.Client`` to train on (default: the current one).
         """
         params = self._train_params()
+        if self.class_weight is not None:
+            raise ValueError(f"class_weight applies to GBDTClassifier only; GBDTRegressor got "
+                             f"class_weight={self.class_weight!r}. Pass sample_weight instead.")
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
-        params["objective"] = "regression"
+        params["objective"] = _regressor_objective(self.objective)
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params)
 
     def predict(self, X):
@@ -433,19 +472,21 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         if self.n_classes_ < 2:
             raise ValueError(f"GBDTClassifier needs at least 2 classes in y; found "
                              f"{self.n_classes_} class: {self.classes_.tolist()}.")
-        if self.n_classes_ == 2:
-            params["objective"] = "binary"
-        else:
-            params["objective"] = "multiclass"
+        params["objective"] = _classifier_objective(self.objective, self.n_classes_)
+        if params["objective"] in MULTICLASS_OBJECTIVES:
             params["num_class"] = self.n_classes_
-        return self._fit(X, self._encode_y(y), sample_weight, eval_set, eval_sample_weight,
+        y_codes = self._encode_y(y)
+        if self.class_weight is not None:
+            sample_weight = _class_sample_weight(self.class_weight, self.classes_, y_codes,
+                                                 sample_weight)
+        return self._fit(X, y_codes, sample_weight, eval_set, eval_sample_weight,
                          eval_names, client, params)
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input)."""
         X = self._validate_predict_X(X)
         p = self.booster_.predict(X)
-        if self.n_classes_ > 2:
+        if self.booster_.n_outputs > 1:  # multiclass, multiclassova
             return p
         # Lazy p: one (n, 2) block per row chunk, so that predict's argmax sees both columns.
         return map_rows(_binary_proba, p, dtype=np.float64, n_columns=2)
@@ -474,3 +515,72 @@ def _encode_labels(y, classes, name_="y"):
 
 def _decode_labels(proba, classes):
     return classes[np.argmax(proba, axis=1)]
+
+
+#: Objectives a GBDTRegressor trains (LightGBM's regression losses and cross-entropy).
+_REGRESSOR_OBJECTIVES = ("regression", "regression_l1", "huber", "fair", "quantile", "mape",
+                         "poisson", "gamma", "tweedie", "cross_entropy", "cross_entropy_lambda")
+
+
+def _regressor_objective(objective):
+    if objective is None:
+        return "regression"
+    name = _canonical_objective_name(objective)
+    if name not in _REGRESSOR_OBJECTIVES:
+        raise ValueError(f"GBDTRegressor cannot train objective={objective!r} ({name!r} is a "
+                         f"classification objective); use GBDTClassifier, or one of "
+                         f"{', '.join(repr(o) for o in _REGRESSOR_OBJECTIVES)}.")
+    return name
+
+
+def _canonical_objective_name(objective):
+    return check_param("objective", objective)
+
+
+def _classifier_objective(objective, n_classes):
+    """LGBMClassifier's rule: for more than 2 classes, any objective but one-vs-all becomes
+    ``multiclass``; for 2 classes the objective is used as given (default ``binary``)."""
+    name = "binary" if objective is None else _canonical_objective_name(objective)
+    if n_classes > 2:
+        return "multiclassova" if name == "multiclassova" else "multiclass"
+    if name not in ("binary", "cross_entropy", "multiclass", "multiclassova"):
+        raise ValueError(f"GBDTClassifier cannot train objective={objective!r} on 2 classes; "
+                         f"use 'binary' (default), 'cross_entropy', 'multiclass' or "
+                         f"'multiclassova', or GBDTRegressor for regression losses.")
+    return name
+
+
+def _class_sample_weight(class_weight, classes, y_codes, sample_weight):
+    """Sample weights times the weight of each row's class (LGBMClassifier's class_weight):
+    a dict by label, or ``"balanced"`` (``n / (n_classes * count)``, one compute for lazy y)."""
+    k = len(classes)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(f"class_weight must be a dict, 'balanced' or None, got "
+                             f"{class_weight!r}.")
+        codes = y_codes
+        if is_lazy(codes):
+            counts = np.bincount(as_dask_array(codes, "y", ndim=1).astype(np.int64)
+                                 .compute(), minlength=k)
+        else:
+            counts = np.bincount(np.asarray(codes, dtype=np.int64), minlength=k)
+        per_class = counts.sum() / (k * np.maximum(counts, 1))
+    elif isinstance(class_weight, dict):
+        unknown = [c for c in class_weight if not np.any(classes == c)]
+        if unknown:
+            raise ValueError(f"class_weight has label(s) {unknown!r} not among the classes "
+                             f"{classes.tolist()}.")
+        per_class = np.array([float(class_weight.get(c.item() if hasattr(c, "item") else c, 1.0))
+                              for c in classes])
+    else:
+        raise ValueError(f"class_weight must be a dict, 'balanced' or None, got "
+                         f"{type(class_weight).__name__} {class_weight!r}.")
+    w = map_rows(partial(_take, table=per_class), y_codes, dtype=np.float64)
+    if sample_weight is None:
+        return w
+    return w * (sample_weight if is_lazy(sample_weight) else np.asarray(sample_weight,
+                                                                        dtype=np.float64))
+
+
+def _take(codes, table):
+    return table[np.asarray(codes, dtype=np.int64)]

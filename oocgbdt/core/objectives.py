@@ -738,6 +738,8 @@ class _LogLinkRegression(_OneOutputRegression):
     summing to 0.
     """
 
+    label_check = "range"
+
     def _check_label_values(self, y, name):
         bad = y < 0
         if bad.any():
