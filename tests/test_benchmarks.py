@@ -86,3 +86,14 @@ def test_tree_time_split_from_task_stream():
     assert split[0]["reduce"] == pytest.approx(0.05)
     assert split[0]["overhead"] == pytest.approx(1.0 - 0.4 - 0.1 - 0.05)
     assert split[1]["hist"] == pytest.approx(0.1)
+
+
+def test_objectives_quick(shared_data, monkeypatch, capsys):
+    from benchmarks import objectives
+    monkeypatch.setenv("OOCGBDT_DATA", str(shared_data))
+    rc = objectives.main(["--quick", "--only", "quantile", "poisson"])
+    out = capsys.readouterr().out
+    rows = _table_rows(out, "dataset")
+    assert [(r[0], r[1]) for r in rows] == [("california_housing", "quantile"),
+                                            ("house_16H", "quantile"), ("nycflights13", "poisson")]
+    assert rc == 0 and all(r[6] == "pass" for r in rows)
