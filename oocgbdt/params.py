@@ -39,6 +39,7 @@ __all__ = [
     "METRIC_OBJECTIVES",
     "DEFAULT_METRIC",
     "MULTICLASS_OBJECTIVES",
+    "RANKING_OBJECTIVES",
     "resolve_params",
     "normalize_metric",
     "param_docs",
@@ -82,6 +83,10 @@ OBJECTIVE_ALIASES.update({
     "multiclassova": "multiclassova", "multiclass_ova": "multiclassova", "ova": "multiclassova",
     "ovr": "multiclassova",
 })
+OBJECTIVES += ("lambdarank",)
+OBJECTIVE_ALIASES.update({"lambdarank": "lambdarank"})
+#: Ranking objectives: they need query groups (``group``).
+RANKING_OBJECTIVES = ("lambdarank",)
 #: Objectives with one tree per class per iteration.
 MULTICLASS_OBJECTIVES = ("multiclass", "multiclassova")
 
@@ -140,6 +145,12 @@ METRIC_ALIASES.update({
     "multiclassova": "multi_logloss", "multiclass_ova": "multi_logloss", "ova": "multi_logloss",
     "ovr": "multi_logloss",
 })
+METRICS += ("ndcg", "map")
+METRIC_ALIASES.update({"ndcg": "ndcg", "lambdarank": "ndcg", "rank_xendcg": "ndcg",
+                       "xendcg": "ndcg", "xe_ndcg": "ndcg", "xe_ndcg_mart": "ndcg",
+                       "xendcg_mart": "ndcg", "map": "map", "mean_average_precision": "map"})
+METRIC_OBJECTIVES["ndcg"] = RANKING_OBJECTIVES
+METRIC_OBJECTIVES["map"] = RANKING_OBJECTIVES
 _ONE_OUTPUT = ("regression", "regression_l1", "huber", "fair", "quantile", "mape", "poisson",
                "gamma", "tweedie", "binary", "cross_entropy", "cross_entropy_lambda")
 _PROBABILITY = ("binary", "cross_entropy", "cross_entropy_lambda")
@@ -158,6 +169,7 @@ DEFAULT_METRIC.update({
     "mape": "mape", "poisson": "poisson", "gamma": "gamma", "tweedie": "tweedie",
     "cross_entropy": "cross_entropy", "cross_entropy_lambda": "cross_entropy_lambda",
     "multiclassova": "multi_logloss",
+    "lambdarank": "ndcg",
 })
 
 
@@ -299,6 +311,25 @@ def _to_str_list_or_none(name, value):
     raise _type_error(name, "a str, a list of str or None", value)
 
 
+def _to_number_list_or_none(kind):
+    def convert(name, value):
+        if value is None:
+            return None
+        if isinstance(value, str):  # LightGBM's text form: "1,2,3"
+            try:
+                value = [float(v) if kind == "float" else int(v)
+                         for v in value.split(",") if v.strip()]
+            except ValueError:
+                raise _type_error(name, f"a list of {kind}s or None", value) from None
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        if not isinstance(value, (list, tuple)) or not value:
+            raise _type_error(name, f"a non-empty list of {kind}s or None", value)
+        conv = _to_float if kind == "float" else _to_int
+        return [conv(name, _unwrap(v)) for v in value]
+    return convert
+
+
 _CONVERTERS = {
     "int": _to_int,
     "float": _to_float,
@@ -309,6 +340,8 @@ _CONVERTERS = {
     "path or None": _to_path_or_none,
     "bool or int": _to_bool_or_int,
     "str, list of str or None": _to_str_list_or_none,
+    "list of float or None": _to_number_list_or_none("float"),
+    "list of int or None": _to_number_list_or_none("int"),
 }
 
 
@@ -491,6 +524,23 @@ _TABLE = [
     Param(
         "scale_pos_weight", 1.0, (), "float", _range(0.0, lo_open=True),
         "'binary'/'multiclassova': weight of the positive label's gradients.",
+    ),
+    Param(
+        "label_gain", None, (), "list of float or None", _any,
+        "Ranking: gain of each integer relevance label (NDCG); None: 2**i - 1 for i < 31.",
+    ),
+    Param(
+        "lambdarank_truncation_level", 30, (), "int", _range(1, integer=True),
+        "lambdarank: pairs are formed with the top this many rows of each query.",
+    ),
+    Param(
+        "lambdarank_norm", True, (), "bool", _any,
+        "lambdarank: normalize each query's lambdas (helps with unbalanced queries).",
+    ),
+    Param(
+        "eval_at", None, ("ndcg_eval_at", "ndcg_at", "map_eval_at", "map_at"),
+        "list of int or None", _any,
+        "Metrics 'ndcg' and 'map': the positions evaluated; None: 1, 2, 3, 4, 5.",
     ),
     Param(
         "multi_error_top_k", 1, (), "int", _range(1, integer=True),

@@ -18,7 +18,8 @@ from tqdm.auto import tqdm
 from oocgbdt.core.executor import tree_reduce
 from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, partition_compact_columns,
                                 partition_gradients, partition_leaf_counts,
-                                partition_label_stats, partition_metric_partials, merge_metric_partials)
+                                partition_label_stats, partition_metric_partials, merge_metric_partials,
+                                partition_set_queries)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
 from oocgbdt.core.percentile import (lo_levels_for, percentile_rows_of_labels,
@@ -168,7 +169,7 @@ def round_postfix(evals_result) -> dict:
 
 
 def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
-          verbose=True, key="oocgbdt", bundler=None, progress=None) -> BoostResult:
+          verbose=True, key="oocgbdt", bundler=None, progress=None, queries=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -191,6 +192,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         ``set_postfix`` and ``close``); default :func:`progress_bar` with ``verbose``.
     key : str
         Prefix of task keys, unique per training run.
+    queries : dict or None
+        Ranking: ``{"train": [...], eval name: [...]}``, each partition's query boundaries
+        (int64, from 0 to its rows), in partition order.
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     sp = SplitParams.from_params(params)
@@ -211,6 +215,13 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     eval_chunks = {name: list(handles) for name, handles in eval_sets}
     best = {}  # (set, metric) -> (score, round)
     n = len(partitions)
+    if queries:
+        partitions = executor.map(partition_set_queries, partitions, queries["train"],
+                                  key=f"{key}-queries", consume=0)
+        eval_chunks = {name: (executor.map(partition_set_queries, ec, queries[name],
+                                           key=f"{key}-queries-{name}", consume=0)
+                              if name in queries else ec)
+                       for name, ec in eval_chunks.items()}
     renew = objective.renew_alpha is not None
     row_offsets = None
     if renew:

@@ -42,6 +42,8 @@ __all__ = [
     "CrossEntropyMetric",
     "CrossEntropyLambdaMetric",
     "KullbackLeiblerMetric",
+    "NDCGMetric",
+    "MAPMetric",
     "get_metrics",
     "METRIC_CLASSES",
 ]
@@ -573,6 +575,85 @@ class MultiErrorTopKMetric(MultiErrorMetric):
         return (n_at_least > self.multi_error_top_k).astype(np.float64)
 
 
+class _QueryMetric(Metric):
+    """A per-query metric at position ``k``, averaged over queries weighted by their mean row
+    weight (LightGBM's ``query_weights``); stats ``[sum(qw * value), sum(qw)]``. A query lies in
+    one partition, so each partition scores its own queries."""
+
+    needs_queries = True
+    higher_is_better = True
+    _base = None
+
+    def __init__(self, k=1, label_gain=None):
+        self.k = int(k)
+        self.label_gain = None if label_gain is None else tuple(float(g) for g in label_gain)
+
+    @property
+    def name(self):
+        return f"{self._base}@{self.k}"
+
+    @classmethod
+    def from_params(cls, params):  # one metric per position: see get_metrics
+        return cls(1, params.get("label_gain"))
+
+    def partial(self, y, raw_score, weight=None, objective=None, queries=None):
+        y, raw_score, weight = _prepare(y, raw_score, weight)
+        if queries is None:
+            raise ValueError(f"metric {self.name!r} needs query groups (eval_group / group)")
+        s = _identity(raw_score)
+        total = np.zeros(2)
+        for q in range(len(queries) - 1):
+            a, b = int(queries[q]), int(queries[q + 1])
+            qw = 1.0 if weight is None else float(np.mean(np.asarray(weight[a:b], np.float64)))
+            total += (qw * self._query_value(np.asarray(y[a:b]), s[a:b]), qw)
+        return total
+
+    def merge(self, a, b):
+        return np.asarray(a) + np.asarray(b)
+
+    def finalize(self, stats):
+        return float(stats[0] / stats[1]) if stats[1] > 0 else float("nan")
+
+
+class NDCGMetric(_QueryMetric):
+    """LightGBM's ``ndcg@k`` (``NDCGMetric``, ``dcg_calculator.cpp``): per query, the DCG of the
+    top ``k`` rows by decreasing score (stable) over the best DCG; a query whose best DCG is 0
+    counts 1."""
+
+    _base = "ndcg"
+
+    def _query_value(self, labels, scores):
+        from oocgbdt.kernels.ranking import dcg_at, default_label_gain, discounts, max_dcg_at
+
+        gain = default_label_gain() if self.label_gain is None else np.asarray(self.label_gain)
+        labels = labels.astype(np.float64)
+        best = max_dcg_at(self.k, labels, gain, discounts())
+        if not best > 0:
+            return 1.0
+        out = np.zeros(1)
+        dcg_at(np.array([self.k], dtype=np.int64), labels, np.asarray(scores, np.float64), gain,
+               discounts(), out)
+        return out[0] * (1.0 / best)
+
+
+class MAPMetric(_QueryMetric):
+    """LightGBM's ``map@k`` (``MapMetric``): per query, over the top ``k`` rows by decreasing
+    score, the sum of the precisions at each relevant row (label > 0.5) divided by
+    ``min(relevant rows, k)``; 1 for a query without relevant rows."""
+
+    _base = "map"
+
+    def _query_value(self, labels, scores):
+        relevant = labels > 0.5
+        npos = int(relevant.sum())
+        if npos == 0:
+            return 1.0
+        order = np.argsort(-scores, kind="stable")[:min(self.k, len(labels))]
+        hits = relevant[order]
+        ranks = np.flatnonzero(hits) + 1.0
+        return float(np.sum(np.arange(1, len(ranks) + 1) / ranks) / min(npos, self.k))
+
+
 #: Canonical metric name -> metric class.
 METRIC_CLASSES = {
     "l2": L2Metric,
@@ -595,6 +676,8 @@ METRIC_CLASSES = {
     "cross_entropy": CrossEntropyMetric,
     "cross_entropy_lambda": CrossEntropyLambdaMetric,
     "kullback_leibler": KullbackLeiblerMetric,
+    "ndcg": NDCGMetric,
+    "map": MAPMetric,
 }
 assert set(METRIC_CLASSES) == set(METRICS)
 
@@ -641,5 +724,9 @@ def get_metrics(names, objective, params=None):
                 f"needs objective {' or '.join(repr(o) for o in allowed)}"
             )
         cls = METRIC_CLASSES[name]
-        metrics.append(cls.from_params(params) if params is not None else cls())
+        if issubclass(cls, _QueryMetric):  # one metric per eval_at position
+            eval_at = (params or {}).get("eval_at") or [1, 2, 3, 4, 5]
+            metrics.extend(cls(k, (params or {}).get("label_gain")) for k in eval_at)
+        else:
+            metrics.append(cls.from_params(params) if params is not None else cls())
     return metrics

@@ -156,6 +156,9 @@ class Objective:
         self.num_class = int(num_class)
         self.boost_from_average = bool(boost_from_average)
 
+    #: Whether the objective's gradients need the rows' query groups (ranking).
+    needs_queries = False
+
     #: How a training set's labels are checked before training: ``"values"`` (every distinct
     #: label, :meth:`check_labels`), ``"range"`` (the smallest and largest label suffice), or
     #: None (any finite label).
@@ -972,3 +975,86 @@ def get_objective(params):
     """
     params = resolve_params(params)
     return _OBJECTIVES[params["objective"]].from_params(params)
+
+
+class LambdarankNDCG(Objective):
+    """LambdaRank optimizing NDCG (LightGBM ``objective="lambdarank"``, ``LambdarankNDCG`` in
+    ``src/objective/rank_objective.hpp``).
+
+    Rows come in queries (``group``: query sizes); a query's rows always sit in one partition, so
+    each partition computes its queries' gradients alone (:meth:`rank_gradients`). Labels are
+    integer relevance grades in ``[0, len(label_gain))``. Init score 0 (LightGBM has no
+    ``BoostFromScore`` for ranking); prediction: the raw score.
+
+    Parameters
+    ----------
+    label_gain : list of float or None
+        Gain per label; None: ``2**i - 1``.
+    sigmoid : float > 0
+    lambdarank_norm : bool
+    lambdarank_truncation_level : int >= 1
+    """
+
+    name = "lambdarank"
+    label_check = "values"
+    needs_queries = True
+
+    def __init__(self, num_class=1, boost_from_average=True, label_gain=None, sigmoid=1.0,
+                 lambdarank_norm=True, lambdarank_truncation_level=30):
+        super().__init__(num_class, boost_from_average)
+        self.label_gain = None if label_gain is None else tuple(float(g) for g in label_gain)
+        self.sigmoid = float(sigmoid)
+        self.lambdarank_norm = bool(lambdarank_norm)
+        self.lambdarank_truncation_level = int(lambdarank_truncation_level)
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params["num_class"], params["boost_from_average"], params["label_gain"],
+                   params["sigmoid"], params["lambdarank_norm"],
+                   params["lambdarank_truncation_level"])
+
+    @property
+    def gains(self):
+        from oocgbdt.kernels.ranking import default_label_gain
+        return (default_label_gain() if self.label_gain is None
+                else np.asarray(self.label_gain, dtype=np.float64))
+
+    def _check_label_values(self, y, name):
+        n_gains = len(self.gains)
+        bad = (y < 0) | (y >= n_gains) | (y != np.floor(y))
+        if bad.any():
+            raise ValueError(
+                f"{name} must contain integer relevance labels in [0, {n_gains}) for objective "
+                f"'lambdarank' (one label_gain per label), found " + _show_values(y[bad])
+            )
+
+    def label_stats(self, y, weight=None):
+        return np.array([0.0, float(np.asarray(y).shape[0])])
+
+    def _boost_from_score(self, stats):
+        return [0.0]
+
+    def _gradients(self, y, raw_score, weight, grad_out, hess_out):
+        raise ValueError("objective 'lambdarank' needs query groups: pass group= (query sizes)")
+
+    def rank_gradients(self, y, raw_score, weight, query_offsets, grad_out, hess_out):
+        """Gradients of one partition's whole queries (``query_offsets``: int64, first 0, last
+        the number of rows)."""
+        from oocgbdt.kernels.ranking import discounts, gradients_lambdarank, sigmoid_table
+
+        n = len(y)
+        table, lo, hi, factor = sigmoid_table(self.sigmoid)
+        y = np.asarray(y)
+        gradients_lambdarank(y if y.dtype.kind == "f" else y.astype(np.float64),
+                             np.ascontiguousarray(raw_score, dtype=Y_DTYPE).reshape(n), weight,
+                             np.asarray(query_offsets, dtype=np.int64), self.gains, discounts(),
+                             table, lo, hi, factor, self.sigmoid, self.lambdarank_norm,
+                             self.lambdarank_truncation_level, grad_out.reshape(n),
+                             hess_out.reshape(n))
+
+    def transform(self, raw_score):
+        return self._raw_1d(raw_score).copy()
+
+
+_OBJECTIVES["lambdarank"] = LambdarankNDCG
+__all__.append("LambdarankNDCG")

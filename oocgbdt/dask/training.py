@@ -39,7 +39,7 @@ from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose_cache,
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
-from oocgbdt.dask.inputs import check_labels_and_weights, training_inputs
+from oocgbdt.dask.inputs import align_to_queries, check_labels_and_weights, training_inputs
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor
@@ -62,7 +62,8 @@ def _client_compute(client):
 
 
 def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
-          eval_sample_weight=None, feature_names=None, client=None, verbose=None) -> Booster:
+          eval_sample_weight=None, feature_names=None, client=None, verbose=None, group=None,
+          eval_group=None) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -90,6 +91,12 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         for Dask/Zarr input, or in-process threads for NumPy input.
     verbose : bool, optional
         Progress bar over rounds with the latest metric; default ``params["verbose"]``.
+    group : array-like of int, optional
+        Ranking (``objective="lambdarank"``, metrics ``ndcg``/``map``): the sizes of the
+        consecutive queries of the training rows (LightGBM's ``group``). The rows are rechunked
+        so that no query spans two partitions.
+    eval_group : list of (array-like of int or None), optional
+        The query sizes of each eval set.
 
     Returns
     -------
@@ -134,6 +141,9 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     metrics = get_metrics(params["metric"], objective, params)
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
                              feature_names, int(params["chunk_rows"]))
+    if group is not None or eval_group is not None:
+        inputs = align_to_queries(inputs, group, eval_group, int(params["chunk_rows"]))
+    _check_queries(objective, metrics, inputs)
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
         raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
                          f"set and a metric to watch (as in LightGBM), got "
@@ -276,6 +286,12 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dic
         # 6. boosting
         boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
                             metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler)
+        if inputs.queries:
+            names = {"train": "train"}
+            names.update({f"eval_{i}": name for i, (name, *_) in enumerate(inputs.evals)})
+            boost_kwargs["queries"] = {
+                names[s]: partition_queries(inputs.queries[names[s]], bounds[s])
+                for s, *_ in sets if names[s] in inputs.queries}
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs)
         del partitions, eval_sets
     finally:
@@ -315,3 +331,31 @@ def _lookahead(params, n_workers, mode):
     ahead = (params["grow_policy"] == "leafwise" and params["max_leaves_per_pass"] == 1
              and not params["histogram_pool_size"] > 0)
     return dict(params, lookahead_leaves=2 if ahead and (n_workers > 1 or mode == "disk") else 0)
+
+
+def partition_queries(group, bounds):
+    """Each partition's query boundaries (int64, from 0 to its rows) from the query sizes and
+    the partitions' row bounds, which are query bounds (:func:`~oocgbdt.dask.inputs.align_to_queries`)."""
+    edges = np.concatenate([[0], np.cumsum(np.asarray(group, dtype=np.int64))])
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        inside = edges[(edges >= a) & (edges <= b)]
+        if inside[0] != a or inside[-1] != b:  # pragma: no cover - guarded by align_to_queries
+            raise RuntimeError(f"partition rows [{a}, {b}) split a query")
+        out.append(inside - a)
+    return out
+
+
+def _check_queries(objective, metrics, inputs):
+    """Ranking needs query groups: ``group`` for a ranking objective, ``eval_group`` for a
+    ranking metric on an eval set; a clear ValueError before any work."""
+    queries = inputs.queries or {}
+    if getattr(objective, "needs_queries", False) and "train" not in queries:
+        raise ValueError(f"objective {objective.name!r} needs query groups: pass group= (the "
+                         f"sizes of the consecutive queries of the training rows)")
+    ranked = [m.name for m in metrics if getattr(m, "needs_queries", False)]
+    for name, *_ in inputs.evals:
+        if ranked and name not in queries:
+            raise ValueError(f"metric {ranked[0]!r} needs the query groups of eval set "
+                             f"{name!r}: pass eval_group= (one array of query sizes per eval "
+                             f"set)")
