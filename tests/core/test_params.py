@@ -106,6 +106,10 @@ def test_every_alias_resolves(alias):
         "enable_bundle": False, "max_conflict_rate": 0.25, "grow_policy": "depthwise",
         "max_leaves_per_pass": 4, "lookahead_leaves": 3, "histogram_pool_size": 64.0, "cache": "disk",
         "cache_path": "/tmp/oocgbdt-cache", "cache_memory_fraction": 0.25, "partition_rows": 1000,
+        "alpha": 0.7, "fair_c": 2.0, "poisson_max_delta_step": 0.5,
+        "tweedie_variance_power": 1.2, "sigmoid": 2.0, "is_unbalance": True,
+        "scale_pos_weight": 1.0, "multi_error_top_k": 3, "label_gain": [0.0, 1.0, 5.0],
+        "lambdarank_truncation_level": 10, "lambdarank_norm": False, "eval_at": [1, 3],
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
@@ -191,7 +195,7 @@ def test_conflicting_aliases():
         ({"num_class": 0}, r"num_class must be an integer >= 1, got 0"),
         ({"objective": "binar"}, r"objective must be one of 'regression', 'binary', "
                                  r"'multiclass'.*got 'binar'; did you mean 'binary'\?"),
-        ({"objective": "lambdarank"}, r"objective must be one of .*got 'lambdarank'"),
+        ({"objective": "rank_xendcg"}, r"objective must be one of .*got 'rank_xendcg'"),
         ({"metric": "aucc"}, r"metric must be .*got unknown metric 'aucc'; did you mean 'auc'"),
         ({"metric": ["l2", "foo"]}, r"metric must be .*got unknown metric 'foo'"),
     ],
@@ -250,7 +254,7 @@ def test_numpy_scalars_are_accepted_and_converted():
 @pytest.mark.parametrize("value, expected", sorted(OBJECTIVE_ALIASES.items()))
 def test_objective_value_aliases(value, expected):
     params = {"objective": value}
-    if expected == "multiclass":
+    if expected in ("multiclass", "multiclassova"):
         params["num_class"] = 3
     assert resolve_params(params)["objective"] == expected
     params["objective"] = value.upper()
