@@ -1,17 +1,18 @@
 """oocgbdt: out-of-core gradient-boosted decision trees on Dask.
 
 Public API: :func:`train` (functional), :class:`Booster` (fitted model), and the scikit-learn
-estimators :class:`GBDTRegressor` and :class:`GBDTClassifier`. They are imported on first use,
+estimators :class:`GBDTRegressor`, :class:`GBDTClassifier` and :class:`GBDTRanker`. They are imported on first use,
 so ``oocgbdt.kernels`` and ``oocgbdt.core`` can be used without importing dask.
 """
 from importlib import import_module
 
 __version__ = "0.1.0"
 
-__all__ = ["train", "Booster", "GBDTRegressor", "GBDTClassifier", "__version__"]
+__all__ = ["train", "Booster", "GBDTRegressor", "GBDTClassifier", "GBDTRanker", "__version__"]
 
 _LAZY = {"train": "oocgbdt.dask.training", "Booster": "oocgbdt.dask.predict",
-         "GBDTRegressor": "oocgbdt.sklearn", "GBDTClassifier": "oocgbdt.sklearn"}
+         "GBDTRegressor": "oocgbdt.sklearn", "GBDTClassifier": "oocgbdt.sklearn",
+         "GBDTRanker": "oocgbdt.sklearn"}
 
 
 def __getattr__(name):

@@ -24,7 +24,7 @@ from oocgbdt.dask.training import train
 from oocgbdt.params import (ALIASES, DEFAULT_CHUNK_ROWS, MULTICLASS_OBJECTIVES, check_param,
                             resolve_params)
 
-__all__ = ["GBDTRegressor", "GBDTClassifier"]
+__all__ = ["GBDTRegressor", "GBDTClassifier", "GBDTRanker"]
 
 _PARAMS_DOC = """
     Parameters
@@ -271,7 +271,8 @@ class _GBDTModel(BaseEstimator):
             return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32,
                                  accept_sparse=("csr", "csc", "coo"))
 
-    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params):
+    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
+             group=None, eval_group=None):
         if eval_set is not None:
             if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(
                     eval_set[0], (tuple, list)):
@@ -301,7 +302,8 @@ class _GBDTModel(BaseEstimator):
         self.booster_ = train(params, X, y, sample_weight=sample_weight, eval_set=eval_set,
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
-                              client=client, verbose=bool(self.verbose))
+                              client=client, verbose=bool(self.verbose), group=group,
+                              eval_group=eval_group)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -584,3 +586,78 @@ def _class_sample_weight(class_weight, classes, y_codes, sample_weight):
 
 def _take(codes, table):
     return table[np.asarray(codes, dtype=np.int64)]
+
+
+class GBDTRanker(_GBDTModel):
+    __doc__ = ("Gradient-boosted trees for learning to rank (LambdaRank, NDCG), trained out of\n"
+               "core on Dask (LightGBM's LGBMRanker).\n" + _PARAMS_DOC + """
+    eval_at : list of int, default (1, 2, 3, 4, 5)
+        Positions of the ``ndcg``/``map`` metrics on the eval sets.
+    label_gain, lambdarank_truncation_level, lambdarank_norm
+        LightGBM's lambdarank parameters (defaults None: ``2**i - 1``; 30; True).
+
+    Attributes
+    ----------
+    booster_ : Booster
+    n_features_in_ : int
+    evals_result_, best_iteration_, n_iter_, feature_importances_ : as for GBDTRegressor
+""")
+
+    def __init__(self, *, eval_at=(1, 2, 3, 4, 5), label_gain=None,
+                 lambdarank_truncation_level=30, lambdarank_norm=True, **kwargs):
+        super().__init__(**kwargs)
+        self.eval_at = eval_at
+        self.label_gain = label_gain
+        self.lambdarank_truncation_level = lambdarank_truncation_level
+        self.lambdarank_norm = lambdarank_norm
+
+    @classmethod
+    def _get_param_names(cls):
+        return sorted(set(_GBDTModel._get_param_names())
+                      | {"eval_at", "label_gain", "lambdarank_truncation_level",
+                         "lambdarank_norm"})
+
+    def fit(self, X, y, sample_weight=None, *, group=None, eval_set=None, eval_sample_weight=None,
+            eval_group=None, eval_names=None, eval_at=None, client=None):
+        """Fit on ``X`` (n_samples, n_features), relevance labels ``y`` (integers >= 0) and
+        ``group``, the sizes of the consecutive queries (summing to n_samples); returns self.
+
+        ``eval_group``: one array of query sizes per eval set (required with ``eval_set``).
+        ``eval_at``: positions of the eval metrics (default the estimator's ``eval_at``).
+
+        Raises
+        ------
+        ValueError
+            ``group`` missing or not summing to the rows, an eval set without its group,
+            labels that are not integers in ``[0, len(label_gain))``.
+        """
+        if group is None:
+            raise ValueError("GBDTRanker.fit needs group: the sizes of the consecutive queries "
+                             "of the rows of X (as LGBMRanker)")
+        if eval_set is not None and eval_group is None:
+            raise ValueError("eval_group is required with eval_set: one array of query sizes "
+                             "per eval set (as LGBMRanker)")
+        params = self._train_params()
+        for name in ("eval_at", "label_gain", "lambdarank_truncation_level", "lambdarank_norm"):
+            params.pop(name, None)
+        X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
+        params["objective"] = _ranker_objective(self.objective)
+        params["eval_at"] = list(eval_at if eval_at is not None else self.eval_at)
+        params["label_gain"] = self.label_gain
+        params["lambdarank_truncation_level"] = self.lambdarank_truncation_level
+        params["lambdarank_norm"] = self.lambdarank_norm
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
+                         params, group=group, eval_group=eval_group)
+
+    def predict(self, X):
+        """Ranking scores: ndarray (n_samples,) float64 (lazy for lazy input)."""
+        X = self._validate_predict_X(X)
+        return self.booster_.predict(X)
+
+
+def _ranker_objective(objective):
+    name = "lambdarank" if objective is None else _canonical_objective_name(objective)
+    if name != "lambdarank":
+        raise ValueError(f"GBDTRanker trains objective='lambdarank', got objective="
+                         f"{objective!r}.")
+    return name
