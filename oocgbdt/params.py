@@ -83,10 +83,12 @@ OBJECTIVE_ALIASES.update({
     "multiclassova": "multiclassova", "multiclass_ova": "multiclassova", "ova": "multiclassova",
     "ovr": "multiclassova",
 })
-OBJECTIVES += ("lambdarank",)
-OBJECTIVE_ALIASES.update({"lambdarank": "lambdarank"})
+OBJECTIVES += ("lambdarank", "rank_xendcg")
+OBJECTIVE_ALIASES.update({"lambdarank": "lambdarank", "rank_xendcg": "rank_xendcg",
+                          "xendcg": "rank_xendcg", "xe_ndcg": "rank_xendcg",
+                          "xe_ndcg_mart": "rank_xendcg", "xendcg_mart": "rank_xendcg"})
 #: Ranking objectives: they need query groups (``group``).
-RANKING_OBJECTIVES = ("lambdarank",)
+RANKING_OBJECTIVES = ("lambdarank", "rank_xendcg")
 #: Objectives with one tree per class per iteration.
 MULTICLASS_OBJECTIVES = ("multiclass", "multiclassova")
 
@@ -170,6 +172,7 @@ DEFAULT_METRIC.update({
     "cross_entropy": "cross_entropy", "cross_entropy_lambda": "cross_entropy_lambda",
     "multiclassova": "multi_logloss",
     "lambdarank": "ndcg",
+    "rank_xendcg": "ndcg",
 })
 
 
@@ -541,6 +544,10 @@ _TABLE = [
         "eval_at", None, ("ndcg_eval_at", "ndcg_at", "map_eval_at", "map_at"),
         "list of int or None", _any,
         "Metrics 'ndcg' and 'map': the positions evaluated; None: 1, 2, 3, 4, 5.",
+    ),
+    Param(
+        "objective_seed", 5, (), "int", _range(integer=True),
+        "rank_xendcg: seed of its per-query random draws.",
     ),
     Param(
         "multi_error_top_k", 1, (), "int", _range(1, integer=True),

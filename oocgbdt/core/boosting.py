@@ -252,8 +252,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     try:
         for rnd in range(total):
             t_round, c_round = time.perf_counter(), time.process_time()
-            partitions = executor.map(partition_gradients, partitions, [objective] * n, key=f"{key}-grad-{rnd}",
-                                 consume=0)
+            round_objective = objective.at_round(rnd)  # rank_xendcg's draws depend on it
+            partitions = executor.map(partition_gradients, partitions, [round_objective] * n,
+                                      key=f"{key}-grad-{rnd}", consume=0)
             t_sample = time.perf_counter()
             if sampler is not None and sampler.active(rnd):
                 partitions = sampler.sample(executor, partitions, rnd, key=f"{key}-sample-{rnd}")

@@ -174,6 +174,11 @@ class Objective:
         """Build from resolved parameters (:func:`oocgbdt.params.resolve_params`)."""
         return cls(num_class=params["num_class"], boost_from_average=params["boost_from_average"])
 
+    def at_round(self, iteration):
+        """The objective of boosting round ``iteration`` (itself unless its gradients depend on
+        the round, as ``rank_xendcg``'s random draws)."""
+        return self
+
     def with_label_stats(self, stats):
         """The objective gradients are computed with, once the label statistics of the whole
         training set are merged (itself unless it needs global counts, see
@@ -1025,7 +1030,7 @@ class LambdarankNDCG(Objective):
         if bad.any():
             raise ValueError(
                 f"{name} must contain integer relevance labels in [0, {n_gains}) for objective "
-                f"'lambdarank' (one label_gain per label), found " + _show_values(y[bad])
+                f"{self.name!r} (one label_gain per label), found " + _show_values(y[bad])
             )
 
     def label_stats(self, y, weight=None):
@@ -1037,9 +1042,10 @@ class LambdarankNDCG(Objective):
     def _gradients(self, y, raw_score, weight, grad_out, hess_out):
         raise ValueError("objective 'lambdarank' needs query groups: pass group= (query sizes)")
 
-    def rank_gradients(self, y, raw_score, weight, query_offsets, grad_out, hess_out):
+    def rank_gradients(self, y, raw_score, weight, query_offsets, grad_out, hess_out,
+                       first_query=0):
         """Gradients of one partition's whole queries (``query_offsets``: int64, first 0, last
-        the number of rows)."""
+        the number of rows; ``first_query``: the global index of its first query)."""
         from oocgbdt.kernels.ranking import discounts, gradients_lambdarank, sigmoid_table
 
         n = len(y)
@@ -1056,5 +1062,42 @@ class LambdarankNDCG(Objective):
         return self._raw_1d(raw_score).copy()
 
 
+class RankXENDCG(LambdarankNDCG):
+    """XE-NDCG ranking (LightGBM ``objective="rank_xendcg"``, ``RankXENDCG``;
+    arXiv:1911.09798). Each query draws its own uniforms per round from LightGBM's generator
+    seeded ``objective_seed + query index``; the draws are jumped ahead from the seed and the
+    round, so they are the same whichever partition holds the query. Labels: integers >= 0
+    (``2**label`` is the gain); init score 0."""
+
+    name = "rank_xendcg"
+
+    def __init__(self, num_class=1, boost_from_average=True, objective_seed=5, iteration=0):
+        super().__init__(num_class, boost_from_average)
+        self.objective_seed = int(objective_seed)
+        self.iteration = int(iteration)
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params["num_class"], params["boost_from_average"], params["objective_seed"])
+
+    def at_round(self, iteration):
+        out = copy.copy(self)
+        out.iteration = int(iteration)
+        return out
+
+    def rank_gradients(self, y, raw_score, weight, query_offsets, grad_out, hess_out,
+                       first_query=0):
+        from oocgbdt.kernels.ranking import gradients_xendcg
+
+        n = len(y)
+        y = np.asarray(y)
+        gradients_xendcg(y if y.dtype.kind == "f" else y.astype(np.float64),
+                         np.ascontiguousarray(raw_score, dtype=Y_DTYPE).reshape(n), weight,
+                         np.asarray(query_offsets, dtype=np.int64), int(first_query),
+                         self.objective_seed, self.iteration, grad_out.reshape(n),
+                         hess_out.reshape(n))
+
+
 _OBJECTIVES["lambdarank"] = LambdarankNDCG
-__all__.append("LambdarankNDCG")
+_OBJECTIVES["rank_xendcg"] = RankXENDCG
+__all__ += ["LambdarankNDCG", "RankXENDCG"]

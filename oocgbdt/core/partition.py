@@ -61,7 +61,8 @@ class PartitionData:
         (:func:`partition_apply_tree`); None before the first.
     queries : ndarray of shape (n_queries + 1,), dtype int64, or None
         Ranking: the partition's query boundaries (first 0, last ``n_rows``); a query never
-        spans two partitions. None without query groups.
+        spans two partitions. None without query groups. ``first_query``: the global index
+        of its first query.
     compact : tuple or None
         ``(columns, X_compact)``: the partition's column numbers (int64, ascending) and a copy of
         those columns of ``X_binned``, shape (n_rows, len(columns)), that the round's trees
@@ -79,6 +80,7 @@ class PartitionData:
     leaf_counts: np.ndarray | None = None
     compact: tuple | None = None
     queries: np.ndarray | None = None
+    first_query: int = 0
 
     @property
     def n_rows(self) -> int:
@@ -200,7 +202,7 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
             raise ValueError(f"objective {objective.name!r} needs query groups: pass group= "
                              f"(the query sizes of the training rows)")
         objective.rank_gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight,
-                                 data.queries, grad, hess)
+                                 data.queries, grad, hess, first_query=data.first_query)
     else:
         objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad,
                             hess)
@@ -592,12 +594,16 @@ def partition_metric_partials(data: PartitionData, metrics, objective):
 
 
 def partition_set_queries(data: PartitionData, queries) -> PartitionData:
-    """Attach the partition's query boundaries (ranking; see :attr:`PartitionData.queries`)."""
+    """Attach the partition's query boundaries (ranking; see :attr:`PartitionData.queries`):
+    ``(offsets, first_query)``, or the offsets alone (first query 0)."""
+    first = 0
+    if isinstance(queries, tuple):
+        queries, first = queries
     queries = np.asarray(queries, dtype=np.int64)
     if queries[0] != 0 or queries[-1] != data.n_rows:
         raise ValueError(f"query boundaries must run from 0 to the partition's {data.n_rows} "
                          f"rows, got {queries[0]} to {queries[-1]}")
-    return replace(data, queries=queries)
+    return replace(data, queries=queries, first_query=int(first))
 
 
 def merge_metric_partials(parts, metrics):

@@ -334,7 +334,8 @@ def _lookahead(params, n_workers, mode):
 
 
 def partition_queries(group, bounds):
-    """Each partition's query boundaries (int64, from 0 to its rows) from the query sizes and
+    """Each partition's ``(query boundaries, index of its first query)``: boundaries int64 from
+    0 to its rows, from the query sizes and
     the partitions' row bounds, which are query bounds (:func:`~oocgbdt.dask.inputs.align_to_queries`)."""
     edges = np.concatenate([[0], np.cumsum(np.asarray(group, dtype=np.int64))])
     out = []
@@ -342,7 +343,7 @@ def partition_queries(group, bounds):
         inside = edges[(edges >= a) & (edges <= b)]
         if inside[0] != a or inside[-1] != b:  # pragma: no cover - guarded by align_to_queries
             raise RuntimeError(f"partition rows [{a}, {b}) split a query")
-        out.append(inside - a)
+        out.append((inside - a, int(np.searchsorted(edges, a))))
     return out
 
 

@@ -31,6 +31,9 @@ __all__ = [
     "gradients_lambdarank",
     "gradients_lambdarank_naive",
     "dcg_at",
+    "lcg_jump",
+    "gradients_xendcg",
+    "gradients_xendcg_naive",
 ]
 
 #: Longest query (LightGBM's ``kMaxPosition``).
@@ -216,6 +219,136 @@ def gradients_lambdarank_naive(y, raw_score, weight, query_offsets, label_gain, 
         if norm and total > 0:
             g[a:b] *= np.log2(1 + total) / total
             h[a:b] *= np.log2(1 + total) / total
+    if weight is not None:
+        g, h = g * weight, h * weight
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+# ---------------------------------------------------------------------------------------------
+# XE-NDCG (rank_xendcg)
+# ---------------------------------------------------------------------------------------------
+
+_LCG_A = 214013
+_LCG_C = 2531011
+_MASK32 = 0xFFFFFFFF
+
+
+@njit
+def lcg_jump(state, steps):
+    """LightGBM's ``Random`` state (``x = 214013 x + 2531011`` mod 2**32) after ``steps`` draws,
+    by squaring (``include/LightGBM/utils/random.h``)."""
+    a, c = 1, 0  # the composed map x -> a x + c
+    ma, mc = _LCG_A, _LCG_C
+    n = steps
+    while n > 0:
+        if n & 1:
+            a, c = (ma * a) & _MASK32, (ma * c + mc) & _MASK32
+        ma, mc = (ma * ma) & _MASK32, (ma * mc + mc) & _MASK32
+        n >>= 1
+    return (a * state + c) & _MASK32
+
+
+@njit
+def gradients_xendcg(
+    y,  # IN: (n,) integer-valued labels
+    raw_score,  # IN: (n,) float64
+    weight,  # IN: (n,) or None
+    query_offsets,  # IN: (n_queries + 1,) int64
+    first_query,  # IN: int, global index of the partition's first query
+    seed,  # IN: int, objective_seed
+    iteration,  # IN: int, the boosting round (0-based): how many draws each query made before
+    gradients_out,  # OUT: (n,) float32
+    hessians_out,  # OUT: (n,) float32
+):
+    """XE-NDCG gradients (LightGBM ``RankXENDCG``, ``rank_objective.hpp``; arXiv:1911.09798).
+
+    Per query ``q`` with more than one row: ``rho = softmax(s)``; ``phi_i = 2**y_i - u_i`` with
+    ``u_i`` the query's own uniform draws (LightGBM's generator seeded ``seed + q``, advanced by
+    the query's rows at every round, so the draws do not depend on the partitioning);
+    ``l1_i = rho_i - phi_i / sum(phi)``, two correction terms, ``h_i = rho_i (1 - rho_i)``.
+    """
+    for q in range(query_offsets.shape[0] - 1):
+        start = query_offsets[q]
+        cnt = query_offsets[q + 1] - start
+        lam = gradients_out[start:start + cnt]
+        hes = hessians_out[start:start + cnt]
+        if cnt <= 1:
+            for i in range(cnt):
+                lam[i] = 0.0
+                hes[i] = 0.0
+            continue
+        s = raw_score[start:start + cnt]
+        wmax = s[0]
+        for i in range(1, cnt):
+            wmax = max(s[i], wmax)
+        rho = np.empty(cnt)
+        wsum = 0.0
+        for i in range(cnt):
+            rho[i] = np.exp(s[i] - wmax)
+            wsum += rho[i]
+        for i in range(cnt):
+            rho[i] /= wsum
+        state = lcg_jump((seed + first_query + q) & _MASK32, iteration * cnt)
+        params = np.empty(cnt)
+        inv = 0.0
+        for i in range(cnt):
+            state = (_LCG_A * state + _LCG_C) & _MASK32
+            u = np.float32((state >> 16) & 0x7FFF) / np.float32(32768.0)
+            params[i] = 2.0 ** int(y[start + i]) - u
+            inv += params[i]
+        inv = 1.0 / max(1e-15, inv)
+        sum_l1 = 0.0
+        for i in range(cnt):
+            term = -params[i] * inv + rho[i]
+            lam[i] = term
+            params[i] = term / (1.0 - rho[i])
+            sum_l1 += params[i]
+        sum_l2 = 0.0
+        for i in range(cnt):
+            term = rho[i] * (sum_l1 - params[i])
+            lam[i] += np.float32(term)
+            params[i] = term / (1.0 - rho[i])
+            sum_l2 += params[i]
+        for i in range(cnt):
+            lam[i] += np.float32(rho[i] * (sum_l2 - params[i]))
+            hes[i] = rho[i] * (1.0 - rho[i])
+        if weight is not None:
+            for i in range(cnt):
+                w = np.float32(weight[start + i])
+                lam[i] = lam[i] * w
+                hes[i] = hes[i] * w
+
+
+def gradients_xendcg_naive(y, raw_score, weight, query_offsets, first_query, seed, iteration,
+                           gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_xendcg`: the generator stepped draw by draw (no jump), and
+    the gradient written from its definition in float64."""
+    g = np.zeros(len(y))
+    h = np.zeros(len(y))
+    for q in range(len(query_offsets) - 1):
+        a, b = query_offsets[q], query_offsets[q + 1]
+        cnt = b - a
+        if cnt <= 1:
+            continue
+        s = np.asarray(raw_score[a:b], dtype=np.float64)
+        rho = np.exp(s - s.max())
+        rho /= rho.sum()
+        x = (seed + first_query + q) & _MASK32
+        for _ in range(iteration * cnt):
+            x = (_LCG_A * x + _LCG_C) & _MASK32
+        u = []
+        for _ in range(cnt):
+            x = (_LCG_A * x + _LCG_C) & _MASK32
+            u.append(((x >> 16) & 0x7FFF) / 32768.0)
+        phi = 2.0 ** np.asarray(y[a:b]).astype(int) - np.array(u)
+        l1 = rho - phi / max(1e-15, phi.sum())
+        p1 = l1 / (1 - rho)
+        l2 = rho * (p1.sum() - p1)
+        p2 = l2 / (1 - rho)
+        l3 = rho * (p2.sum() - p2)
+        g[a:b] = l1 + l2 + l3
+        h[a:b] = rho * (1 - rho)
     if weight is not None:
         g, h = g * weight, h * weight
     gradients_out[:] = g.astype(G_H_DTYPE)

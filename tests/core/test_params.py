@@ -109,7 +109,7 @@ def test_every_alias_resolves(alias):
         "alpha": 0.7, "fair_c": 2.0, "poisson_max_delta_step": 0.5,
         "tweedie_variance_power": 1.2, "sigmoid": 2.0, "is_unbalance": True,
         "scale_pos_weight": 1.0, "multi_error_top_k": 3, "label_gain": [0.0, 1.0, 5.0],
-        "lambdarank_truncation_level": 10, "lambdarank_norm": False, "eval_at": [1, 3],
+        "lambdarank_truncation_level": 10, "lambdarank_norm": False, "eval_at": [1, 3], "objective_seed": 9,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
@@ -195,7 +195,7 @@ def test_conflicting_aliases():
         ({"num_class": 0}, r"num_class must be an integer >= 1, got 0"),
         ({"objective": "binar"}, r"objective must be one of 'regression', 'binary', "
                                  r"'multiclass'.*got 'binar'; did you mean 'binary'\?"),
-        ({"objective": "rank_xendcg"}, r"objective must be one of .*got 'rank_xendcg'"),
+        ({"objective": "lambdamart"}, r"objective must be one of .*got 'lambdamart'"),
         ({"metric": "aucc"}, r"metric must be .*got unknown metric 'aucc'; did you mean 'auc'"),
         ({"metric": ["l2", "foo"]}, r"metric must be .*got unknown metric 'foo'"),
     ],

@@ -56,6 +56,27 @@ def test_lambdarank_equals_lightgbm(rank, lightgbm_model, chunk_rows, n_partitio
     ours = _fit(X, y, g, Xt, yt, gt, params=dict(chunk_rows=chunk_rows, partition_rows=chunk_rows))
     assert ours.cache_report["n_partitions"]["train"] == n_partitions
     model, evals = lightgbm_model
+    _assert_ranking_equal(ours, model, evals, X, Xt)
+
+
+def test_rank_xendcg_equals_lightgbm_for_1_and_3_partitions(rank):
+    """XE-NDCG's per-query random draws follow each query (seed + query index, advanced per
+    round), not the partition: LightGBM's trees whatever the partitioning."""
+    X, y, g, Xt, yt, gt = rank
+    params = dict(PARAMS, objective="rank_xendcg")
+    evals = {}
+    train = lgb.Dataset(X, y, group=g)
+    model = lgb.train(dict(params, enable_bundle=False, deterministic=True, num_threads=1,
+                           verbose=-1, metric=["ndcg", "map"]), train, num_boost_round=N_TREES,
+                      valid_sets=[lgb.Dataset(Xt, yt, group=gt, reference=train)],
+                      valid_names=["test"], callbacks=[lgb.record_evaluation(evals)])
+    for rows in (100_000, 1000):
+        ours = _fit(X, y, g, Xt, yt, gt, params=dict(objective="rank_xendcg", chunk_rows=rows,
+                                                     partition_rows=rows))
+        _assert_ranking_equal(ours, model, evals["test"], X, Xt)
+
+
+def _assert_ranking_equal(ours, model, evals, X, Xt):
     _assert_lightgbm_trees(ours, model, X, Xt, N_TREES)
     for name in ("ndcg@1", "ndcg@3", "ndcg@5", "map@1", "map@3", "map@5"):
         # Per-query sums in another order than LightGBM's: rounding only.

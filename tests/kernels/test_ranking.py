@@ -56,3 +56,28 @@ def test_dcg_matches_sklearn():
     best = max_dcg_at(10, labels, gain, discounts())
     assert best == pytest.approx(dcg_score([gain[labels.astype(int)]], [gain[labels.astype(int)]],
                                            k=10), rel=1e-12)
+
+
+def test_lcg_jump_equals_stepping():
+    from oocgbdt.kernels.ranking import lcg_jump
+
+    for seed, steps in [(5, 0), (5, 1), (123, 1000), (2**32 - 1, 77777)]:
+        x = seed
+        for _ in range(steps):
+            x = (214013 * x + 2531011) & 0xFFFFFFFF
+        assert lcg_jump(seed, steps) == x
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("iteration, first_query", [(0, 0), (3, 7)])
+def test_xendcg_matches_naive(weighted, iteration, first_query):
+    from oocgbdt.kernels.ranking import gradients_xendcg, gradients_xendcg_naive
+
+    y, raw, w, offsets = _queries(11)
+    w = w if weighted else None
+    out = [np.full(len(y), np.nan, G_H_DTYPE) for _ in range(4)]
+    gradients_xendcg(y, raw, w, offsets, first_query, 5, iteration, out[0], out[1])
+    gradients_xendcg_naive(y, raw, w, offsets, first_query, 5, iteration, out[2], out[3])
+    # The kernel sums its three terms in float32 as LightGBM; the twin in float64.
+    np.testing.assert_allclose(out[0], out[2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out[1], out[3], rtol=1e-6, atol=1e-7)
