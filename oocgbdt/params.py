@@ -87,6 +87,10 @@ OBJECTIVES += ("lambdarank", "rank_xendcg")
 OBJECTIVE_ALIASES.update({"lambdarank": "lambdarank", "rank_xendcg": "rank_xendcg",
                           "xendcg": "rank_xendcg", "xe_ndcg": "rank_xendcg",
                           "xe_ndcg_mart": "rank_xendcg", "xendcg_mart": "rank_xendcg"})
+# A callable objective (``train``/estimators) is held as the name "custom" (LightGBM's names
+# for "no built-in objective": custom, none, null, na).
+OBJECTIVES += ("custom",)
+OBJECTIVE_ALIASES.update({"custom": "custom", "none": "custom", "null": "custom", "na": "custom"})
 #: Ranking objectives: they need query groups (``group``).
 RANKING_OBJECTIVES = ("lambdarank", "rank_xendcg")
 #: Objectives with one tree per class per iteration.
@@ -164,6 +168,9 @@ for _m in ("binary_logloss", "binary_error", "average_precision", "cross_entropy
     METRIC_OBJECTIVES[_m] = _PROBABILITY
 METRIC_OBJECTIVES["multi_logloss"] = MULTICLASS_OBJECTIVES
 METRIC_OBJECTIVES["multi_error"] = MULTICLASS_OBJECTIVES
+for _m in ("l2", "rmse", "l1", "auc", "huber", "fair", "quantile", "mape", "binary_error",
+           "average_precision", "multi_error"):  # on raw scores, as LightGBM without objective
+    METRIC_OBJECTIVES[_m] = METRIC_OBJECTIVES[_m] + ("custom",)
 del _m
 # The objective's own name read as a metric, as LightGBM does when ``metric`` is not given.
 DEFAULT_METRIC.update({
@@ -853,6 +860,8 @@ del _p, _n
 
 def _check_num_class(params):
     objective, num_class = params["objective"], params["num_class"]
+    if objective == "custom":
+        return  # a callable objective: one output per class, any num_class >= 1
     if objective in MULTICLASS_OBJECTIVES and num_class < 2:
         raise ValueError(
             f"num_class must be an integer >= 2 when objective is {objective!r}, got {num_class}"
@@ -881,7 +890,8 @@ def _check_objective_params(params):
 def _check_metric_objective(params):
     objective = params["objective"]
     if params["metric"] is None:
-        params["metric"] = [DEFAULT_METRIC[objective]]
+        # A callable objective has no default metric (LightGBM: "custom" means none).
+        params["metric"] = [DEFAULT_METRIC[objective]] if objective in DEFAULT_METRIC else []
     for name in params["metric"]:
         allowed = METRIC_OBJECTIVES[name]
         if objective not in allowed:

@@ -9,6 +9,7 @@ lazy Dask array. A ``distributed.Client`` is a ``fit`` argument, never an attrib
 from __future__ import annotations
 
 import re
+import warnings
 from contextlib import contextmanager
 from functools import partial
 
@@ -60,8 +61,11 @@ _PARAMS_DOC = """
         Stop when any metric on any eval set has not improved for this many rounds (LightGBM's
         rule); the model keeps every tree and predicts with ``best_iteration_``. Needs
         ``eval_set`` (ValueError otherwise, as LightGBM).
-    metric : str, list of str or None, default None
-        Evaluation metrics (default: the objective's).
+    metric : str, callable, list of str and callables, or None, default None
+        Evaluation metrics (default: the objective's). A callable ``(y_true, y_pred[,
+        weight]) -> (name, value, is_higher_better)`` is evaluated once per round on the
+        whole eval set gathered where the loop runs
+        (:class:`oocgbdt.core.metrics.CallableMetric`).
     chunk_rows : int, default 65536
         Rows per chunk for in-memory input (Dask/Zarr input keeps its chunks).
     colsample_bytree : float in (0, 1], default 1.0
@@ -123,8 +127,10 @@ _PARAMS_DOC = """
         cluster. Changing it changes the partitions, hence a disk cache's fingerprint.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
-    objective : str or None, default None
-        LightGBM's objective name or alias. None: ``"regression"`` for the regressor, ``"binary"``
+    objective : str, callable or None, default None
+        LightGBM's objective name or alias, or a callable ``(y_true, raw_score[, weight]) ->
+        (grad, hess)`` run per partition on the workers (see
+        :class:`oocgbdt.core.objectives.CustomObjective`; predictions are then raw scores). None: ``"regression"`` for the regressor, ``"binary"``
         or ``"multiclass"`` (by the number of classes) for the classifier. The regressor takes
         the regression losses (``"regression"``, ``"regression_l1"``, ``"huber"``, ``"fair"``,
         ``"quantile"``, ``"mape"``, ``"poisson"``, ``"gamma"``, ``"tweedie"``) and
@@ -219,7 +225,7 @@ class _GBDTModel(BaseEstimator):
         # The objective is set by fit (a classifier's depends on its labels); class_weight
         # becomes sample weights.
         p.pop("class_weight")
-        if p.pop("objective") is not None:
+        if p.pop("objective") is not None and not callable(self.objective):
             check_param("objective", self.objective)
         # random_state is an alias of seed: errors name it as given.
         p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
@@ -227,7 +233,12 @@ class _GBDTModel(BaseEstimator):
         # ``train``, as the classifier's objective is known only after the labels are read.
         try:
             resolve_params({k: v for k, v in p.items() if k != "metric"})
-            check_param("metric", p["metric"])
+            metric = p["metric"]
+            if callable(metric) or isinstance(metric, (list, tuple)):
+                # Callables are eval metrics of LightGBM's eval_metric signature.
+                metric = [m for m in ([metric] if callable(metric) else metric)
+                          if not callable(m)] or None
+            check_param("metric", metric)
         except ValueError as e:
             raise ValueError(_with_sklearn_names(str(e), p)) from e
         return p
@@ -475,7 +486,9 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
             raise ValueError(f"GBDTClassifier needs at least 2 classes in y; found "
                              f"{self.n_classes_} class: {self.classes_.tolist()}.")
         params["objective"] = _classifier_objective(self.objective, self.n_classes_)
-        if params["objective"] in MULTICLASS_OBJECTIVES:
+        if callable(params["objective"]):
+            params["num_class"] = self.n_classes_ if self.n_classes_ > 2 else 1
+        elif params["objective"] in MULTICLASS_OBJECTIVES:
             params["num_class"] = self.n_classes_
         y_codes = self._encode_y(y)
         if self.class_weight is not None:
@@ -488,6 +501,11 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input)."""
         X = self._validate_predict_X(X)
         p = self.booster_.predict(X)
+        if callable(self.objective):
+            # As LGBMClassifier: no probabilities from a callable objective's raw scores.
+            warnings.warn("cannot compute class probabilities with a callable objective; "
+                          "returning raw scores instead", UserWarning, stacklevel=2)
+            return p
         if self.booster_.n_outputs > 1:  # multiclass, multiclassova
             return p
         # Lazy p: one (n, 2) block per row chunk, so that predict's argmax sees both columns.
@@ -495,6 +513,8 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
 
     def predict(self, X):
         """Predicted labels, shape (n_samples,), dtype of ``classes_`` (lazy for lazy input)."""
+        if callable(self.objective):  # raw scores, as LGBMClassifier
+            return self.predict_proba(X)
         proba = self.predict_proba(X)  # checks that the estimator is fitted
         return map_rows(partial(_decode_labels, classes=self.classes_), proba,
                         dtype=self.classes_.dtype)
@@ -527,6 +547,8 @@ _REGRESSOR_OBJECTIVES = ("regression", "regression_l1", "huber", "fair", "quanti
 def _regressor_objective(objective):
     if objective is None:
         return "regression"
+    if callable(objective):
+        return objective
     name = _canonical_objective_name(objective)
     if name not in _REGRESSOR_OBJECTIVES:
         raise ValueError(f"GBDTRegressor cannot train objective={objective!r} ({name!r} is a "
@@ -542,6 +564,8 @@ def _canonical_objective_name(objective):
 def _classifier_objective(objective, n_classes):
     """LGBMClassifier's rule: for more than 2 classes, any objective but one-vs-all becomes
     ``multiclass``; for 2 classes the objective is used as given (default ``binary``)."""
+    if callable(objective):
+        return objective  # one output per class beyond 2 (num_class set by fit)
     name = "binary" if objective is None else _canonical_objective_name(objective)
     if n_classes > 2:
         return "multiclassova" if name == "multiclassova" else "multiclass"

@@ -211,7 +211,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     split_every = int(params["split_every"])
     es_rounds = params["early_stopping_rounds"]
     metric_list = list(metrics)
-    evals_result = {name: {m.name: [] for m in metric_list} for name, _ in eval_sets}
+    # A callable metric's name is the one it returns: its list starts at its first value.
+    evals_result = {name: {m.name: [] for m in metric_list if getattr(m, "feval", None) is None}
+                    for name, _ in eval_sets}
     eval_chunks = {name: list(handles) for name, handles in eval_sets}
     best = {}  # (set, metric) -> (score, round)
     n = len(partitions)
@@ -388,7 +390,7 @@ def _evaluate(executor, eval_chunks, metrics, objective, evals_result, best, rnd
     for (name, st) in zip(handles, stats):
         for i, (m, s) in enumerate(zip(metrics, st)):
             score = float(m.finalize(s))
-            evals_result[name][m.name].append(score)
+            evals_result[name].setdefault(m.name, []).append(score)
             if es_rounds is None or (params["first_metric_only"] and i > 0):
                 continue
             prev = best.get((name, m.name))

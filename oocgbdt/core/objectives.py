@@ -979,7 +979,16 @@ def get_objective(params):
         As :func:`oocgbdt.params.resolve_params`.
     """
     params = resolve_params(params)
+    if params["objective"] == "custom":
+        # A model trained with a callable objective predicts raw scores; training needs the
+        # callable itself (train(params={"objective": <callable>})).
+        return CustomObjective(_callable_missing, params["num_class"])
     return _OBJECTIVES[params["objective"]].from_params(params)
+
+
+def _callable_missing(y_true, raw_score):
+    raise ValueError("objective 'custom' (or 'none') needs the callable itself: pass "
+                     "objective=<callable> to train or to the estimator")
 
 
 class LambdarankNDCG(Objective):
@@ -1101,3 +1110,106 @@ class RankXENDCG(LambdarankNDCG):
 _OBJECTIVES["lambdarank"] = LambdarankNDCG
 _OBJECTIVES["rank_xendcg"] = RankXENDCG
 __all__ += ["LambdarankNDCG", "RankXENDCG"]
+
+
+class CustomObjective(Objective):
+    """A callable objective, LightGBM's scikit-learn signature:
+    ``fobj(y_true, raw_score) -> (grad, hess)``, or ``fobj(y_true, raw_score, weight)``, or, for
+    ranking, ``fobj(y_true, raw_score, weight, group)`` (``group``: the partition's query sizes).
+
+    What runs where: the callable runs inside every partition's gradient task, on the worker
+    holding the partition (in this process without a cluster), once per round, on that
+    partition's rows only (NumPy arrays: ``y_true`` float32 of shape (n,), ``raw_score``
+    float64 of shape (n,) or (n, num_class)); nothing is gathered. It must therefore be
+    picklable (cloudpickle: lambdas and closures are) and may not need other partitions' rows.
+    ``weight`` is the partition's sample weights or None: as in LightGBM, the callable applies
+    them itself. Init score 0 and no output transform (raw scores), as LightGBM with a custom
+    objective; ``num_class`` outputs per round.
+
+    Raises
+    ------
+    ValueError
+        From the gradient task, when the callable returns arrays of the wrong shape or NaN or
+        infinite values (naming which).
+    """
+
+    name = "custom"
+
+    def __init__(self, fobj, num_class=1):
+        super().__init__(num_class, boost_from_average=False)
+        if not callable(fobj):
+            raise ValueError(f"objective='custom' needs a callable objective, got {fobj!r}")
+        self.fobj = fobj
+        try:
+            import inspect
+            n_args = len(inspect.signature(fobj).parameters)
+        except (TypeError, ValueError):
+            n_args = 2
+        if n_args not in (2, 3, 4):
+            raise ValueError(f"a callable objective takes (y_true, raw_score), (y_true, "
+                             f"raw_score, weight) or (y_true, raw_score, weight, group); "
+                             f"{getattr(fobj, '__name__', fobj)!r} takes {n_args} arguments")
+        self.n_args = n_args
+
+    @property
+    def num_tree_per_iteration(self):
+        return self.num_class
+
+    @property
+    def default_metric(self):
+        return None
+
+    @property
+    def _sum_weight_index(self):
+        return 1
+
+    def label_stats(self, y, weight=None):
+        return np.array([0.0, float(np.asarray(y).shape[0])])
+
+    def _boost_from_score(self, stats):
+        return np.zeros(self.num_class)
+
+    def _call(self, y, raw, weight, group):
+        args = (np.asarray(y), raw)
+        if self.n_args >= 3:
+            args += (weight,)
+        if self.n_args == 4:
+            args += (group,)
+        out = self.fobj(*args)
+        if not isinstance(out, tuple) or len(out) != 2:
+            raise ValueError(f"the callable objective must return (grad, hess), got "
+                             f"{type(out).__name__}")
+        return out
+
+    def _store(self, grad, hess, grad_out, hess_out):
+        for what, a, out in (("grad", grad, grad_out), ("hess", hess, hess_out)):
+            a = np.asarray(a, dtype=np.float64)
+            expected = out.shape if out.ndim == 2 and out.shape[1] > 1 else (out.shape[0],)
+            if a.shape != expected and not (a.ndim == 2 and a.shape == out.shape):
+                raise ValueError(
+                    f"the callable objective returned {what} of shape {a.shape}; expected "
+                    f"{expected} (one value per row"
+                    f"{' and class' if len(expected) == 2 else ''})")
+            bad = ~np.isfinite(a)
+            if bad.any():
+                raise ValueError(f"the callable objective returned {int(bad.sum())} NaN or "
+                                 f"infinite {what} value(s)")
+            out.reshape(-1)[:] = a.reshape(out.shape).reshape(-1)
+
+    def _gradients(self, y, raw_score, weight, grad_out, hess_out):
+        raw = raw_score[:, 0] if raw_score.ndim == 2 and self.num_class == 1 else raw_score
+        self._store(*self._call(y, raw, weight, None), grad_out, hess_out)
+
+    def rank_gradients(self, y, raw_score, weight, query_offsets, grad_out, hess_out,
+                       first_query=0):
+        raw = raw_score[:, 0] if raw_score.ndim == 2 and self.num_class == 1 else raw_score
+        self._store(*self._call(y, raw, weight, np.diff(query_offsets)), grad_out, hess_out)
+
+    def transform(self, raw_score):
+        raw_score = np.asarray(raw_score, dtype=Y_DTYPE)
+        return raw_score[:, 0].copy() if raw_score.ndim == 2 and raw_score.shape[1] == 1 \
+            else raw_score.copy()
+
+
+_OBJECTIVES["custom"] = CustomObjective
+__all__.append("CustomObjective")

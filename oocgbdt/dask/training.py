@@ -32,8 +32,8 @@ import numpy as np
 
 from oocgbdt.core.booster import Booster
 from oocgbdt.core.executor import LocalExecutor
-from oocgbdt.core.metrics import get_metrics
-from oocgbdt.core.objectives import get_objective
+from oocgbdt.core.metrics import CallableMetric, get_metrics
+from oocgbdt.core.objectives import CustomObjective, get_objective
 from oocgbdt.dask.binning import bin_sample, fit_bin_mapper
 from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose_cache,
@@ -134,11 +134,14 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     ``tree_stats``' timings are then those of the first worker. With ``verbose`` the progress
     bar is shown in this process (the loop's rounds arrive as ``distributed`` events).
     """
+    params, fobj, fevals = _split_callables(params)
     params = resolve_params(params)
     if verbose is not None:
         params["verbose"] = bool(verbose)
-    objective = get_objective(params)
-    metrics = get_metrics(params["metric"], objective, params)
+    objective = (CustomObjective(fobj, params["num_class"]) if fobj is not None
+                 else get_objective(params))
+    metrics = get_metrics(params["metric"], objective, params) + [CallableMetric(f)
+                                                                  for f in fevals]
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
                              feature_names, int(params["chunk_rows"]))
     if group is not None or eval_group is not None:
@@ -360,3 +363,27 @@ def _check_queries(objective, metrics, inputs):
             raise ValueError(f"metric {ranked[0]!r} needs the query groups of eval set "
                              f"{name!r}: pass eval_group= (one array of query sizes per eval "
                              f"set)")
+
+
+def _split_callables(params):
+    """``(params, fobj, fevals)``: a callable ``objective`` (under any alias) becomes the name
+    ``"custom"`` and is returned apart; callables in ``metric`` are returned apart (LightGBM's
+    custom objective and ``feval``)."""
+    from oocgbdt.params import ALIASES
+
+    params = dict(params or {})
+    fobj, fevals = None, []
+    for key in list(params):
+        canonical = ALIASES.get(key)
+        value = params[key]
+        if canonical == "objective" and callable(value):
+            fobj = value
+            params[key] = "custom"
+        elif canonical == "metric" and (callable(value) or (
+                isinstance(value, (list, tuple)) and any(callable(v) for v in value))):
+            items = list(value) if isinstance(value, (list, tuple)) else [value]
+            fevals += [v for v in items if callable(v)]
+            names = [v for v in items if not callable(v)]
+            # Only callables: no built-in metric (not the objective's default).
+            params[key] = names if names else "None"
+    return params, fobj, fevals
