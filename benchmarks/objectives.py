@@ -9,7 +9,8 @@ raw test scores. Pass: metric within 0.5% of LightGBM's.
 Data (``../shared/data``, see its README.md): california_housing and house_16H (regression
 losses, target in the file's units), nycflights13 (arr_delay clipped at 0 for poisson and
 tweedie, plus 1 for gamma, whose metric needs positive labels), lightgbm_binary (0/1 labels as
-cross-entropy probabilities), lightgbm_multiclass (5 classes, one-vs-all).
+cross-entropy probabilities), lightgbm_multiclass (5 classes, one-vs-all), lightgbm_lambdarank
+(rank.train / rank.test with their query files; NDCG@1/3/5, pass within 0.005).
 
 Run: ``python -m benchmarks.objectives`` (``--quick``: 20 trees, fewer rows of nycflights13).
 """
@@ -39,7 +40,12 @@ CASES = [
     ("lightgbm_binary", "cross_entropy", {}),
     ("lightgbm_binary", "cross_entropy_lambda", {}),
     ("lightgbm_multiclass", "multiclassova", {"num_class": 5}),
+    ("lightgbm_lambdarank", "lambdarank", {"eval_at": [1, 3, 5]}),
+    ("lightgbm_lambdarank", "rank_xendcg", {"eval_at": [1, 3, 5]}),
 ]
+
+#: NDCG: an absolute tolerance.
+NDCG_TOLERANCE = 0.005
 
 TOLERANCE = 0.005
 BASE = dict(num_leaves=31, learning_rate=0.1, max_bin=255, min_data_in_leaf=20)
@@ -64,6 +70,14 @@ def _data(name, objective, quick):
         X, y = _lightgbm_tsv(root / "lightgbm_binary" / "binary.train")
         Xt, yt = _lightgbm_tsv(root / "lightgbm_binary" / "binary.test")
         return X, y, Xt, yt
+    if name == "lightgbm_lambdarank":
+        from sklearn.datasets import load_svmlight_file
+
+        out = []
+        for f in ("rank.train", "rank.test"):
+            X, y = load_svmlight_file(str(root / name / f), n_features=300, dtype=np.float32)
+            out += [X.toarray(), y, np.loadtxt(root / name / f"{f}.query", dtype=int)]
+        return tuple(out)
     if name == "lightgbm_multiclass":
         X, y = _lightgbm_tsv(root / "lightgbm_multiclass" / "multiclass.train")
         Xt, yt = _lightgbm_tsv(root / "lightgbm_multiclass" / "multiclass.test")
@@ -105,31 +119,44 @@ def run_case(name, objective, extra, n_trees, quick):
 
     import oocgbdt
 
-    X, y, Xt, yt = _data(name, objective, quick)
+    data = _data(name, objective, quick)
+    group = eval_group = None
+    if len(data) == 6:  # ranking
+        X, y, group, Xt, yt, eval_group = data
+    else:
+        X, y, Xt, yt = data
     params = dict(BASE, objective=objective, **extra)
     t0 = time.perf_counter()
     ours = oocgbdt.train(dict(params, n_estimators=n_trees), X, y, eval_set=[(Xt, yt)],
-                         eval_names=["test"], verbose=False)
+                         eval_names=["test"], verbose=False, group=group,
+                         eval_group=None if group is None else [eval_group])
     t_ours = time.perf_counter() - t0
-    metric = ours.params["metric"][0]
     evals = {}
     t0 = time.perf_counter()
-    train = lgb.Dataset(X, y)
-    model = lgb.train(dict(params, metric=metric, enable_bundle=False, deterministic=True,
-                           num_threads=1, verbose=-1), train, num_boost_round=n_trees,
-                      valid_sets=[lgb.Dataset(Xt, yt, reference=train)], valid_names=["test"],
-                      callbacks=[lgb.record_evaluation(evals)])
+    train = lgb.Dataset(X, y, group=group)
+    model = lgb.train(dict(params, metric=ours.params["metric"], enable_bundle=False,
+                           deterministic=True, num_threads=1, verbose=-1), train,
+                      num_boost_round=n_trees,
+                      valid_sets=[lgb.Dataset(Xt, yt, group=eval_group, reference=train)],
+                      valid_names=["test"], callbacks=[lgb.record_evaluation(evals)])
     t_lgb = time.perf_counter() - t0
-    m_ours = ours.evals_result["test"][metric][-1]
-    m_lgb = evals["test"][metric][-1]
-    rel = abs(m_ours - m_lgb) / max(abs(m_lgb), 1e-300)
     same, total = _identical_trees(ours, model)
     raw_o = ours.predict(Xt, raw_score=True)
     raw_l = model.predict(Xt, raw_score=True)
     score_diff = float(np.max(np.abs(raw_o.reshape(raw_l.shape) - raw_l)))
-    return [name, objective, metric, m_ours, m_lgb, f"{rel:.2e}",
-            "pass" if rel <= TOLERANCE else "FAIL", f"{same}/{total}", f"{score_diff:.2e}",
-            round(t_ours, 1), round(t_lgb, 1)]
+    rows = []
+    for metric in ours.evals_result["test"]:
+        m_ours = ours.evals_result["test"][metric][-1]
+        m_lgb = evals["test"][metric][-1]
+        if metric.startswith("ndcg"):
+            diff, ok = abs(m_ours - m_lgb), abs(m_ours - m_lgb) <= NDCG_TOLERANCE
+            shown = f"{diff:.2e} abs"
+        else:
+            diff = abs(m_ours - m_lgb) / max(abs(m_lgb), 1e-300)
+            ok, shown = diff <= TOLERANCE, f"{diff:.2e}"
+        rows.append([name, objective, metric, m_ours, m_lgb, shown, "pass" if ok else "FAIL",
+                     f"{same}/{total}", f"{score_diff:.2e}", round(t_ours, 1), round(t_lgb, 1)])
+    return rows
 
 
 def main(argv=None):
@@ -142,9 +169,10 @@ def main(argv=None):
     for name, objective, extra in CASES:
         if args.only and objective not in args.only:
             continue
-        rows.append(run_case(name, objective, extra, n_trees, args.quick))
+        rows.extend(run_case(name, objective, extra, n_trees, args.quick))
     print(f"{n_trees} trees, num_leaves=31, learning_rate=0.1; metric on the test rows; "
-          f"pass: within {TOLERANCE:.1%} of LightGBM's")
+          f"pass: within {TOLERANCE:.1%} of LightGBM's (NDCG: within {NDCG_TOLERANCE} "
+          f"absolute)")
     print_table(["dataset", "objective", "metric", "oocgbdt", "LightGBM", "rel. diff", "result",
                  "identical trees", "max |raw diff|", "oocgbdt s", "LightGBM s"], rows)
     return 0 if all(r[6] == "pass" for r in rows) else 1
