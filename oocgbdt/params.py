@@ -42,6 +42,8 @@ __all__ = [
     "METRIC_ALIASES",
     "METRIC_OBJECTIVES",
     "DEFAULT_METRIC",
+    "MULTICLASS_OBJECTIVES",
+    "RANKING_OBJECTIVES",
     "resolve_params",
     "normalize_metric",
     "param_docs",
@@ -69,6 +71,34 @@ OBJECTIVE_ALIASES = {
     "multiclass": "multiclass",
     "softmax": "multiclass",
 }
+#: Objectives beyond L2/binary/softmax (LightGBM's names; ``include/LightGBM/config.h``
+#: ``ParseObjectiveAlias``).
+OBJECTIVES += ("regression_l1", "huber", "fair", "quantile", "mape", "poisson", "gamma",
+               "tweedie", "cross_entropy", "cross_entropy_lambda", "multiclassova")
+OBJECTIVE_ALIASES.update({
+    "l2_root": "regression", "root_mean_squared_error": "regression", "rmse": "regression",
+    "regression_l1": "regression_l1", "l1": "regression_l1",
+    "mean_absolute_error": "regression_l1", "mae": "regression_l1",
+    "huber": "huber", "fair": "fair", "quantile": "quantile",
+    "mape": "mape", "mean_absolute_percentage_error": "mape",
+    "poisson": "poisson", "gamma": "gamma", "tweedie": "tweedie",
+    "cross_entropy": "cross_entropy", "xentropy": "cross_entropy",
+    "cross_entropy_lambda": "cross_entropy_lambda", "xentlambda": "cross_entropy_lambda",
+    "multiclassova": "multiclassova", "multiclass_ova": "multiclassova", "ova": "multiclassova",
+    "ovr": "multiclassova",
+})
+OBJECTIVES += ("lambdarank", "rank_xendcg")
+OBJECTIVE_ALIASES.update({"lambdarank": "lambdarank", "rank_xendcg": "rank_xendcg",
+                          "xendcg": "rank_xendcg", "xe_ndcg": "rank_xendcg",
+                          "xe_ndcg_mart": "rank_xendcg", "xendcg_mart": "rank_xendcg"})
+# A callable objective (``train``/estimators) is held as the name "custom" (LightGBM's names
+# for "no built-in objective": custom, none, null, na).
+OBJECTIVES += ("custom",)
+OBJECTIVE_ALIASES.update({"custom": "custom", "none": "custom", "null": "custom", "na": "custom"})
+#: Ranking objectives: they need query groups (``group``).
+RANKING_OBJECTIVES = ("lambdarank", "rank_xendcg")
+#: Objectives with one tree per class per iteration.
+MULTICLASS_OBJECTIVES = ("multiclass", "multiclassova")
 
 #: Canonical metric names supported by oocgbdt.
 METRICS = ("l2", "rmse", "binary_logloss", "auc", "multi_logloss", "multi_error")
@@ -107,6 +137,54 @@ DEFAULT_METRIC = {
     "binary": "binary_logloss",
     "multiclass": "multi_logloss",
 }
+
+# Metrics beyond the first six (``src/metric/*.hpp``; ``ParseMetricAlias``).
+METRICS += ("l1", "huber", "fair", "quantile", "mape", "poisson", "gamma", "gamma_deviance",
+            "tweedie", "binary_error", "average_precision", "cross_entropy",
+            "cross_entropy_lambda", "kullback_leibler")
+METRIC_ALIASES.update({
+    "l1": "l1", "regression_l1": "l1", "mean_absolute_error": "l1", "mae": "l1",
+    "huber": "huber", "fair": "fair", "quantile": "quantile",
+    "mape": "mape", "mean_absolute_percentage_error": "mape",
+    "poisson": "poisson", "gamma": "gamma", "gamma_deviance": "gamma_deviance",
+    "tweedie": "tweedie", "binary_error": "binary_error",
+    "average_precision": "average_precision",
+    "cross_entropy": "cross_entropy", "xentropy": "cross_entropy",
+    "cross_entropy_lambda": "cross_entropy_lambda", "xentlambda": "cross_entropy_lambda",
+    "kullback_leibler": "kullback_leibler", "kldiv": "kullback_leibler",
+    "multiclassova": "multi_logloss", "multiclass_ova": "multi_logloss", "ova": "multi_logloss",
+    "ovr": "multi_logloss",
+})
+METRICS += ("ndcg", "map")
+METRIC_ALIASES.update({"ndcg": "ndcg", "lambdarank": "ndcg", "rank_xendcg": "ndcg",
+                       "xendcg": "ndcg", "xe_ndcg": "ndcg", "xe_ndcg_mart": "ndcg",
+                       "xendcg_mart": "ndcg", "map": "map", "mean_average_precision": "map"})
+METRIC_OBJECTIVES["ndcg"] = RANKING_OBJECTIVES
+METRIC_OBJECTIVES["map"] = RANKING_OBJECTIVES
+_ONE_OUTPUT = ("regression", "regression_l1", "huber", "fair", "quantile", "mape", "poisson",
+               "gamma", "tweedie", "binary", "cross_entropy", "cross_entropy_lambda")
+_PROBABILITY = ("binary", "cross_entropy", "cross_entropy_lambda")
+for _m in ("l2", "rmse", "auc", "l1", "huber", "fair", "quantile", "mape", "poisson", "gamma",
+           "gamma_deviance", "tweedie"):
+    METRIC_OBJECTIVES[_m] = _ONE_OUTPUT
+for _m in ("binary_logloss", "binary_error", "average_precision", "cross_entropy",
+           "cross_entropy_lambda", "kullback_leibler"):
+    METRIC_OBJECTIVES[_m] = _PROBABILITY
+METRIC_OBJECTIVES["multi_logloss"] = MULTICLASS_OBJECTIVES
+METRIC_OBJECTIVES["multi_error"] = MULTICLASS_OBJECTIVES
+for _m in ("l2", "rmse", "l1", "auc", "huber", "fair", "quantile", "mape", "binary_error",
+           "average_precision", "multi_error"):  # on raw scores, as LightGBM without objective
+    METRIC_OBJECTIVES[_m] = METRIC_OBJECTIVES[_m] + ("custom",)
+del _m
+# The objective's own name read as a metric, as LightGBM does when ``metric`` is not given.
+DEFAULT_METRIC.update({
+    "regression_l1": "l1", "huber": "huber", "fair": "fair", "quantile": "quantile",
+    "mape": "mape", "poisson": "poisson", "gamma": "gamma", "tweedie": "tweedie",
+    "cross_entropy": "cross_entropy", "cross_entropy_lambda": "cross_entropy_lambda",
+    "multiclassova": "multi_logloss",
+    "lambdarank": "ndcg",
+    "rank_xendcg": "ndcg",
+})
 
 
 # --------------------------------------------------------------------------------------------
@@ -284,6 +362,23 @@ def _to_categorical(name, value):
                           "(not mixed)", value)
     raise _type_error(name, "None, 'auto', a list of int indices, a list of str names, or a "
                       "string '0,1,2' / 'name:a,b'", value)
+def _to_number_list_or_none(kind):
+    def convert(name, value):
+        if value is None:
+            return None
+        if isinstance(value, str):  # LightGBM's text form: "1,2,3"
+            try:
+                value = [float(v) if kind == "float" else int(v)
+                         for v in value.split(",") if v.strip()]
+            except ValueError:
+                raise _type_error(name, f"a list of {kind}s or None", value) from None
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        if not isinstance(value, (list, tuple)) or not value:
+            raise _type_error(name, f"a non-empty list of {kind}s or None", value)
+        conv = _to_float if kind == "float" else _to_int
+        return [conv(name, _unwrap(v)) for v in value]
+    return convert
 
 
 _CONVERTERS = {
@@ -297,6 +392,8 @@ _CONVERTERS = {
     "bool or int": _to_bool_or_int,
     "str, list of str or None": _to_str_list_or_none,
     "categorical": _to_categorical,
+    "list of float or None": _to_number_list_or_none("float"),
+    "list of int or None": _to_number_list_or_none("int"),
 }
 
 
@@ -447,12 +544,71 @@ _TABLE = [
         _one_of(OBJECTIVES, OBJECTIVE_ALIASES),
         "Loss to minimize: 'regression' (L2; aliases 'l2', 'regression_l2', "
         "'mean_squared_error', 'mse'), 'binary' (logloss, labels 0/1) or 'multiclass' "
-        "(softmax; alias 'softmax'; labels 0..num_class-1).",
+        "(softmax; alias 'softmax'; labels 0..num_class-1); also LightGBM's 'regression_l1', "
+        "'huber', 'fair', 'quantile', 'mape', 'poisson', 'gamma', 'tweedie', 'cross_entropy' "
+        "(labels in [0, 1]), 'cross_entropy_lambda' and 'multiclassova' (one sigmoid per class), "
+        "with their aliases.",
         _normalize_objective,
+    ),
+    # ---- objective parameters (include/LightGBM/config.h) ------------------------------------
+    Param(
+        "alpha", 0.9, (), "float", _range(0.0, lo_open=True),
+        "Huber loss delta (objective/metric 'huber') and quantile (objective/metric "
+        "'quantile', then in (0, 1)).",
+    ),
+    Param(
+        "fair_c", 1.0, (), "float", _range(0.0, lo_open=True),
+        "Parameter c of the Fair loss (objective/metric 'fair').",
+    ),
+    Param(
+        "poisson_max_delta_step", 0.7, (), "float", _range(0.0, lo_open=True),
+        "Safeguard of 'poisson': hessians are exp(score + poisson_max_delta_step).",
+    ),
+    Param(
+        "tweedie_variance_power", 1.5, (), "float", _range(1.0, 2.0, hi_open=True),
+        "Variance power of 'tweedie' in [1, 2): near 1 Poisson-like, near 2 Gamma-like.",
+    ),
+    Param(
+        "sigmoid", 1.0, (), "float", _range(0.0, lo_open=True),
+        "Scale of the sigmoid of 'binary' and 'multiclassova': p = 1 / (1 + exp(-sigmoid * s)).",
+    ),
+    Param(
+        "is_unbalance", False, ("unbalance", "unbalanced_sets"), "bool", _any,
+        "'binary'/'multiclassova': weigh the rarer label by the count ratio of the labels "
+        "(not with scale_pos_weight).",
+    ),
+    Param(
+        "scale_pos_weight", 1.0, (), "float", _range(0.0, lo_open=True),
+        "'binary'/'multiclassova': weight of the positive label's gradients.",
+    ),
+    Param(
+        "label_gain", None, (), "list of float or None", _any,
+        "Ranking: gain of each integer relevance label (NDCG); None: 2**i - 1 for i < 31.",
+    ),
+    Param(
+        "lambdarank_truncation_level", 30, (), "int", _range(1, integer=True),
+        "lambdarank: pairs are formed with the top this many rows of each query.",
+    ),
+    Param(
+        "lambdarank_norm", True, (), "bool", _any,
+        "lambdarank: normalize each query's lambdas (helps with unbalanced queries).",
+    ),
+    Param(
+        "eval_at", None, ("ndcg_eval_at", "ndcg_at", "map_eval_at", "map_at"),
+        "list of int or None", _any,
+        "Metrics 'ndcg' and 'map': the positions evaluated; None: 1, 2, 3, 4, 5.",
+    ),
+    Param(
+        "objective_seed", 5, (), "int", _range(integer=True),
+        "rank_xendcg: seed of its per-query random draws.",
+    ),
+    Param(
+        "multi_error_top_k", 1, (), "int", _range(1, integer=True),
+        "Metric 'multi_error': a row is right when its class is among the top k predictions.",
     ),
     Param(
         "num_class", 1, ("num_classes",), "int", _range(1, integer=True),
-        "Number of classes: >= 2 for objective='multiclass', 1 otherwise.",
+        "Number of classes: >= 2 for objective='multiclass' or 'multiclassova', 1 otherwise.",
     ),
     # ---- boosting ----------------------------------------------------------------------------
     Param(
@@ -793,21 +949,38 @@ del _p, _n
 
 def _check_num_class(params):
     objective, num_class = params["objective"], params["num_class"]
-    if objective == "multiclass" and num_class < 2:
+    if objective == "custom":
+        return  # a callable objective: one output per class, any num_class >= 1
+    if objective in MULTICLASS_OBJECTIVES and num_class < 2:
         raise ValueError(
-            f"num_class must be an integer >= 2 when objective is 'multiclass', got {num_class}"
+            f"num_class must be an integer >= 2 when objective is {objective!r}, got {num_class}"
         )
-    if objective != "multiclass" and num_class != 1:
+    if objective not in MULTICLASS_OBJECTIVES and num_class != 1:
         raise ValueError(
-            f"num_class must be 1 when objective is {objective!r} (only 'multiclass' uses "
-            f"several classes), got {num_class}"
+            f"num_class must be 1 when objective is {objective!r} (only 'multiclass' and "
+            f"'multiclassova' use several classes), got {num_class}"
+        )
+
+
+def _check_objective_params(params):
+    # RegressionQuantileloss and BinaryLogloss's constructors (src/objective/*.hpp).
+    if params["objective"] == "quantile" and not 0.0 < params["alpha"] < 1.0:
+        raise ValueError(
+            f"alpha must be in (0, 1) when objective is 'quantile' (it is the quantile "
+            f"estimated), got {params['alpha']!r}"
+        )
+    if params["is_unbalance"] and abs(params["scale_pos_weight"] - 1.0) > 1e-6:
+        raise ValueError(
+            f"is_unbalance=True and scale_pos_weight={params['scale_pos_weight']!r} both "
+            f"reweigh the positive label; set only one of them"
         )
 
 
 def _check_metric_objective(params):
     objective = params["objective"]
     if params["metric"] is None:
-        params["metric"] = [DEFAULT_METRIC[objective]]
+        # A callable objective has no default metric (LightGBM: "custom" means none).
+        params["metric"] = [DEFAULT_METRIC[objective]] if objective in DEFAULT_METRIC else []
     for name in params["metric"]:
         allowed = METRIC_OBJECTIVES[name]
         if objective not in allowed:
@@ -857,7 +1030,7 @@ def _check_grow_policy(params):
         )
 
 
-_JOINT_CHECKS = [_check_num_class, _check_metric_objective, _check_screening,
+_JOINT_CHECKS = [_check_num_class, _check_objective_params, _check_metric_objective, _check_screening,
                  _check_sampling, _check_grow_policy]
 
 

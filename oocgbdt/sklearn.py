@@ -22,9 +22,10 @@ from sklearn.utils.validation import (_num_features, _num_samples, check_is_fitt
 from oocgbdt.dask.inputs import (align_rows, as_dask_array, as_row_chunked, distinct_values,
                                  is_lazy, map_rows)
 from oocgbdt.dask.training import train
-from oocgbdt.params import ALIASES, DEFAULT_CHUNK_ROWS, check_param, resolve_params
+from oocgbdt.params import (ALIASES, DEFAULT_CHUNK_ROWS, MULTICLASS_OBJECTIVES, check_param,
+                            resolve_params)
 
-__all__ = ["GBDTRegressor", "GBDTClassifier"]
+__all__ = ["GBDTRegressor", "GBDTClassifier", "GBDTRanker"]
 
 _PARAMS_DOC = """
     Parameters
@@ -60,8 +61,11 @@ _PARAMS_DOC = """
         Stop when any metric on any eval set has not improved for this many rounds (LightGBM's
         rule); the model keeps every tree and predicts with ``best_iteration_``. Needs
         ``eval_set`` (ValueError otherwise, as LightGBM).
-    metric : str, list of str or None, default None
-        Evaluation metrics (default: the objective's).
+    metric : str, callable, list of str and callables, or None, default None
+        Evaluation metrics (default: the objective's). A callable ``(y_true, y_pred[,
+        weight]) -> (name, value, is_higher_better)`` is evaluated once per round on the
+        whole eval set gathered where the loop runs
+        (:class:`oocgbdt.core.metrics.CallableMetric`).
     chunk_rows : int, default 65536
         Rows per chunk for in-memory input (Dask/Zarr input keeps its chunks).
     colsample_bytree : float in (0, 1], default 1.0
@@ -123,6 +127,26 @@ _PARAMS_DOC = """
         cluster. Changing it changes the partitions, hence a disk cache's fingerprint.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
+    objective : str, callable or None, default None
+        LightGBM's objective name or alias, or a callable ``(y_true, raw_score[, weight]) ->
+        (grad, hess)`` run per partition on the workers (see
+        :class:`oocgbdt.core.objectives.CustomObjective`; predictions are then raw scores). None: ``"regression"`` for the regressor, ``"binary"``
+        or ``"multiclass"`` (by the number of classes) for the classifier. The regressor takes
+        the regression losses (``"regression"``, ``"regression_l1"``, ``"huber"``, ``"fair"``,
+        ``"quantile"``, ``"mape"``, ``"poisson"``, ``"gamma"``, ``"tweedie"``) and
+        ``"cross_entropy"``/``"cross_entropy_lambda"`` (labels in [0, 1]); the classifier
+        ``"binary"`` or ``"cross_entropy"`` for 2 classes, and ``"multiclassova"`` (any other
+        objective becomes ``"multiclass"`` for more than 2 classes, as LGBMClassifier does).
+    class_weight : dict, "balanced" or None, default None
+        GBDTClassifier only: weights of the classes, multiplied into the sample weights (as
+        LGBMClassifier): ``{label: weight}`` (absent labels weigh 1) or ``"balanced"``
+        (``n_samples / (n_classes * count(label))``).
+    alpha, fair_c, poisson_max_delta_step, tweedie_variance_power : float
+        Parameters of the ``huber``/``quantile``, ``fair``, ``poisson`` and ``tweedie`` losses
+        (LightGBM's; defaults 0.9, 1.0, 0.7, 1.5).
+    sigmoid, is_unbalance, scale_pos_weight : float, bool, float
+        ``binary``/``multiclassova``: the sigmoid's scale, and the positive label's weight
+        (the count ratio with ``is_unbalance``); defaults 1.0, False, 1.0.
     **kwargs
         Any other parameter by its LightGBM name or alias (``min_data_in_leaf=5``,
         ``enable_bundle=False``, ``max_conflict_rate=0.0``, ...; see ``docs/parameters.md``), as
@@ -143,7 +167,10 @@ class _GBDTModel(BaseEstimator):
                  early_stopping_rounds=None, metric=None, chunk_rows=DEFAULT_CHUNK_ROWS,
                  grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=None, cache="auto",
                  cache_path=None,
-                 histogram_pool_size=-1.0, partition_rows=None, verbose=False, **kwargs):
+                 histogram_pool_size=-1.0, partition_rows=None, verbose=False,
+                 objective=None, class_weight=None, alpha=0.9, fair_c=1.0,
+                 poisson_max_delta_step=0.7, tweedie_variance_power=1.5, sigmoid=1.0,
+                 is_unbalance=False, scale_pos_weight=1.0, **kwargs):
         self._other_params = {}
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -179,6 +206,15 @@ class _GBDTModel(BaseEstimator):
         self.histogram_pool_size = histogram_pool_size
         self.partition_rows = partition_rows
         self.verbose = verbose
+        self.objective = objective
+        self.class_weight = class_weight
+        self.alpha = alpha
+        self.fair_c = fair_c
+        self.poisson_max_delta_step = poisson_max_delta_step
+        self.tweedie_variance_power = tweedie_variance_power
+        self.sigmoid = sigmoid
+        self.is_unbalance = is_unbalance
+        self.scale_pos_weight = scale_pos_weight
         self.set_params(**kwargs)
 
     def get_params(self, deep=True):
@@ -191,7 +227,7 @@ class _GBDTModel(BaseEstimator):
     def set_params(self, **params):
         """Set parameters; any LightGBM parameter name (or alias) is accepted as a keyword, as
         ``LGBMModel`` takes them, and checked when ``fit`` starts."""
-        own = set(super().get_params(deep=False))
+        own = set(self._get_param_names())
         for key, value in params.items():
             setattr(self, key, value)
             if key not in own:
@@ -211,6 +247,11 @@ class _GBDTModel(BaseEstimator):
         data is read (the classifier's label discovery on lazy ``y`` included).
         """
         p = super().get_params(deep=False)
+        # The objective is set by fit (a classifier's depends on its labels); class_weight
+        # becomes sample weights.
+        p.pop("class_weight")
+        if p.pop("objective") is not None and not callable(self.objective):
+            check_param("objective", self.objective)
         # random_state is an alias of seed: errors name it as given.
         p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
         # LightGBM keywords win over the estimator's argument for the same parameter (as in
@@ -229,7 +270,12 @@ class _GBDTModel(BaseEstimator):
         # ``train``, as the classifier's objective is known only after the labels are read.
         try:
             resolve_params({k: v for k, v in p.items() if k != "metric"})
-            check_param("metric", p["metric"])
+            metric = p["metric"]
+            if callable(metric) or isinstance(metric, (list, tuple)):
+                # Callables are eval metrics of LightGBM's eval_metric signature.
+                metric = [m for m in ([metric] if callable(metric) else metric)
+                          if not callable(m)] or None
+            check_param("metric", metric)
         except ValueError as e:
             raise ValueError(_with_sklearn_names(str(e), p)) from e
         return p
@@ -277,7 +323,7 @@ class _GBDTModel(BaseEstimator):
                                  accept_sparse=("csr", "csc", "coo"))
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
-             init_model=None, callbacks=None):
+             init_model=None, callbacks=None, group=None, eval_group=None):
         if isinstance(init_model, _GBDTModel):
             check_is_fitted(init_model, "booster_")
             init_model = init_model.booster_
@@ -311,7 +357,7 @@ class _GBDTModel(BaseEstimator):
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
                               client=client, verbose=bool(self.verbose), init_model=init_model,
-                              callbacks=callbacks)
+                              callbacks=callbacks, group=group, eval_group=eval_group)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -434,8 +480,11 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
         (:func:`oocgbdt.train`'s ``init_model``).
         """
         params = self._train_params()
+        if self.class_weight is not None:
+            raise ValueError(f"class_weight applies to GBDTClassifier only; GBDTRegressor got "
+                             f"class_weight={self.class_weight!r}. Pass sample_weight instead.")
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
-        params["objective"] = "regression"
+        params["objective"] = _regressor_objective(self.objective)
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
                          params, init_model, callbacks)
 
@@ -501,12 +550,16 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         if self.n_classes_ < 2:
             raise ValueError(f"GBDTClassifier needs at least 2 classes in y; found "
                              f"{self.n_classes_} class: {self.classes_.tolist()}.")
-        if self.n_classes_ == 2:
-            params["objective"] = "binary"
-        else:
-            params["objective"] = "multiclass"
+        params["objective"] = _classifier_objective(self.objective, self.n_classes_)
+        if callable(params["objective"]):
+            params["num_class"] = self.n_classes_ if self.n_classes_ > 2 else 1
+        elif params["objective"] in MULTICLASS_OBJECTIVES:
             params["num_class"] = self.n_classes_
-        return self._fit(X, self._encode_y(y), sample_weight, eval_set, eval_sample_weight,
+        y_codes = self._encode_y(y)
+        if self.class_weight is not None:
+            sample_weight = _class_sample_weight(self.class_weight, self.classes_, y_codes,
+                                                 sample_weight)
+        return self._fit(X, y_codes, sample_weight, eval_set, eval_sample_weight,
                          eval_names, client, params, init_model, callbacks)
 
     def predict_proba(self, X, raw_score=False, start_iteration=0, num_iteration=None,
@@ -521,7 +574,14 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         p = self.booster_.predict(X, raw_score=raw_score, start_iteration=start_iteration,
                                   num_iteration=num_iteration, pred_leaf=pred_leaf,
                                   pred_contrib=pred_contrib)
-        if raw_score or pred_leaf or pred_contrib or self.n_classes_ > 2:
+        if raw_score or pred_leaf or pred_contrib:
+            return p
+        if callable(self.objective):
+            # As LGBMClassifier: no probabilities from a callable objective's raw scores.
+            warnings.warn("cannot compute class probabilities with a callable objective; "
+                          "returning raw scores instead", UserWarning, stacklevel=2)
+            return p
+        if self.booster_.n_outputs > 1:  # multiclass, multiclassova
             return p
         # Lazy p: one (n, 2) block per row chunk, so that predict's argmax sees both columns.
         return map_rows(_binary_proba, p, dtype=np.float64, n_columns=2)
@@ -531,12 +591,12 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         """Predicted labels, shape (n_samples,), dtype of ``classes_`` (lazy for lazy input).
 
         With ``raw_score``, ``pred_leaf`` or ``pred_contrib``, :meth:`predict_proba`'s result
-        for them (as ``LGBMClassifier.predict``).
+        for them (as ``LGBMClassifier.predict``); raw scores with a callable objective.
         """
         proba = self.predict_proba(X, raw_score=raw_score, start_iteration=start_iteration,
                                    num_iteration=num_iteration, pred_leaf=pred_leaf,
                                    pred_contrib=pred_contrib)  # checks that it is fitted
-        if raw_score or pred_leaf or pred_contrib:
+        if raw_score or pred_leaf or pred_contrib or callable(self.objective):
             return proba
         return map_rows(partial(_decode_labels, classes=self.classes_), proba,
                         dtype=self.classes_.dtype)
@@ -559,3 +619,153 @@ def _encode_labels(y, classes, name_="y"):
 
 def _decode_labels(proba, classes):
     return classes[np.argmax(proba, axis=1)]
+
+
+#: Objectives a GBDTRegressor trains (LightGBM's regression losses and cross-entropy).
+_REGRESSOR_OBJECTIVES = ("regression", "regression_l1", "huber", "fair", "quantile", "mape",
+                         "poisson", "gamma", "tweedie", "cross_entropy", "cross_entropy_lambda")
+
+
+def _regressor_objective(objective):
+    if objective is None:
+        return "regression"
+    if callable(objective):
+        return objective
+    name = _canonical_objective_name(objective)
+    if name not in _REGRESSOR_OBJECTIVES:
+        raise ValueError(f"GBDTRegressor cannot train objective={objective!r} ({name!r} is a "
+                         f"classification objective); use GBDTClassifier, or one of "
+                         f"{', '.join(repr(o) for o in _REGRESSOR_OBJECTIVES)}.")
+    return name
+
+
+def _canonical_objective_name(objective):
+    return check_param("objective", objective)
+
+
+def _classifier_objective(objective, n_classes):
+    """LGBMClassifier's rule: for more than 2 classes, any objective but one-vs-all becomes
+    ``multiclass``; for 2 classes the objective is used as given (default ``binary``)."""
+    if callable(objective):
+        return objective  # one output per class beyond 2 (num_class set by fit)
+    name = "binary" if objective is None else _canonical_objective_name(objective)
+    if n_classes > 2:
+        return "multiclassova" if name == "multiclassova" else "multiclass"
+    if name not in ("binary", "cross_entropy", "multiclass", "multiclassova"):
+        raise ValueError(f"GBDTClassifier cannot train objective={objective!r} on 2 classes; "
+                         f"use 'binary' (default), 'cross_entropy', 'multiclass' or "
+                         f"'multiclassova', or GBDTRegressor for regression losses.")
+    return name
+
+
+def _class_sample_weight(class_weight, classes, y_codes, sample_weight):
+    """Sample weights times the weight of each row's class (LGBMClassifier's class_weight):
+    a dict by label, or ``"balanced"`` (``n / (n_classes * count)``, one compute for lazy y)."""
+    k = len(classes)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ValueError(f"class_weight must be a dict, 'balanced' or None, got "
+                             f"{class_weight!r}.")
+        codes = y_codes
+        if is_lazy(codes):
+            counts = np.bincount(as_dask_array(codes, "y", ndim=1).astype(np.int64)
+                                 .compute(), minlength=k)
+        else:
+            counts = np.bincount(np.asarray(codes, dtype=np.int64), minlength=k)
+        per_class = counts.sum() / (k * np.maximum(counts, 1))
+    elif isinstance(class_weight, dict):
+        unknown = [c for c in class_weight if not np.any(classes == c)]
+        if unknown:
+            raise ValueError(f"class_weight has label(s) {unknown!r} not among the classes "
+                             f"{classes.tolist()}.")
+        per_class = np.array([float(class_weight.get(c.item() if hasattr(c, "item") else c, 1.0))
+                              for c in classes])
+    else:
+        raise ValueError(f"class_weight must be a dict, 'balanced' or None, got "
+                         f"{type(class_weight).__name__} {class_weight!r}.")
+    w = map_rows(partial(_take, table=per_class), y_codes, dtype=np.float64)
+    if sample_weight is None:
+        return w
+    return w * (sample_weight if is_lazy(sample_weight) else np.asarray(sample_weight,
+                                                                        dtype=np.float64))
+
+
+def _take(codes, table):
+    return table[np.asarray(codes, dtype=np.int64)]
+
+
+class GBDTRanker(_GBDTModel):
+    __doc__ = ("Gradient-boosted trees for learning to rank (LambdaRank, NDCG), trained out of\n"
+               "core on Dask (LightGBM's LGBMRanker).\n" + _PARAMS_DOC + """
+    eval_at : list of int, default (1, 2, 3, 4, 5)
+        Positions of the ``ndcg``/``map`` metrics on the eval sets.
+    label_gain, lambdarank_truncation_level, lambdarank_norm
+        LightGBM's lambdarank parameters (defaults None: ``2**i - 1``; 30; True).
+
+    Attributes
+    ----------
+    booster_ : Booster
+    n_features_in_ : int
+    evals_result_, best_iteration_, n_iter_, feature_importances_ : as for GBDTRegressor
+""")
+
+    def __init__(self, *, eval_at=(1, 2, 3, 4, 5), label_gain=None,
+                 lambdarank_truncation_level=30, lambdarank_norm=True, **kwargs):
+        super().__init__(**kwargs)
+        self.eval_at = eval_at
+        self.label_gain = label_gain
+        self.lambdarank_truncation_level = lambdarank_truncation_level
+        self.lambdarank_norm = lambdarank_norm
+
+    @classmethod
+    def _get_param_names(cls):
+        return sorted(set(_GBDTModel._get_param_names())
+                      | {"eval_at", "label_gain", "lambdarank_truncation_level",
+                         "lambdarank_norm"})
+
+    def fit(self, X, y, sample_weight=None, *, group=None, eval_set=None, eval_sample_weight=None,
+            eval_group=None, eval_names=None, eval_at=None, callbacks=None, client=None,
+            init_model=None):
+        """Fit on ``X`` (n_samples, n_features), relevance labels ``y`` (integers >= 0) and
+        ``group``, the sizes of the consecutive queries (summing to n_samples); returns self.
+
+        ``eval_group``: one array of query sizes per eval set (required with ``eval_set``).
+        ``eval_at``: positions of the eval metrics (default the estimator's ``eval_at``).
+        ``callbacks``, ``client`` and ``init_model`` as for :meth:`GBDTRegressor.fit`.
+
+        Raises
+        ------
+        ValueError
+            ``group`` missing or not summing to the rows, an eval set without its group,
+            labels that are not integers in ``[0, len(label_gain))``.
+        """
+        if group is None:
+            raise ValueError("GBDTRanker.fit needs group: the sizes of the consecutive queries "
+                             "of the rows of X (as LGBMRanker)")
+        if eval_set is not None and eval_group is None:
+            raise ValueError("eval_group is required with eval_set: one array of query sizes "
+                             "per eval set (as LGBMRanker)")
+        params = self._train_params()
+        for name in ("eval_at", "label_gain", "lambdarank_truncation_level", "lambdarank_norm"):
+            params.pop(name, None)
+        X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
+        params["objective"] = _ranker_objective(self.objective)
+        params["eval_at"] = list(eval_at if eval_at is not None else self.eval_at)
+        params["label_gain"] = self.label_gain
+        params["lambdarank_truncation_level"] = self.lambdarank_truncation_level
+        params["lambdarank_norm"] = self.lambdarank_norm
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
+                         params, init_model, callbacks, group=group, eval_group=eval_group)
+
+    def predict(self, X):
+        """Ranking scores: ndarray (n_samples,) float64 (lazy for lazy input)."""
+        X = self._validate_predict_X(X)
+        return self.booster_.predict(X)
+
+
+def _ranker_objective(objective):
+    name = "lambdarank" if objective is None else _canonical_objective_name(objective)
+    if name != "lambdarank":
+        raise ValueError(f"GBDTRanker trains objective='lambdarank', got objective="
+                         f"{objective!r}.")
+    return name

@@ -100,3 +100,12 @@ def test_categorical_quick(shared_data, monkeypatch, capsys):
     assert rc == 0 and all(r[result] == "PASS" for r in rows), out
     # same data and parameters: LightGBM's trees, every one
     assert all(r[equal].split("/")[0] == r[equal].split("/")[1] for r in rows), out
+def test_objectives_quick(shared_data, monkeypatch, capsys):
+    from benchmarks import objectives
+    monkeypatch.setenv("OOCGBDT_DATA", str(shared_data))
+    rc = objectives.main(["--quick", "--only", "quantile", "poisson"])
+    out = capsys.readouterr().out
+    rows = _table_rows(out, "dataset")
+    assert [(r[0], r[1]) for r in rows] == [("california_housing", "quantile"),
+                                            ("house_16H", "quantile"), ("nycflights13", "poisson")]
+    assert rc == 0 and all(r[6] == "pass" for r in rows)

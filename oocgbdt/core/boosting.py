@@ -19,9 +19,12 @@ from oocgbdt.core.callback import evaluation_result_list
 from oocgbdt.core.executor import tree_reduce
 from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, partition_compact_columns,
                                 partition_gradients, partition_leaf_counts,
-                                partition_label_stats, partition_metric_partials, merge_metric_partials)
+                                partition_label_stats, partition_metric_partials, merge_metric_partials,
+                                partition_set_queries)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
+from oocgbdt.core.percentile import (lo_levels_for, percentile_rows_of_labels,
+                                     percentile_rows_of_tree, weighted_percentiles)
 from oocgbdt.core.screening import FeatureScreener
 from oocgbdt.core.sampling import RowSampler, partition_n_rows, sampling_enabled
 from oocgbdt.core.split import FeatureMeta, SplitParams, feature_blocks
@@ -70,6 +73,51 @@ def compute_init_score(executor, label_stat_handles, objective, params, split_ev
     stats = executor.gather(tree_reduce(executor, _sum_list, label_stat_handles, split_every,
                                        f"{key}-labelsum"))
     return np.asarray(objective.init_score_from_stats(stats), dtype=np.float64).reshape(k)
+
+
+def _label_stats_and_init(executor, partitions, objective, params, split_every, key, row_offsets,
+                          weighted):
+    """``(objective, init)``: the objective with its global label statistics
+    (:meth:`~oocgbdt.core.objectives.Objective.with_label_stats`) and the init score: the
+    objective's ``BoostFromScore``, a weighted percentile of the labels for the objectives that
+    renew leaves (:mod:`oocgbdt.core.percentile`), or zeros without ``boost_from_average``."""
+    n = len(partitions)
+    k = objective.num_tree_per_iteration
+    handles = executor.map(partition_label_stats, partitions, [objective] * n,
+                           key=f"{key}-labelstats")
+    stats = executor.gather(tree_reduce(executor, _sum_list, handles, split_every,
+                                        f"{key}-labelsum"))
+    objective = objective.with_label_stats(stats)
+    if not params["boost_from_average"]:
+        return objective, np.zeros(k)
+    if objective.renew_alpha is None:
+        return objective, np.asarray(objective.init_score_from_stats(stats),
+                                     dtype=np.float64).reshape(k)
+    lo = lo_levels_for(row_offsets[-1])
+    rows = executor.map(percentile_rows_of_labels, partitions, [objective] * n,
+                        list(row_offsets[:-1]), [lo] * n, key=f"{key}-initrows")
+    values, _ = weighted_percentiles(executor, rows, 1, objective.renew_alpha, weighted, lo,
+                                     split_every, f"{key}-initpct", float32=True)
+    return objective, objective.init_score_from_percentile(values[0])
+
+
+def _has_weight(data):
+    return data.weight is not None
+
+
+def _renew_leaves(executor, partitions, tree, arrays_h, k, objective, row_offsets, weighted,
+                  split_every, key):
+    """LightGBM's ``RenewTreeOutput``: each leaf's value becomes the weighted percentile of its
+    rows' residuals, times the learning rate (the tree's values are replaced in place)."""
+    n = len(partitions)
+    lo = lo_levels_for(row_offsets[-1])
+    rows = executor.map(percentile_rows_of_tree, partitions, [arrays_h] * n, [k] * n,
+                        [objective] * n, list(row_offsets[:-1]), [lo] * n,
+                        key=f"{key}-renewrows")
+    values, counts = weighted_percentiles(executor, rows, tree.n_leaves, objective.renew_alpha,
+                                          weighted, lo, split_every, f"{key}-renew")
+    keep = counts > 0
+    tree.leaf_value = np.where(keep, values * tree.shrinkage, tree.leaf_value)
 
 
 def histogram_pool_capacity(pool_size_mb, n_hist_bins):
@@ -124,7 +172,7 @@ def round_postfix(evals_result) -> dict:
 
 def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None, learning_rates=None,
-          on_round=None, continuation=None) -> BoostResult:
+          on_round=None, continuation=None, queries=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -162,6 +210,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         row sampling and the feature selection, are those one longer fit would draw),
         ``screening_scores`` and ``screening_history`` (the model's feature screening state,
         or None). ``best_iteration`` then counts the model's rounds too.
+    queries : dict or None
+        Ranking: ``{"train": [...], eval name: [...]}``, each partition's query boundaries
+        (int64, from 0 to its rows), in partition order.
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     sp = SplitParams.from_params(params)
@@ -178,15 +229,32 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     split_every = int(params["split_every"])
     es_rounds = params["early_stopping_rounds"]
     metric_list = list(metrics)
-    evals_result = {name: {m.name: [] for m in metric_list} for name, _ in eval_sets}
+    # A callable metric's name is the one it returns: its list starts at its first value.
+    evals_result = {name: {m.name: [] for m in metric_list if getattr(m, "feval", None) is None}
+                    for name, _ in eval_sets}
     eval_chunks = {name: list(handles) for name, handles in eval_sets}
     best = {}  # (set, metric) -> (score, round)
     n = len(partitions)
     first_round = 0 if continuation is None else int(continuation["first_round"])
+    if queries:
+        partitions = executor.map(partition_set_queries, partitions, queries["train"],
+                                  key=f"{key}-queries", consume=0)
+        eval_chunks = {name: (executor.map(partition_set_queries, ec, queries[name],
+                                           key=f"{key}-queries-{name}", consume=0)
+                              if name in queries else ec)
+                       for name, ec in eval_chunks.items()}
+    renew = objective.renew_alpha is not None
+    row_offsets = None
+    if renew:
+        rows = executor.gather(executor.map(partition_n_rows, partitions, key=f"{key}-nrows"))
+        row_offsets = np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+    # The weighted percentile definition applies with sample weights, and always for MAPE.
+    renew_weighted = renew and (
+        objective.percentile_weights(np.zeros(1, np.float32), None) is not None
+        or executor.gather(executor.submit(_has_weight, partitions[0], key=f"{key}-hasweight")))
+    objective, init = _label_stats_and_init(executor, partitions, objective, params, split_every,
+                                            key, row_offsets, renew_weighted)
     if continuation is None:
-        stats = executor.map(partition_label_stats, partitions, [objective] * n,
-                             key=f"{key}-labelstats")
-        init = compute_init_score(executor, stats, objective, params, split_every, key)
         partitions = executor.map(partition_add_score, partitions, [init] * n, key=f"{key}-init",
                                   consume=0)
         eval_chunks = {name: executor.map(partition_add_score, ec, [init] * len(ec),
@@ -216,8 +284,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         for rnd in range(total):
             g = first_round + rnd  # the round's number in the whole model
             t_round, c_round = time.perf_counter(), time.process_time()
-            partitions = executor.map(partition_gradients, partitions, [objective] * n, key=f"{key}-grad-{rnd}",
-                                 consume=0)
+            round_objective = objective.at_round(g)  # rank_xendcg's draws depend on it
+            partitions = executor.map(partition_gradients, partitions, [round_objective] * n,
+                                      key=f"{key}-grad-{rnd}", consume=0)
             t_sample = time.perf_counter()
             if sampler is not None and sampler.active(g):
                 partitions = sampler.sample(executor, partitions, g, key=f"{key}-sample-{rnd}")
@@ -263,6 +332,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
                 if meta.bundled:
                     arrays.update(meta.node_arrays(tree.split_feature))
+                if renew and tree.n_leaves > 1:
+                    _renew_leaves(executor, partitions, tree, executor.scatter(arrays), k,
+                                  objective, row_offsets, renew_weighted, split_every, tree_key)
+                    arrays["leaf_value"] = tree.leaf_value
                 arrays["routed"] = np.asarray(grower.routed, dtype=bool)
                 arrays_h = executor.scatter(arrays)
                 partitions = executor.map(partition_apply_tree, partitions, [arrays_h] * n, [k] * n,
@@ -377,7 +450,7 @@ def _evaluate(executor, eval_chunks, metrics, objective, evals_result, best, rnd
     for (name, st) in zip(handles, stats):
         for i, (m, s) in enumerate(zip(metrics, st)):
             score = float(m.finalize(s))
-            evals_result[name][m.name].append(score)
+            evals_result[name].setdefault(m.name, []).append(score)
             if es_rounds is None or (params["first_metric_only"] and i > 0):
                 continue
             prev = best.get((name, m.name))

@@ -27,6 +27,24 @@ __all__ = [
     "AUCMetric",
     "MultiLoglossMetric",
     "MultiErrorMetric",
+    "MultiErrorTopKMetric",
+    "L1Metric",
+    "HuberMetric",
+    "FairMetric",
+    "QuantileMetric",
+    "MAPEMetric",
+    "PoissonMetric",
+    "GammaMetric",
+    "GammaDevianceMetric",
+    "TweedieMetric",
+    "BinaryErrorMetric",
+    "AveragePrecisionMetric",
+    "CrossEntropyMetric",
+    "CrossEntropyLambdaMetric",
+    "KullbackLeiblerMetric",
+    "NDCGMetric",
+    "MAPMetric",
+    "CallableMetric",
     "get_metrics",
     "METRIC_CLASSES",
 ]
@@ -125,10 +143,21 @@ class Metric:
         return f"{type(self).__name__}()"
 
     def __eq__(self, other):
-        return type(self) is type(other)
+        return type(self) is type(other) and self.__dict__ == other.__dict__
 
     def __hash__(self):
-        return hash(type(self))
+        return hash((type(self), tuple(sorted(self.__dict__.items()))))
+
+    #: Parameters the metric reads (``resolve_params`` names), set as attributes.
+    _param_names = ()
+
+    @classmethod
+    def from_params(cls, params):
+        """Build with the parameters it reads (``alpha``, ``fair_c``, ...) from ``params``."""
+        m = cls()
+        for name in cls._param_names:
+            setattr(m, name, params[name])
+        return m
 
 
 class _WeightedMeanLoss(Metric):
@@ -289,6 +318,343 @@ class AUCMetric(Metric):
         return float(area / (sum_pos * sum_neg))
 
 
+class L1Metric(L2Metric):
+    """Weighted mean absolute error, LightGBM's ``l1``: ``|pred - y|``."""
+
+    name = "l1"
+
+    def _loss(self, y, pred):
+        if pred.ndim != 1:
+            raise ValueError(f"metric {self.name!r} needs one score per row, got {pred.shape}")
+        return np.abs(pred - y)
+
+
+class HuberMetric(L2Metric):
+    """LightGBM's ``huber``: ``d**2 / 2`` if ``|d| <= alpha`` else ``alpha (|d| - alpha / 2)``."""
+
+    name = "huber"
+    _param_names = ("alpha",)
+    alpha = 0.9
+
+    def _loss(self, y, pred):
+        d = pred - y
+        return np.where(np.abs(d) <= self.alpha, 0.5 * d * d,
+                        self.alpha * (np.abs(d) - 0.5 * self.alpha))
+
+
+class FairMetric(L2Metric):
+    """LightGBM's ``fair``: ``c x - c**2 log(1 + x / c)``, ``x = |pred - y|``."""
+
+    name = "fair"
+    _param_names = ("fair_c",)
+    fair_c = 1.0
+
+    def _loss(self, y, pred):
+        x = np.abs(pred - y)
+        c = self.fair_c
+        return c * x - c * c * np.log1p(x / c)
+
+
+class QuantileMetric(L2Metric):
+    """LightGBM's ``quantile`` (pinball loss at ``alpha``) on ``d = y - pred``:
+    ``(alpha - 1) d`` if ``d < 0`` else ``alpha d``."""
+
+    name = "quantile"
+    _param_names = ("alpha",)
+    alpha = 0.9
+
+    def _loss(self, y, pred):
+        d = y - pred
+        return np.where(d < 0, (self.alpha - 1.0) * d, self.alpha * d)
+
+
+class MAPEMetric(L2Metric):
+    """LightGBM's ``mape``: ``|y - pred| / max(1, |y|)``."""
+
+    name = "mape"
+
+    def _loss(self, y, pred):
+        if pred.ndim != 1:
+            raise ValueError(f"metric {self.name!r} needs one score per row, got {pred.shape}")
+        y = np.asarray(y)
+        return np.abs(y - pred) / np.maximum(1.0, np.abs(y.astype(np.float32)))
+
+
+_EPS_SCORE = float(np.float32(1e-10))  # LightGBM's ``1e-10f``
+
+
+class PoissonMetric(L2Metric):
+    """LightGBM's ``poisson`` negative log-likelihood ``s - y log(s)``, ``s = max(pred, 1e-10)``."""
+
+    name = "poisson"
+
+    def _loss(self, y, pred):
+        if pred.ndim != 1:
+            raise ValueError(f"metric {self.name!r} needs one score per row, got {pred.shape}")
+        s = np.maximum(pred, _EPS_SCORE)
+        return s - y * np.log(s)
+
+
+def _safe_log(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(x > 0, np.log(np.where(x > 0, x, 1.0)), -np.inf)
+
+
+class GammaMetric(L2Metric):
+    """LightGBM's ``gamma`` negative log-likelihood (``psi = 1``): ``y / s + log(s)`` for
+    ``y > 0`` (``GammaMetric::LossOnPoint``)."""
+
+    name = "gamma"
+
+    def _loss(self, y, pred):
+        if pred.ndim != 1:
+            raise ValueError(f"metric {self.name!r} needs one score per row, got {pred.shape}")
+        y = np.asarray(y, dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            theta = -1.0 / pred
+        b = -_safe_log(-theta)
+        # c = log(y / psi) - log(y): LightGBM takes the second log of the float32 label in
+        # float32 (``Common::SafeLog<label_t>``), so c is a rounding residue, not 0.
+        y32 = y.astype(np.float32)
+        with np.errstate(invalid="ignore", divide="ignore"):  # y <= 0: NaN (LightGBM refuses)
+            log32 = np.where(y32 > 0, np.log(np.where(y32 > 0, y32, 1)), -np.inf)
+            c = _safe_log(y) - log32.astype(np.float64)
+            return -((y * theta - b) + c)
+
+
+class GammaDevianceMetric(L2Metric):
+    """LightGBM's ``gamma_deviance``: ``2 * sum(w (r - log r - 1))``, ``r = y / (pred + 1e-9)``;
+    a weighted sum, not a mean (``GammaDevianceMetric::AverageLoss``)."""
+
+    name = "gamma_deviance"
+
+    def _loss(self, y, pred):
+        if pred.ndim != 1:
+            raise ValueError(f"metric {self.name!r} needs one score per row, got {pred.shape}")
+        r = np.asarray(y, dtype=np.float64) / (pred + 1.0e-9)
+        return r - _safe_log(r) - 1.0
+
+    def finalize(self, stats):
+        return float(stats[0] * 2.0)
+
+
+class TweedieMetric(L2Metric):
+    """LightGBM's ``tweedie`` negative log-likelihood with power ``rho``, ``s = max(pred, 1e-10)``:
+    ``-y s**(1 - rho) / (1 - rho) + s**(2 - rho) / (2 - rho)``."""
+
+    name = "tweedie"
+    _param_names = ("tweedie_variance_power",)
+    tweedie_variance_power = 1.5
+
+    def _loss(self, y, pred):
+        if pred.ndim != 1:
+            raise ValueError(f"metric {self.name!r} needs one score per row, got {pred.shape}")
+        rho = self.tweedie_variance_power
+        s = np.maximum(pred, _EPS_SCORE)
+        a = y * np.exp((1.0 - rho) * np.log(s)) / (1.0 - rho)
+        b = np.exp((2.0 - rho) * np.log(s)) / (2.0 - rho)
+        return -a + b
+
+
+class BinaryErrorMetric(_WeightedMeanLoss):
+    """LightGBM's ``binary_error``: a row is wrong when ``p <= 0.5`` and ``y > 0``, or
+    ``p > 0.5`` and ``y <= 0``."""
+
+    name = "binary_error"
+    _natural_transform = staticmethod(_sigmoid)
+
+    def _loss(self, y, pred):
+        return np.where(pred <= 0.5, y > 0, y <= 0).astype(np.float64)
+
+
+_LOG_EPS = 1.0e-12
+
+
+def _xent(y, p):
+    """LightGBM's ``XentLoss`` (probabilities clipped at 1e-12 inside the logs)."""
+    y32 = np.asarray(y).astype(np.float32)
+    y = y32.astype(np.float64)
+    one_minus_y = (np.float32(1.0) - y32).astype(np.float64)  # float32 in LightGBM (label_t)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = y * np.log(np.where(p > _LOG_EPS, p, _LOG_EPS))
+        b = one_minus_y * np.log(np.where(1.0 - p > _LOG_EPS, 1.0 - p, _LOG_EPS))
+    return -(a + b)
+
+
+class CrossEntropyMetric(_WeightedMeanLoss):
+    """LightGBM's ``cross_entropy`` (``xentropy_metric.hpp``, ``XentLoss``) on the objective's
+    output, labels in [0, 1]."""
+
+    name = "cross_entropy"
+    _natural_transform = staticmethod(_sigmoid)
+
+    def _loss(self, y, pred):
+        return _xent(y, pred)
+
+
+class CrossEntropyLambdaMetric(Metric):
+    """LightGBM's ``cross_entropy_lambda``: ``XentLoss(y, 1 - exp(-w * h))`` with ``h`` the
+    objective's output (``log(1 + exp(s))`` for ``cross_entropy_lambda``), averaged over the
+    ROWS (the weight is inside the loss). Stats ``[sum(loss), n]``."""
+
+    name = "cross_entropy_lambda"
+
+    def partial(self, y, raw_score, weight=None, objective=None):
+        y, raw_score, weight = _prepare(y, raw_score, weight)
+        raw = _identity(raw_score)
+        hhat = objective.transform(raw) if objective is not None else np.log1p(np.exp(raw))
+        w = 1.0 if weight is None else np.asarray(weight, dtype=np.float64)
+        loss = _xent(y, 1.0 - np.exp(-w * hhat))
+        return np.array([np.sum(loss), float(y.shape[0])])
+
+    def merge(self, a, b):
+        return np.asarray(a) + np.asarray(b)
+
+    def finalize(self, stats):
+        return float(stats[0] / stats[1]) if stats[1] > 0 else float("nan")
+
+
+class KullbackLeiblerMetric(_WeightedMeanLoss):
+    """LightGBM's ``kullback_leibler``: ``cross_entropy`` plus the weighted mean label entropy
+    term ``y log y + (1 - y) log(1 - y)``. Stats ``[sum(w xent), sum(w), sum(w ent)]``."""
+
+    name = "kullback_leibler"
+    _natural_transform = staticmethod(_sigmoid)
+
+    def partial(self, y, raw_score, weight=None, objective=None):
+        head = super().partial(y, raw_score, weight, objective)
+        yy = np.asarray(y, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ent = np.where(yy > 0, yy * np.log(np.where(yy > 0, yy, 1.0)), 0.0) + np.where(
+                1.0 - yy > 0, (1.0 - yy) * np.log(np.where(1.0 - yy > 0, 1.0 - yy, 1.0)), 0.0)
+        tail = np.sum(ent) if weight is None else np.dot(ent, np.asarray(weight, np.float64))
+        return np.append(head, tail)
+
+    def _loss(self, y, pred):
+        return _xent(y, pred)
+
+    def finalize(self, stats):
+        if not stats[1] > 0:
+            return float("nan")
+        return float(stats[0] / stats[1] + stats[2] / stats[1])
+
+
+class AveragePrecisionMetric(AUCMetric):
+    """LightGBM's ``average_precision`` (``AveragePrecisionMetric``): from the highest score
+    down, each group of tied scores adds ``pos_g * precision`` at the group's end; divided by the
+    positive weight. 1.0 when there are no positives or only positives. Same statistics as
+    :class:`AUCMetric`."""
+
+    name = "average_precision"
+
+    def finalize(self, stats):
+        _, pos, neg = stats
+        pos, neg = pos[::-1], neg[::-1]
+        sum_pos = pos.sum()
+        if not (sum_pos > 0 and sum_pos != pos.sum() + neg.sum()):
+            return 1.0
+        precision = np.cumsum(pos) / np.cumsum(pos + neg)
+        return float(np.dot(pos, precision) / sum_pos)
+
+
+class MultiErrorTopKMetric(MultiErrorMetric):
+    """``multi_error`` with ``multi_error_top_k = k``: a row is wrong when more than ``k``
+    classes score at least its class (LightGBM's name ``multi_error@k`` for ``k > 1``)."""
+
+    _param_names = ("multi_error_top_k",)
+    multi_error_top_k = 1
+
+    @property
+    def name(self):
+        k = self.multi_error_top_k
+        return "multi_error" if k == 1 else f"multi_error@{k}"
+
+    def _loss(self, y, pred):
+        labels = np.asarray(y).astype(np.intp)
+        p_true = pred[np.arange(labels.shape[0]), labels]
+        n_at_least = np.count_nonzero(pred >= p_true[:, None], axis=1)
+        return (n_at_least > self.multi_error_top_k).astype(np.float64)
+
+
+class _QueryMetric(Metric):
+    """A per-query metric at position ``k``, averaged over queries weighted by their mean row
+    weight (LightGBM's ``query_weights``); stats ``[sum(qw * value), sum(qw)]``. A query lies in
+    one partition, so each partition scores its own queries."""
+
+    needs_queries = True
+    higher_is_better = True
+    _base = None
+
+    def __init__(self, k=1, label_gain=None):
+        self.k = int(k)
+        self.label_gain = None if label_gain is None else tuple(float(g) for g in label_gain)
+
+    @property
+    def name(self):
+        return f"{self._base}@{self.k}"
+
+    @classmethod
+    def from_params(cls, params):  # one metric per position: see get_metrics
+        return cls(1, params.get("label_gain"))
+
+    def partial(self, y, raw_score, weight=None, objective=None, queries=None):
+        y, raw_score, weight = _prepare(y, raw_score, weight)
+        if queries is None:
+            raise ValueError(f"metric {self.name!r} needs query groups (eval_group / group)")
+        s = _identity(raw_score)
+        total = np.zeros(2)
+        for q in range(len(queries) - 1):
+            a, b = int(queries[q]), int(queries[q + 1])
+            qw = 1.0 if weight is None else float(np.mean(np.asarray(weight[a:b], np.float64)))
+            total += (qw * self._query_value(np.asarray(y[a:b]), s[a:b]), qw)
+        return total
+
+    def merge(self, a, b):
+        return np.asarray(a) + np.asarray(b)
+
+    def finalize(self, stats):
+        return float(stats[0] / stats[1]) if stats[1] > 0 else float("nan")
+
+
+class NDCGMetric(_QueryMetric):
+    """LightGBM's ``ndcg@k`` (``NDCGMetric``, ``dcg_calculator.cpp``): per query, the DCG of the
+    top ``k`` rows by decreasing score (stable) over the best DCG; a query whose best DCG is 0
+    counts 1."""
+
+    _base = "ndcg"
+
+    def _query_value(self, labels, scores):
+        from oocgbdt.kernels.ranking import dcg_at, default_label_gain, discounts, max_dcg_at
+
+        gain = default_label_gain() if self.label_gain is None else np.asarray(self.label_gain)
+        labels = labels.astype(np.float64)
+        best = max_dcg_at(self.k, labels, gain, discounts())
+        if not best > 0:
+            return 1.0
+        out = np.zeros(1)
+        dcg_at(np.array([self.k], dtype=np.int64), labels, np.asarray(scores, np.float64), gain,
+               discounts(), out)
+        return out[0] * (1.0 / best)
+
+
+class MAPMetric(_QueryMetric):
+    """LightGBM's ``map@k`` (``MapMetric``): per query, over the top ``k`` rows by decreasing
+    score, the sum of the precisions at each relevant row (label > 0.5) divided by
+    ``min(relevant rows, k)``; 1 for a query without relevant rows."""
+
+    _base = "map"
+
+    def _query_value(self, labels, scores):
+        relevant = labels > 0.5
+        npos = int(relevant.sum())
+        if npos == 0:
+            return 1.0
+        order = np.argsort(-scores, kind="stable")[:min(self.k, len(labels))]
+        hits = relevant[order]
+        ranks = np.flatnonzero(hits) + 1.0
+        return float(np.sum(np.arange(1, len(ranks) + 1) / ranks) / min(npos, self.k))
+
+
 #: Canonical metric name -> metric class.
 METRIC_CLASSES = {
     "l2": L2Metric,
@@ -296,12 +662,28 @@ METRIC_CLASSES = {
     "binary_logloss": BinaryLoglossMetric,
     "auc": AUCMetric,
     "multi_logloss": MultiLoglossMetric,
-    "multi_error": MultiErrorMetric,
+    "multi_error": MultiErrorTopKMetric,
+    "l1": L1Metric,
+    "huber": HuberMetric,
+    "fair": FairMetric,
+    "quantile": QuantileMetric,
+    "mape": MAPEMetric,
+    "poisson": PoissonMetric,
+    "gamma": GammaMetric,
+    "gamma_deviance": GammaDevianceMetric,
+    "tweedie": TweedieMetric,
+    "binary_error": BinaryErrorMetric,
+    "average_precision": AveragePrecisionMetric,
+    "cross_entropy": CrossEntropyMetric,
+    "cross_entropy_lambda": CrossEntropyLambdaMetric,
+    "kullback_leibler": KullbackLeiblerMetric,
+    "ndcg": NDCGMetric,
+    "map": MAPMetric,
 }
 assert set(METRIC_CLASSES) == set(METRICS)
 
 
-def get_metrics(names, objective):
+def get_metrics(names, objective, params=None):
     """Build the metrics named by a ``metric`` parameter value.
 
     Parameters
@@ -312,6 +694,9 @@ def get_metrics(names, objective):
         :func:`oocgbdt.params.normalize_metric`).
     objective : Objective
         The training objective (its ``name`` decides the default and which metrics apply).
+    params : dict or None
+        Resolved parameters, for the metrics' own (``alpha``, ``fair_c``,
+        ``tweedie_variance_power``, ``multi_error_top_k``); None: LightGBM's defaults.
 
     Returns
     -------
@@ -339,5 +724,68 @@ def get_metrics(names, objective):
                 f"metric {name!r} cannot be computed for objective {objective.name!r}; it "
                 f"needs objective {' or '.join(repr(o) for o in allowed)}"
             )
-        metrics.append(METRIC_CLASSES[name]())
+        cls = METRIC_CLASSES[name]
+        if issubclass(cls, _QueryMetric):  # one metric per eval_at position
+            eval_at = (params or {}).get("eval_at") or [1, 2, 3, 4, 5]
+            metrics.extend(cls(k, (params or {}).get("label_gain")) for k in eval_at)
+        else:
+            metrics.append(cls.from_params(params) if params is not None else cls())
     return metrics
+
+
+class CallableMetric(Metric):
+    """A callable eval metric, LightGBM's scikit-learn ``eval_metric`` signature:
+    ``feval(y_true, y_pred) -> (name, value, is_higher_better)``, or
+    ``feval(y_true, y_pred, weight)``; when it returns a list of such tuples, the first is kept.
+
+    What runs where and what it costs: the metric is not mergeable, so each eval partition sends
+    its labels, predictions (``objective.transform`` of the raw scores: probabilities for
+    ``binary``, raw scores for a callable objective) and weights; they are concatenated in row
+    order where the loop runs and the callable runs there once per round on the whole eval set.
+    That is 12 to 20 bytes per eval row (times the classes) moved and held every round: fine for
+    an eval set that fits in the caller's memory, not for one that does not.
+
+    ``name`` and ``higher_is_better`` are those the callable returns (its ``__name__`` and
+    False until its first call).
+    """
+
+    def __init__(self, feval):
+        if not callable(feval):
+            raise ValueError(f"a callable metric is needed, got {feval!r}")
+        self.feval = feval
+        self.name = getattr(feval, "__name__", "custom")
+        self.higher_is_better = False
+        try:
+            import inspect
+            self.n_args = len(inspect.signature(feval).parameters)
+        except (TypeError, ValueError):
+            self.n_args = 2
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.feval is other.feval
+
+    def __hash__(self):
+        return hash(id(self.feval))
+
+    def partial(self, y, raw_score, weight=None, objective=None):
+        y, raw_score, weight = _prepare(y, raw_score, weight)
+        pred = objective.transform(raw_score) if objective is not None else _identity(raw_score)
+        return [(np.asarray(y), np.asarray(pred), None if weight is None else np.asarray(weight))]
+
+    def merge(self, a, b):
+        return list(a) + list(b)
+
+    def finalize(self, stats):
+        y = np.concatenate([p[0] for p in stats])
+        pred = np.concatenate([p[1] for p in stats])
+        w = None if any(p[2] is None for p in stats) else np.concatenate([p[2] for p in stats])
+        out = self.feval(y, pred) if self.n_args == 2 else self.feval(y, pred, w)
+        if isinstance(out, list):
+            out = out[0]
+        if not (isinstance(out, tuple) and len(out) == 3):
+            raise ValueError(f"a callable metric must return (name, value, is_higher_better), "
+                             f"got {out!r}")
+        name, value, higher = out
+        value = float(value)
+        self.name, self.higher_is_better = str(name), bool(higher)
+        return value

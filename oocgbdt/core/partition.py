@@ -29,6 +29,7 @@ __all__ = [
     "sum_histograms", "finish_root", "finish_split_many", "pass_records",
     "pass_histogram",
     "partition_label_stats", "partition_metric_partials", "merge_metric_partials",
+    "partition_set_queries",
 ]
 
 #: The bitset arguments of a numerical split (never read).
@@ -63,6 +64,10 @@ class PartitionData:
     leaf_counts : ndarray of shape (n_leaves,), dtype int64, or None
         Rows of this round (``rows``, else every row) in each leaf of the last tree applied
         (:func:`partition_apply_tree`); None before the first.
+    queries : ndarray of shape (n_queries + 1,), dtype int64, or None
+        Ranking: the partition's query boundaries (first 0, last ``n_rows``); a query never
+        spans two partitions. None without query groups. ``first_query``: the global index
+        of its first query.
     compact : tuple or None
         ``(columns, X_compact)``: the partition's column numbers (int64, ascending) and a copy of
         those columns of ``X_binned``, shape (n_rows, len(columns)), that the round's trees
@@ -79,6 +84,8 @@ class PartitionData:
     conflicts: tuple = (0, 0)
     leaf_counts: np.ndarray | None = None
     compact: tuple | None = None
+    queries: np.ndarray | None = None
+    first_query: int = 0
 
     @property
     def n_rows(self) -> int:
@@ -207,7 +214,15 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
     k, n = data.raw_score.shape
     grad = np.empty((n, k), dtype=G_H_DTYPE)
     hess = np.empty((n, k), dtype=G_H_DTYPE)
-    objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad, hess)
+    if getattr(objective, "needs_queries", False):
+        if data.queries is None:
+            raise ValueError(f"objective {objective.name!r} needs query groups: pass group= "
+                             f"(the query sizes of the training rows)")
+        objective.rank_gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight,
+                                 data.queries, grad, hess, first_query=data.first_query)
+    else:
+        objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad,
+                            hess)
     return replace(data, gradients=np.ascontiguousarray(grad.T), hessians=np.ascontiguousarray(hess.T),
                    rows=None)
 
@@ -596,7 +611,22 @@ def partition_leaf_counts(data: PartitionData) -> np.ndarray:
 def partition_metric_partials(data: PartitionData, metrics, objective):
     """Per-partition partial statistics of every metric (merged by :func:`merge_metric_partials`)."""
     raw = np.ascontiguousarray(data.raw_score.T)
-    return [m.partial(data.y, raw, data.weight, objective) for m in metrics]
+    return [m.partial(data.y, raw, data.weight, objective, queries=data.queries)
+            if getattr(m, "needs_queries", False) else m.partial(data.y, raw, data.weight, objective)
+            for m in metrics]
+
+
+def partition_set_queries(data: PartitionData, queries) -> PartitionData:
+    """Attach the partition's query boundaries (ranking; see :attr:`PartitionData.queries`):
+    ``(offsets, first_query)``, or the offsets alone (first query 0)."""
+    first = 0
+    if isinstance(queries, tuple):
+        queries, first = queries
+    queries = np.asarray(queries, dtype=np.int64)
+    if queries[0] != 0 or queries[-1] != data.n_rows:
+        raise ValueError(f"query boundaries must run from 0 to the partition's {data.n_rows} "
+                         f"rows, got {queries[0]} to {queries[-1]}")
+    return replace(data, queries=queries, first_query=int(first))
 
 
 def merge_metric_partials(parts, metrics):

@@ -23,7 +23,8 @@ from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 from oocgbdt.runtime.cluster import find_client
 
 __all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values",
-           "TrainingInputs", "training_inputs", "check_labels_and_weights", "map_rows",
+           "TrainingInputs", "training_inputs", "check_labels_and_weights", "check_group",
+           "query_chunks", "align_to_queries", "map_rows",
            "distinct_values"]
 
 
@@ -210,6 +211,9 @@ class TrainingInputs:
         The eval sets, each chunked on its own.
     lazy : bool
         Whether any input is read lazily (Dask, Zarr): such a fit runs on a cluster.
+    queries : dict or None
+        Ranking: ``{set name: query sizes}`` (int64) of the sets given groups; their arrays are
+        rechunked so that every chunk holds whole queries (:func:`align_to_queries`).
     """
 
     X: da.Array
@@ -217,6 +221,7 @@ class TrainingInputs:
     weight: da.Array | None
     evals: list
     lazy: bool
+    queries: dict | None = None
 
     @property
     def sets(self) -> list:
@@ -279,6 +284,74 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
     return TrainingInputs(Xd, yd, wd, evals, lazy)
 
 
+def check_group(group, n_rows, name="group"):
+    """Query sizes as an int64 array, checked: 1-D, positive integers summing to ``n_rows``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, what was expected and what was found.
+    """
+    g = np.asarray(group)
+    if g.ndim != 1 or g.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of query sizes, got shape "
+                         f"{g.shape}")
+    if g.dtype.kind not in "iuf" or (g.dtype.kind == "f" and not np.all(g == np.floor(g))):
+        raise ValueError(f"{name} must hold integer query sizes, got dtype {g.dtype}")
+    g = g.astype(np.int64)
+    if g.min() < 1:
+        raise ValueError(f"{name} must hold query sizes >= 1, found {int(g.min())}")
+    if int(g.sum()) != int(n_rows):
+        raise ValueError(f"{name} sizes must sum to the number of rows: they sum to "
+                         f"{int(g.sum())} but there are {int(n_rows)} rows")
+    return g
+
+
+def query_chunks(group, target_rows):
+    """Chunk sizes of whole queries: consecutive queries grouped until a chunk holds at least
+    ``target_rows`` rows (a query is never split; the last chunk may be smaller)."""
+    chunks, rows = [], 0
+    for size in np.asarray(group, dtype=np.int64):
+        rows += int(size)
+        if rows >= target_rows:
+            chunks.append(rows)
+            rows = 0
+    if rows:
+        chunks.append(rows)
+    return tuple(chunks)
+
+
+def align_to_queries(inputs: TrainingInputs, group, eval_group, chunk_rows) -> TrainingInputs:
+    """Rechunk every set given query sizes so that chunk (hence partition) bounds are query
+    bounds: a storage chunk boundary inside a query is read across (Dask's rechunk), and a
+    query's rows always land in one partition, whatever the input's chunking.
+
+    The target chunk is the input's largest chunk (``chunk_rows`` for NumPy input).
+    ``chunk_rows`` is kept for the signature's symmetry with :func:`training_inputs`.
+    """
+    sets = {"train": (inputs.X, inputs.y, inputs.weight)}
+    sets.update({name: (Xe, ye, we) for name, Xe, ye, we in inputs.evals})
+    groups = {}
+    if group is not None:
+        groups["train"] = check_group(group, inputs.X.shape[0])
+    if eval_group is not None:
+        if not isinstance(eval_group, (list, tuple)) or len(eval_group) != len(inputs.evals):
+            raise ValueError(f"eval_group must be a list with the query sizes of each eval set "
+                             f"({len(inputs.evals)}), got {type(eval_group).__name__}"
+                             f"{'' if not isinstance(eval_group, (list, tuple)) else ' of ' + str(len(eval_group))}")
+        for (name, Xe, _, _), g in zip(inputs.evals, eval_group):
+            if g is not None:
+                groups[name] = check_group(g, Xe.shape[0], f"eval_group for {name!r}")
+    out = dict(sets)
+    for name, g in groups.items():
+        X_, y_, w_ = sets[name]
+        rows = query_chunks(g, max(max(X_.chunks[0]), 1))
+        out[name] = tuple(None if a is None else a.rechunk({0: rows}) for a in (X_, y_, w_))
+    evals = [(name,) + out[name] for name, *_ in inputs.evals]
+    X, y, w = out["train"]
+    return TrainingInputs(X, y, w, evals, inputs.lazy, groups or None)
+
+
 def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None:
     """Reject NaN/inf labels, bad weights and labels the objective cannot take (small computes,
     ``compute(*arrays)`` -> tuple of values).
@@ -293,7 +366,7 @@ def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None
     for name, _, ye, we in evals:
         check_values(ye, we, y_name=f"eval_set {name!r} y", weight_name=f"{name!r} weight",
                      compute=compute)
-    if objective.num_tree_per_iteration > 1 or objective.name == "binary":
+    if objective.label_check == "values":
         # One compute for the distinct labels of y and of every eval set (LightGBM scores eval
         # labels it would refuse to train on; a multiclass eval label >= num_class then
         # failed late, in the metric, with an IndexError).
@@ -301,6 +374,11 @@ def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None
         objective.check_labels(uniques[0])
         for (name, *_), u in zip(evals, uniques[1:]):
             objective.check_labels(u, name=f"eval_set {name!r} y")
+    elif objective.label_check == "range":
+        # Non-negative labels (poisson, gamma, tweedie), labels in [0, 1] (cross_entropy): the
+        # smallest and largest label of the training set decide (one compute).
+        lo, hi = compute(da.min(inputs.y), da.max(inputs.y))
+        objective.check_labels(np.array([lo, hi]))
 
 
 def map_rows(func, arr, *, dtype, n_columns=None):

@@ -34,15 +34,16 @@ from oocgbdt.core.booster import Booster
 from oocgbdt.core.callback import CallbackList
 from oocgbdt.core.categorical import resolve_categorical_feature
 from oocgbdt.core.executor import LocalExecutor, fit_threads
-from oocgbdt.core.metrics import get_metrics
-from oocgbdt.core.objectives import get_objective
+from oocgbdt.core.metrics import CallableMetric, get_metrics
+from oocgbdt.core.objectives import CustomObjective, get_objective
 from oocgbdt.dask.binning import bin_sample, fit_bin_mapper
 from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose_cache,
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
 from oocgbdt.core.partition import partition_set_init_scores
-from oocgbdt.dask.inputs import check_labels_and_weights, is_sparse, training_inputs
+from oocgbdt.dask.inputs import (align_to_queries, check_labels_and_weights, is_sparse,
+                                 training_inputs)
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
 from oocgbdt.dask.predict import predict as lazy_predict
 from oocgbdt.params import resolve_params
@@ -66,8 +67,8 @@ def _client_compute(client):
 
 
 def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
-          eval_sample_weight=None, feature_names=None, client=None, verbose=None,
-          init_model=None, callbacks=None) -> Booster:
+          eval_sample_weight=None, feature_names=None, client=None, verbose=None, group=None,
+          eval_group=None, init_model=None, callbacks=None) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -95,6 +96,12 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         for Dask/Zarr input, or in-process threads for NumPy input.
     verbose : bool, optional
         Progress bar over rounds with the latest metric; default ``params["verbose"]``.
+    group : array-like of int, optional
+        Ranking (``objective="lambdarank"``, metrics ``ndcg``/``map``): the sizes of the
+        consecutive queries of the training rows (LightGBM's ``group``). The rows are rechunked
+        so that no query spans two partitions.
+    eval_group : list of (array-like of int or None), optional
+        The query sizes of each eval set.
     init_model : Booster, or path of a model file (oocgbdt JSON or LightGBM text), optional
         Continue this model (LightGBM's ``init_model``): every training and eval row starts
         from the model's raw score (predicted on the rows as training reads them, float32),
@@ -151,14 +158,20 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     ``tree_stats``' timings are then those of the first worker. With ``verbose`` the progress
     bar is shown in this process (the loop's rounds arrive as ``distributed`` events).
     """
+    params, fobj, fevals = _split_callables(params)
     params = resolve_params(params)
     if verbose is not None:
         params["verbose"] = bool(verbose)
-    objective = get_objective(params)
-    metrics = get_metrics(params["metric"], objective)
+    objective = (CustomObjective(fobj, params["num_class"]) if fobj is not None
+                 else get_objective(params))
+    metrics = get_metrics(params["metric"], objective, params) + [CallableMetric(f)
+                                                                  for f in fevals]
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
                              feature_names, int(params["chunk_rows"]))
     params = _resolve_categorical(params, inputs, feature_names)
+    if group is not None or eval_group is not None:
+        inputs = align_to_queries(inputs, group, eval_group, int(params["chunk_rows"]))
+    _check_queries(objective, metrics, inputs)
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
         raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
                          f"set and a metric to watch (as in LightGBM), got "
@@ -353,6 +366,12 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                 first_round=init_booster.num_iterations(),
                 screening_scores=init_booster.screening_scores_,
                 screening_history=init_booster.screening_history_)
+        if inputs.queries:
+            names = {"train": "train"}
+            names.update({f"eval_{i}": name for i, (name, *_) in enumerate(inputs.evals)})
+            boost_kwargs["queries"] = {
+                names[s]: partition_queries(inputs.queries[names[s]], bounds[s])
+                for s, *_ in sets if names[s] in inputs.queries}
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
                               callbacks=callbacks or None)
         del partitions, eval_sets
@@ -407,3 +426,56 @@ def _lookahead(params, n_workers, mode):
     ahead = (params["grow_policy"] == "leafwise" and params["max_leaves_per_pass"] == 1
              and not params["histogram_pool_size"] > 0)
     return dict(params, lookahead_leaves=2 if ahead and (n_workers > 1 or mode == "disk") else 0)
+
+
+def partition_queries(group, bounds):
+    """Each partition's ``(query boundaries, index of its first query)``: boundaries int64 from
+    0 to its rows, from the query sizes and
+    the partitions' row bounds, which are query bounds (:func:`~oocgbdt.dask.inputs.align_to_queries`)."""
+    edges = np.concatenate([[0], np.cumsum(np.asarray(group, dtype=np.int64))])
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        inside = edges[(edges >= a) & (edges <= b)]
+        if inside[0] != a or inside[-1] != b:  # pragma: no cover - guarded by align_to_queries
+            raise RuntimeError(f"partition rows [{a}, {b}) split a query")
+        out.append((inside - a, int(np.searchsorted(edges, a))))
+    return out
+
+
+def _check_queries(objective, metrics, inputs):
+    """Ranking needs query groups: ``group`` for a ranking objective, ``eval_group`` for a
+    ranking metric on an eval set; a clear ValueError before any work."""
+    queries = inputs.queries or {}
+    if getattr(objective, "needs_queries", False) and "train" not in queries:
+        raise ValueError(f"objective {objective.name!r} needs query groups: pass group= (the "
+                         f"sizes of the consecutive queries of the training rows)")
+    ranked = [m.name for m in metrics if getattr(m, "needs_queries", False)]
+    for name, *_ in inputs.evals:
+        if ranked and name not in queries:
+            raise ValueError(f"metric {ranked[0]!r} needs the query groups of eval set "
+                             f"{name!r}: pass eval_group= (one array of query sizes per eval "
+                             f"set)")
+
+
+def _split_callables(params):
+    """``(params, fobj, fevals)``: a callable ``objective`` (under any alias) becomes the name
+    ``"custom"`` and is returned apart; callables in ``metric`` are returned apart (LightGBM's
+    custom objective and ``feval``)."""
+    from oocgbdt.params import ALIASES
+
+    params = dict(params or {})
+    fobj, fevals = None, []
+    for key in list(params):
+        canonical = ALIASES.get(key)
+        value = params[key]
+        if canonical == "objective" and callable(value):
+            fobj = value
+            params[key] = "custom"
+        elif canonical == "metric" and (callable(value) or (
+                isinstance(value, (list, tuple)) and any(callable(v) for v in value))):
+            items = list(value) if isinstance(value, (list, tuple)) else [value]
+            fevals += [v for v in items if callable(v)]
+            names = [v for v in items if not callable(v)]
+            # Only callables: no built-in metric (not the objective's default).
+            params[key] = names if names else "None"
+    return params, fobj, fevals

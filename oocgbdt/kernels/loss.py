@@ -23,6 +23,10 @@ Formulas (LightGBM source files):
 - Multiclass softmax: ``p = softmax(s_row)`` (max-shifted, ``Common::Softmax``),
   ``g_k = (p_k - [y == k]) * w``, ``h_k = K / (K - 1) * p_k * (1 - p_k) * w``
   (``src/objective/multiclass_objective.hpp``, ``MulticlassSoftmax::GetGradients``).
+- L1, Huber, Fair, quantile, MAPE, Poisson, gamma, Tweedie
+  (``src/objective/regression_objective.hpp``), cross-entropy and its lambda form
+  (``src/objective/xentropy_objective.hpp``), logloss with a sigmoid scale and label weights
+  (``binary_objective.hpp``, also one-vs-all): see each kernel's docstring.
 """
 import numpy as np
 
@@ -36,6 +40,29 @@ __all__ = [
     "gradients_binary_naive",
     "gradients_multiclass",
     "gradients_multiclass_naive",
+    "gradients_l1",
+    "gradients_l1_naive",
+    "gradients_huber",
+    "gradients_huber_naive",
+    "gradients_fair",
+    "gradients_fair_naive",
+    "gradients_quantile",
+    "gradients_quantile_naive",
+    "gradients_mape",
+    "gradients_mape_naive",
+    "gradients_poisson",
+    "gradients_poisson_naive",
+    "gradients_gamma",
+    "gradients_gamma_naive",
+    "gradients_tweedie",
+    "gradients_tweedie_naive",
+    "gradients_cross_entropy",
+    "gradients_cross_entropy_naive",
+    "gradients_cross_entropy_lambda",
+    "gradients_cross_entropy_lambda_naive",
+    "gradients_sigmoid_logloss",
+    "gradients_sigmoid_logloss_naive",
+    "mape_label_weight",
 ]
 
 
@@ -226,5 +253,490 @@ def gradients_multiclass_naive(y, raw_score, weight, gradients_out, hessians_out
         w = np.asarray(weight)[:, None]
         g = g * w
         h = h * w
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Regression losses beyond L2 (src/objective/regression_objective.hpp)
+#
+# Each kernel takes its loss parameters (floats) between ``weight`` and the outputs. Signs use
+# LightGBM's ``Common::Sign``: +1, -1, or 0 for a zero residual.
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def _sign(x):
+    return (x > 0) - (x < 0)
+
+
+@njit
+def gradients_l1(
+    y,  # IN: (n_samples,) float32 or float64
+    raw_score,  # IN: (n_samples,) float64
+    weight,  # IN: (n_samples,) or None
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """L1 loss ``|s - y|``: ``g = sign(s - y) * w``, ``h = w``.
+
+    LightGBM: ``RegressionL1loss::GetGradients`` (``src/objective/regression_objective.hpp``).
+    Leaf values are renewed afterwards (weighted median of the residuals).
+    """
+    for i in range(y.shape[0]):
+        diff = raw_score[i] - y[i]
+        if weight is None:
+            gradients_out[i] = _sign(diff)
+            hessians_out[i] = 1.0
+        else:
+            gradients_out[i] = _sign(diff) * weight[i]
+            hessians_out[i] = weight[i]
+
+
+def gradients_l1_naive(y, raw_score, weight, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_l1`."""
+    g = np.sign(np.asarray(raw_score, dtype=np.float64) - y)
+    h = np.ones_like(g)
+    if weight is not None:
+        g, h = g * weight, h * weight
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+@njit
+def gradients_huber(
+    y,  # IN: (n_samples,)
+    raw_score,  # IN: (n_samples,) float64
+    weight,  # IN: (n_samples,) or None
+    alpha,  # IN: float, the Huber delta
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Huber loss with delta ``alpha``: ``g = d`` if ``|d| <= alpha`` else ``sign(d) * alpha``
+    (times the weight), ``h = w``; ``d = s - y``.
+
+    LightGBM: ``RegressionHuberLoss::GetGradients`` (the weight is rounded to float32 in the
+    clipped branch, as there).
+    """
+    for i in range(y.shape[0]):
+        diff = raw_score[i] - y[i]
+        if weight is None:
+            if abs(diff) <= alpha:
+                gradients_out[i] = diff
+            else:
+                gradients_out[i] = _sign(diff) * alpha
+            hessians_out[i] = 1.0
+        else:
+            if abs(diff) <= alpha:
+                gradients_out[i] = diff * weight[i]
+            else:
+                gradients_out[i] = _sign(diff) * np.float32(weight[i]) * alpha
+            hessians_out[i] = weight[i]
+
+
+def gradients_huber_naive(y, raw_score, weight, alpha, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_huber`."""
+    d = np.asarray(raw_score, dtype=np.float64) - y
+    g = np.where(np.abs(d) <= alpha, d, np.sign(d) * alpha)
+    h = np.ones_like(d)
+    if weight is not None:
+        g, h = g * weight, h * weight
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+@njit
+def gradients_fair(
+    y,  # IN: (n_samples,)
+    raw_score,  # IN: (n_samples,) float64
+    weight,  # IN: (n_samples,) or None
+    c,  # IN: float, fair_c
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Fair loss: ``g = c d / (|d| + c)``, ``h = c**2 / (|d| + c)**2`` (times the weight).
+
+    LightGBM: ``RegressionFairLoss::GetGradients``.
+    """
+    for i in range(y.shape[0]):
+        x = raw_score[i] - y[i]
+        g = c * x / (abs(x) + c)
+        h = c * c / ((abs(x) + c) * (abs(x) + c))
+        if weight is None:
+            gradients_out[i] = g
+            hessians_out[i] = h
+        else:
+            gradients_out[i] = g * weight[i]
+            hessians_out[i] = h * weight[i]
+
+
+def gradients_fair_naive(y, raw_score, weight, c, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_fair`."""
+    x = np.asarray(raw_score, dtype=np.float64) - y
+    g = c * x / (np.abs(x) + c)
+    h = c * c / (np.abs(x) + c) ** 2
+    if weight is not None:
+        g, h = g * weight, h * weight
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+@njit
+def gradients_quantile(
+    y,  # IN: (n_samples,)
+    raw_score,  # IN: (n_samples,) float64
+    weight,  # IN: (n_samples,) or None
+    alpha,  # IN: float, the quantile in (0, 1)
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Quantile (pinball) loss: ``g = 1 - alpha`` where ``s >= y`` else ``-alpha`` (times the
+    weight), ``h = w``.
+
+    LightGBM: ``RegressionQuantileloss::GetGradients``; ``alpha`` and the residual are rounded
+    to float32 first and the products computed in float32, as there.
+    """
+    a32 = np.float32(alpha)
+    above = np.float32(1.0) - a32
+    below = -a32
+    for i in range(y.shape[0]):
+        delta = np.float32(raw_score[i] - y[i])
+        if weight is None:
+            gradients_out[i] = above if delta >= 0 else below
+            hessians_out[i] = 1.0
+        else:
+            w = np.float32(weight[i])
+            gradients_out[i] = above * w if delta >= 0 else below * w
+            hessians_out[i] = weight[i]
+
+
+def gradients_quantile_naive(y, raw_score, weight, alpha, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_quantile`."""
+    a = np.float32(alpha)
+    delta = (np.asarray(raw_score, dtype=np.float64) - y).astype(np.float32)
+    g = np.where(delta >= 0, np.float32(1.0) - a, -a).astype(np.float32)
+    h = np.ones_like(g)
+    if weight is not None:
+        w = np.asarray(weight).astype(np.float32)
+        g, h = g * w, w
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+@njit
+def mape_label_weight(y, weight, out):
+    """MAPE's per-row weight ``w / max(1, |y|)`` in float32 (``RegressionMAPELOSS::Init``)."""
+    for i in range(y.shape[0]):
+        lw = np.float32(1.0) / max(np.float32(1.0), abs(np.float32(y[i])))
+        if weight is None:
+            out[i] = lw
+        else:
+            out[i] = lw * np.float32(weight[i])
+
+
+@njit
+def gradients_mape(
+    y,  # IN: (n_samples,)
+    raw_score,  # IN: (n_samples,) float64
+    weight,  # IN: (n_samples,) or None
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """MAPE loss ``|s - y| / max(1, |y|)``: ``g = sign(s - y) * w / max(1, |y|)``, ``h = w``.
+
+    LightGBM: ``RegressionMAPELOSS::GetGradients`` (the label weight is float32, as there).
+    """
+    for i in range(y.shape[0]):
+        diff = raw_score[i] - y[i]
+        lw = np.float32(1.0) / max(np.float32(1.0), abs(np.float32(y[i])))
+        if weight is None:
+            gradients_out[i] = _sign(diff) * lw
+            hessians_out[i] = 1.0
+        else:
+            gradients_out[i] = _sign(diff) * (lw * np.float32(weight[i]))
+            hessians_out[i] = weight[i]
+
+
+def gradients_mape_naive(y, raw_score, weight, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_mape`."""
+    y = np.asarray(y)
+    lw = (np.float32(1.0) / np.maximum(np.float32(1.0), np.abs(y.astype(np.float32)))).astype(
+        np.float32)
+    if weight is not None:
+        lw = lw * np.asarray(weight).astype(np.float32)
+    g = np.sign(np.asarray(raw_score, dtype=np.float64) - y) * lw
+    h = np.ones_like(g) if weight is None else np.asarray(weight, dtype=np.float64)
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+@njit
+def gradients_poisson(
+    y,  # IN: (n_samples,), non-negative
+    raw_score,  # IN: (n_samples,) float64, log of the mean
+    weight,  # IN: (n_samples,) or None
+    max_delta_step,  # IN: float, poisson_max_delta_step
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Poisson loss ``exp(s) - y s``: ``g = exp(s) - y``, ``h = exp(s + max_delta_step)``
+    (times the weight).
+
+    LightGBM: ``RegressionPoissonLoss::GetGradients`` (``h = exp(s) * exp(max_delta_step)``).
+    """
+    e_step = np.exp(max_delta_step)
+    for i in range(y.shape[0]):
+        e = np.exp(raw_score[i])
+        if weight is None:
+            gradients_out[i] = e - y[i]
+            hessians_out[i] = e * e_step
+        else:
+            gradients_out[i] = (e - y[i]) * weight[i]
+            hessians_out[i] = e * e_step * weight[i]
+
+
+def gradients_poisson_naive(y, raw_score, weight, max_delta_step, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_poisson`."""
+    e = np.exp(np.asarray(raw_score, dtype=np.float64))
+    g = e - y
+    h = e * np.exp(max_delta_step)
+    if weight is not None:
+        g, h = g * weight, h * weight
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+@njit
+def gradients_gamma(
+    y,  # IN: (n_samples,), non-negative
+    raw_score,  # IN: (n_samples,) float64, log of the mean
+    weight,  # IN: (n_samples,) or None
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Gamma deviance with log link: ``g = 1 - y exp(-s)``, ``h = y exp(-s)`` (times the weight).
+
+    LightGBM: ``RegressionGammaLoss::GetGradients``.
+    """
+    for i in range(y.shape[0]):
+        e = np.exp(-raw_score[i])
+        if weight is None:
+            gradients_out[i] = 1.0 - y[i] * e
+            hessians_out[i] = y[i] * e
+        else:
+            gradients_out[i] = (1.0 - y[i] * e) * weight[i]
+            hessians_out[i] = y[i] * e * weight[i]
+
+
+def gradients_gamma_naive(y, raw_score, weight, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_gamma`."""
+    e = np.exp(-np.asarray(raw_score, dtype=np.float64))
+    g = 1.0 - y * e
+    h = y * e
+    if weight is not None:
+        g, h = g * weight, h * weight
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+@njit
+def gradients_tweedie(
+    y,  # IN: (n_samples,), non-negative
+    raw_score,  # IN: (n_samples,) float64, log of the mean
+    weight,  # IN: (n_samples,) or None
+    rho,  # IN: float, tweedie_variance_power in [1, 2)
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Tweedie loss with power ``rho``: ``g = -y e1 + e2``, ``h = -y (1 - rho) e1 + (2 - rho) e2``
+    with ``e1 = exp((1 - rho) s)``, ``e2 = exp((2 - rho) s)`` (times the weight).
+
+    LightGBM: ``RegressionTweedieLoss::GetGradients``.
+    """
+    for i in range(y.shape[0]):
+        e1 = np.exp((1.0 - rho) * raw_score[i])
+        e2 = np.exp((2.0 - rho) * raw_score[i])
+        g = -y[i] * e1 + e2
+        h = -y[i] * (1.0 - rho) * e1 + (2.0 - rho) * e2
+        if weight is None:
+            gradients_out[i] = g
+            hessians_out[i] = h
+        else:
+            gradients_out[i] = g * weight[i]
+            hessians_out[i] = h * weight[i]
+
+
+def gradients_tweedie_naive(y, raw_score, weight, rho, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_tweedie`."""
+    s = np.asarray(raw_score, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    e1, e2 = np.exp((1.0 - rho) * s), np.exp((2.0 - rho) * s)
+    g = -y * e1 + e2
+    h = -y * (1.0 - rho) * e1 + (2.0 - rho) * e2
+    if weight is not None:
+        g, h = g * weight, h * weight
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-entropy (src/objective/xentropy_objective.hpp)
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def gradients_cross_entropy(
+    y,  # IN: (n_samples,), labels in [0, 1]
+    raw_score,  # IN: (n_samples,) float64, log-odds
+    weight,  # IN: (n_samples,) or None
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Cross-entropy with probability labels: ``g = p - y``, ``h = p (1 - p)``, ``p = sigmoid(s)``
+    (times the weight), in LightGBM's two branches (``s > -37`` or not).
+
+    LightGBM: ``CrossEntropy::GetGradients``.
+    """
+    for i in range(y.shape[0]):
+        s = raw_score[i]
+        if s > -37.0:
+            e = np.exp(-s)
+            g = ((np.float32(1.0) - np.float32(y[i])) - y[i] * e) / (1.0 + e)
+            h = e / ((1.0 + e) * (1.0 + e))
+        else:
+            e = np.exp(s)
+            g = e - y[i]
+            h = e
+        if weight is None:
+            gradients_out[i] = g
+            hessians_out[i] = h
+        else:
+            gradients_out[i] = g * weight[i]
+            hessians_out[i] = h * weight[i]
+
+
+def gradients_cross_entropy_naive(y, raw_score, weight, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_cross_entropy` (the plain ``p - y`` form)."""
+    s = np.asarray(raw_score, dtype=np.float64)
+    p = 1.0 / (1.0 + np.exp(-s))
+    g = p - np.asarray(y, dtype=np.float64)
+    h = p * (1.0 - p)
+    if weight is not None:
+        g, h = g * weight, h * weight
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+@njit
+def gradients_cross_entropy_lambda(
+    y,  # IN: (n_samples,), labels in [0, 1]
+    raw_score,  # IN: (n_samples,) float64
+    weight,  # IN: (n_samples,) > 0, or None
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Cross-entropy with the ``lambda = log(1 + exp(s))`` parametrization.
+
+    Without weights it equals :func:`gradients_cross_entropy`'s plain form
+    (``z = sigmoid(s)``, ``g = z - y``, ``h = z (1 - z)``); with weights ``w`` the probability is
+    ``z = 1 - exp(-w log(1 + exp(s)))`` and the gradient and hessian follow LightGBM's
+    ``CrossEntropyLambda::GetGradients`` term by term.
+    """
+    for i in range(y.shape[0]):
+        s = raw_score[i]
+        if weight is None:
+            z = 1.0 / (1.0 + np.exp(-s))
+            gradients_out[i] = z - y[i]
+            hessians_out[i] = z * (1.0 - z)
+        else:
+            w = np.float64(weight[i])
+            yy = np.float64(y[i])
+            epf = np.exp(s)
+            hhat = np.log1p(epf)
+            z = 1.0 - np.exp(-w * hhat)
+            enf = 1.0 / epf
+            gradients_out[i] = (1.0 - yy / z) * w / (1.0 + enf)
+            c = 1.0 / (1.0 - z)
+            d = 1.0 + epf
+            a = w * epf / (d * d)
+            d = c - 1.0
+            b = (c / (d * d)) * (1.0 + w * epf - c)
+            hessians_out[i] = a * (1.0 + yy * b)
+
+
+def gradients_cross_entropy_lambda_naive(y, raw_score, weight, gradients_out, hessians_out):
+    """NumPy twin of :func:`gradients_cross_entropy_lambda`, written from the loss
+    ``-y log(z) - (1 - y) log(1 - z)`` with ``z = 1 - exp(-w log(1 + exp(s)))``: ``dz/ds =
+    w (1 - z) sigmoid(s)`` gives ``g = w sigmoid(s) (1 - y / z)``, and the hessian is its
+    derivative."""
+    s = np.asarray(raw_score, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    w = np.ones_like(s) if weight is None else np.asarray(weight, dtype=np.float64)
+    sig = 1.0 / (1.0 + np.exp(-s))
+    z = 1.0 - np.exp(-w * np.log1p(np.exp(s)))
+    dz = w * (1.0 - z) * sig
+    g = w * sig * (1.0 - y / z)
+    # d/ds [w sig (1 - y/z)] = w sig (1 - sig) (1 - y/z) + w sig y dz / z**2
+    h = w * sig * (1.0 - sig) * (1.0 - y / z) + w * sig * y * dz / z ** 2
+    gradients_out[:] = g.astype(G_H_DTYPE)
+    hessians_out[:] = h.astype(G_H_DTYPE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Logloss with a sigmoid scale and label weights (binary, multiclassova)
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def gradients_sigmoid_logloss(
+    y,  # IN: (n_samples,)
+    raw_score,  # IN: (n_samples,) float64
+    weight,  # IN: (n_samples,) or None
+    positive_class,  # IN: int; -1: y > 0 is positive; k >= 0: int(y) == k is positive
+    sigmoid,  # IN: float > 0
+    weight_negative,  # IN: float, label weight of the negative rows
+    weight_positive,  # IN: float, label weight of the positive rows
+    gradients_out,  # OUT: (n_samples,) float32
+    hessians_out,  # OUT: (n_samples,) float32
+):
+    """Binary logloss of ``p = 1 / (1 + exp(-sigmoid * s))`` with per-class label weights.
+
+    With ``l = +1`` for a positive row and ``-1`` otherwise, ``r = -l sigmoid / (1 + exp(l sigmoid
+    s))``, ``g = r lw w``, ``h = |r| (sigmoid - |r|) lw w`` (``lw`` the row's class weight:
+    ``is_unbalance``, ``scale_pos_weight``). LightGBM: ``BinaryLogloss::GetGradients``
+    (``src/objective/binary_objective.hpp``); ``MulticlassOVA`` runs it per class with
+    ``positive_class = k``.
+    """
+    for i in range(y.shape[0]):
+        if positive_class < 0:
+            pos = y[i] > 0
+        else:
+            pos = int(y[i]) == positive_class
+        label = 1.0 if pos else -1.0
+        lw = weight_positive if pos else weight_negative
+        response = -label * sigmoid / (1.0 + np.exp(label * sigmoid * raw_score[i]))
+        a = abs(response)
+        if weight is None:
+            gradients_out[i] = response * lw
+            hessians_out[i] = a * (sigmoid - a) * lw
+        else:
+            gradients_out[i] = response * lw * weight[i]
+            hessians_out[i] = a * (sigmoid - a) * lw * weight[i]
+
+
+def gradients_sigmoid_logloss_naive(y, raw_score, weight, positive_class, sigmoid,
+                                    weight_negative, weight_positive, gradients_out,
+                                    hessians_out):
+    """NumPy twin of :func:`gradients_sigmoid_logloss`, in the ``p - y`` form:
+    ``g = sigmoid (p - y) lw w``, ``h = sigmoid**2 p (1 - p) lw w``."""
+    y = np.asarray(y)
+    pos = (y > 0) if positive_class < 0 else (y.astype(np.int64) == positive_class)
+    s = np.asarray(raw_score, dtype=np.float64)
+    p = 1.0 / (1.0 + np.exp(-sigmoid * s))
+    lw = np.where(pos, weight_positive, weight_negative)
+    g = sigmoid * (p - pos) * lw
+    h = sigmoid * sigmoid * p * (1.0 - p) * lw
+    if weight is not None:
+        g, h = g * weight, h * weight
     gradients_out[:] = g.astype(G_H_DTYPE)
     hessians_out[:] = h.astype(G_H_DTYPE)

@@ -108,6 +108,10 @@ def test_every_alias_resolves(alias):
         "cache_path": "/tmp/oocgbdt-cache", "cache_memory_fraction": 0.25, "partition_rows": 1000,
         "categorical_feature": [0, 2], "max_cat_to_onehot": 6, "max_cat_threshold": 16,
         "cat_l2": 1.5, "cat_smooth": 2.5, "min_data_per_group": 7,
+        "alpha": 0.7, "fair_c": 2.0, "poisson_max_delta_step": 0.5,
+        "tweedie_variance_power": 1.2, "sigmoid": 2.0, "is_unbalance": True,
+        "scale_pos_weight": 1.0, "multi_error_top_k": 3, "label_gain": [0.0, 1.0, 5.0],
+        "lambdarank_truncation_level": 10, "lambdarank_norm": False, "eval_at": [1, 3], "objective_seed": 9,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
@@ -193,7 +197,7 @@ def test_conflicting_aliases():
         ({"num_class": 0}, r"num_class must be an integer >= 1, got 0"),
         ({"objective": "binar"}, r"objective must be one of 'regression', 'binary', "
                                  r"'multiclass'.*got 'binar'; did you mean 'binary'\?"),
-        ({"objective": "lambdarank"}, r"objective must be one of .*got 'lambdarank'"),
+        ({"objective": "lambdamart"}, r"objective must be one of .*got 'lambdamart'"),
         ({"metric": "aucc"}, r"metric must be .*got unknown metric 'aucc'; did you mean 'auc'"),
         ({"metric": ["l2", "foo"]}, r"metric must be .*got unknown metric 'foo'"),
     ],
@@ -252,7 +256,7 @@ def test_numpy_scalars_are_accepted_and_converted():
 @pytest.mark.parametrize("value, expected", sorted(OBJECTIVE_ALIASES.items()))
 def test_objective_value_aliases(value, expected):
     params = {"objective": value}
-    if expected == "multiclass":
+    if expected in ("multiclass", "multiclassova"):
         params["num_class"] = 3
     assert resolve_params(params)["objective"] == expected
     params["objective"] = value.upper()
