@@ -22,6 +22,7 @@ from oocgbdt.dask.inputs import (align_rows, as_dask_array, as_row_chunked, dist
                                  is_lazy, map_rows)
 from oocgbdt.dask.training import train
 from oocgbdt.params import ALIASES, DEFAULT_CHUNK_ROWS, check_param, resolve_params
+from oocgbdt.runtime.cluster import find_client, wait_for_workers
 
 __all__ = ["GBDTRegressor", "GBDTClassifier"]
 
@@ -120,6 +121,11 @@ _PARAMS_DOC = """
         least this many rows (a chunk is never split), one task per partition per pass. None:
         chosen from the data alone, so the same data and chunking give the same model on any
         cluster. Changing it changes the partitions, hence a disk cache's fingerprint.
+    min_workers : int >= 1, default 1
+        Dask workers a fit on a client needs: with fewer it waits, logging (and with
+        ``verbose`` printing) "waiting for workers: <n> of <min_workers>".
+    worker_wait_timeout : float > 0, default 600.0
+        Seconds to wait for ``min_workers`` workers before a TimeoutError.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
 """
@@ -136,7 +142,8 @@ class _GBDTModel(BaseEstimator):
                  early_stopping_rounds=None, metric=None, chunk_rows=DEFAULT_CHUNK_ROWS,
                  grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=None, cache="auto",
                  cache_path=None,
-                 histogram_pool_size=-1.0, partition_rows=None, verbose=False):
+                 histogram_pool_size=-1.0, partition_rows=None, min_workers=1,
+                 worker_wait_timeout=600.0, verbose=False):
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -170,6 +177,8 @@ class _GBDTModel(BaseEstimator):
         self.cache_path = cache_path
         self.histogram_pool_size = histogram_pool_size
         self.partition_rows = partition_rows
+        self.min_workers = min_workers
+        self.worker_wait_timeout = worker_wait_timeout
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -420,6 +429,11 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         if is_lazy(y):
             # One small compute (the distinct labels); nothing is trained before it succeeds.
+            # A cluster still starting has no worker to run it: wait as train() does.
+            found = find_client(client)
+            if found is not None:
+                wait_for_workers(found, self.min_workers, self.worker_wait_timeout,
+                                 verbose=bool(self.verbose))
             classes = distinct_values(as_dask_array(y, "y", ndim=1, numeric=False), client)
             if classes.dtype.kind == "f" and not np.isfinite(classes).all():
                 raise ValueError(f"y must be finite; found the label(s) "

@@ -43,7 +43,7 @@ from oocgbdt.dask.inputs import check_labels_and_weights, training_inputs
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor
-from oocgbdt.runtime.cluster import client_for_training, find_client
+from oocgbdt.runtime.cluster import client_for_training, find_client, wait_for_workers
 from oocgbdt.runtime.heap import release_heap
 from oocgbdt.runtime.loop import run_boosting
 from oocgbdt.runtime.placement import load_partitions
@@ -115,6 +115,9 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         exists and is not a complete oocgbdt cache, lies inside a Zarr store or cannot be
         created (before any work), holds the cache of other data or bin settings, or that
         another fit claimed first (after the bins are fitted; the store is left untouched).
+    TimeoutError
+        The client's cluster had fewer than ``min_workers`` workers for ``worker_wait_timeout``
+        seconds (before any work on it, or when the partitions are placed).
 
     Notes
     -----
@@ -142,6 +145,11 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     cache_path, stored, dir_existed = check_cache_path(params)  # before any work
     client = find_client(client)
     local = client is None and not inputs.lazy
+    if client is not None:
+        # Before the first compute on the cluster: a cluster still starting (jobs queued) has
+        # no worker to run it.
+        wait_for_workers(client, params["min_workers"], params["worker_wait_timeout"],
+                         verbose=params["verbose"])
     key = f"oocgbdt-{uuid.uuid4().hex[:8]}"
     # Label and weight checks are small reductions: run them before any cluster starts, on the
     # client's cluster when there is one (the data may only be reachable from there).
@@ -153,7 +161,8 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 (nullcontext() if c is None else c.as_current()):
             # The client is the current one for distributed's own lookups (its wait, actor
             # handles), also when it is not the default client.
-            fit = _fit(params, inputs, objective, metrics, c, stored, key, caches)
+            fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
+                       embedded=client is None)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -173,11 +182,14 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     return booster
 
 
-def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dict:
+def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
+         embedded=False) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
-    opened, so that :func:`train` removes it also when a later stage raises. Returns a dict:
+    opened, so that :func:`train` removes it also when a later stage raises. ``embedded``:
+    ``client`` is the embedded cluster's (its one worker; ``min_workers`` does not apply).
+    Returns a dict:
     ``result`` (the BoostResult), ``bin_mapper``, ``bundler``, ``params`` (as used: the
     ``lookahead_leaves`` chosen), ``cache_report`` and ``bundle_report``.
     """
@@ -234,11 +246,11 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dic
                      for s, Xs, ys, ws in sets}
 
     # 5. loading
-    # The workers the cluster has now, after the bin sample and the cache write.
-    n_workers = 0 if local else len(client.scheduler_info()["workers"])
-    if not local and n_workers == 0:
-        raise RuntimeError("the cluster has no workers to train on; start workers (or scale "
-                           "the cluster) and train again.")
+    # The workers the cluster has now, after the bin sample and the cache write: those that
+    # joined meanwhile are used; with fewer than min_workers left, wait for more.
+    n_workers = 0 if local else wait_for_workers(
+        client, 1 if embedded else params["min_workers"], params["worker_wait_timeout"],
+        verbose=params["verbose"])
     if local:
         executor = LocalExecutor(n_threads=os.cpu_count() or 1)
     elif n_workers > 1:

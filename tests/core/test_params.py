@@ -71,6 +71,7 @@ def test_defaults():
     assert r["histogram_pool_size"] == -1.0
     assert r["cache"] == "auto" and r["cache_path"] is None and r["cache_memory_fraction"] == 0.5
     assert r["partition_rows"] is None
+    assert r["min_workers"] == 1 and r["worker_wait_timeout"] == 600.0
     assert resolve_params({}) == r
 
 
@@ -106,6 +107,7 @@ def test_every_alias_resolves(alias):
         "enable_bundle": False, "max_conflict_rate": 0.25, "grow_policy": "depthwise",
         "max_leaves_per_pass": 4, "lookahead_leaves": 3, "histogram_pool_size": 64.0, "cache": "disk",
         "cache_path": "/tmp/oocgbdt-cache", "cache_memory_fraction": 0.25, "partition_rows": 1000,
+            "min_workers": 3, "worker_wait_timeout": 5.0,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value

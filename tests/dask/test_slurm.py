@@ -6,9 +6,12 @@ Runs where SLURM's ``sbatch`` is on the PATH (CI starts a single-node SLURM with
 ``$OOCGBDT_SLURM_WORKDIR`` when set (a folder the compute nodes see), else to pytest's
 temporary folder (enough when the node is this machine).
 """
+import logging
 import os
 import shutil
+import threading
 import uuid
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -37,18 +40,27 @@ def workdir(tmp_path_factory):
     shutil.rmtree(path, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def slurm_client(workdir):
-    """A client of a ``SLURMCluster`` scaled to 2 jobs of one single-threaded worker each."""
+@contextmanager
+def _slurm_cluster(workdir):
+    """A ``SLURMCluster`` whose jobs each run one single-threaded worker, and a client of it;
+    the jobs are cancelled when the block ends."""
     jobqueue = pytest.importorskip("dask_jobqueue")
     from distributed import Client
     with jobqueue.SLURMCluster(cores=1, processes=1, memory="3GB", walltime="00:20:00",
                                log_directory=str(workdir / "logs"),
-                               local_directory=str(workdir / "scratch")) as cluster:
+                               local_directory=str(workdir / "scratch")) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        yield cluster, client
+
+
+@pytest.fixture
+def slurm_client(workdir):
+    """A client of a ``SLURMCluster`` scaled to 2 jobs (one per test: the jobs of one test
+    hold the single node's CPUs, and another test's jobs would queue behind them)."""
+    with _slurm_cluster(workdir) as (cluster, client):
         cluster.scale(jobs=JOBS)
-        with Client(cluster, set_as_default=False) as client:
-            client.wait_for_workers(JOBS, timeout=300)
-            yield client
+        client.wait_for_workers(JOBS, timeout=300)
+        yield client
 
 
 def _synthetic(n=4000, f=6, seed=0):
@@ -103,3 +115,39 @@ def test_regressor_on_two_slurm_jobs_equals_the_in_process_model(slurm_client, w
     in_process = oocgbdt.GBDTRegressor(**kwargs).fit(X, y)
     assert on_slurm.booster_ == in_process.booster_
     np.testing.assert_array_equal(on_slurm.booster_.predict(X), in_process.booster_.predict(X))
+
+
+def test_a_fit_waits_for_queued_jobs_and_trains_on_both(workdir):
+    """A SLURMCluster with no job yet and min_workers=2: the fit logs that it waits, the 2
+    jobs are submitted meanwhile (from a timer thread, once the fit waits), and it trains on
+    both workers: the in-process model."""
+    X, signal, rng = _synthetic(n=2000, seed=2)
+    y = (signal + rng.logistic(size=len(signal)) > 0).astype(np.float64)
+    ds = open_dataset(write_dataset(workdir / "wait.zarr", X, y, chunk_rows=500).path)
+    params = dict(objective="binary", num_leaves=7, n_estimators=5, chunk_rows=500,
+                  partition_rows=500, min_workers=JOBS, worker_wait_timeout=300)
+    messages, timers = [], []
+
+    class ScaleWhenWaiting(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+            if messages[-1].startswith("waiting for workers") and not timers:
+                timers.append(threading.Timer(0.2, cluster.scale, kwargs=dict(jobs=JOBS)))
+                timers[0].start()
+
+    log, handler = logging.getLogger("oocgbdt"), ScaleWhenWaiting()
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        with _slurm_cluster(workdir) as (cluster, client):
+            workers, on_slurm = _workers_that_ran(
+                client, lambda: oocgbdt.train(params, ds.X, ds.y, client=client, verbose=False))
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        for t in timers:
+            t.join()
+    assert messages[0].startswith(f"waiting for workers: 0 of {JOBS}"), messages
+    assert len(workers) == JOBS
+    assert on_slurm == oocgbdt.train(params, X, y, verbose=False)
