@@ -39,7 +39,8 @@ from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose_cache,
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
-from oocgbdt.dask.inputs import check_labels_and_weights, training_inputs
+from oocgbdt.dask.inputs import check_labels_and_weights, is_sparse, training_inputs
+from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor
@@ -106,10 +107,18 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         without binning), ``bytes_binned`` (binned training and eval rows, bytes),
         ``bytes_on_disk`` (the store's files, bytes, or None), ``seconds_write`` (the binning
         and writing pass, or None), ``n_partitions`` and ``partition_rows`` per set
-        (``"train"``, ``"eval_0"``, ...).
+        (``"train"``, ``"eval_0"``, ...); and ``memory_report``
+        (:func:`oocgbdt.dask.memory_plan.memory_report`): ``mode``, ``usable_fraction`` and,
+        per worker (or ``"in process"``), ``planned`` (the peak and its terms, bytes, as
+        logged before training), ``rss_start``, ``rss_peak`` and ``measured_training`` (the
+        RSS sampled from the start of loading to the end of boosting, bytes).
 
     Raises
     ------
+    MemoryError
+        A worker's planned peak exceeds its memory limit (the memory plan, checked after the
+        bins are fitted and before any partition is loaded); the message gives the numbers and
+        what to change.
     ValueError, TypeError
         Invalid parameters or inputs, before any training work starts; a ``cache_path`` that
         exists and is not a complete oocgbdt cache, lies inside a Zarr store or cannot be
@@ -179,6 +188,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     booster.tree_stats = result.tree_stats
     booster.bundle_report = fit["bundle_report"]
     booster.cache_report = fit["cache_report"]
+    booster.memory_report = fit["memory_report"]
     return booster
 
 
@@ -220,6 +230,14 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
     mode, reason = choose_cache(params, stored, local, client, bytes_binned)
     logger.info(f"cache: {mode} ({reason}); binned rows {describe_bytes(bytes_binned)} in "
                 + ", ".join(f"{len(groups[s])} partition(s) of {s}" for s, *_ in sets))
+    # The memory plan, before any work that holds training state: a fit that cannot fit fails
+    # here (MemoryError), with the numbers (oocgbdt.dask.memory_plan).
+    n_planned = 1 if local else len(client.scheduler_info()["workers"])
+    plans, places = plan_fit(_lookahead(params, n_planned, mode), sets, bounds,
+                             n_outputs=n_out, n_features=int(inputs.X.shape[1]),
+                             row_bytes=row_bytes, bin_mapper=bin_mapper, bundler=bundler,
+                             mode=mode, client=client, embedded=embedded,
+                             sparse=is_sparse(inputs.X))
     disk = None
     if mode == "disk":
         if not samples:  # fit_bin_mapper was wrapped (a benchmark): read it again
@@ -261,7 +279,9 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
         executor = ActorExecutor(client)
     else:
         executor = None  # one worker: the partitions are futures there
+    measured = {}
     try:
+        start_measuring(client, key)
         loaded, conflict_stats = load_partitions(task_sets, client,
                                                  executor if n_workers > 1 else None)
         del task_sets  # the graphs that read raw X; only the partitions' handles stay
@@ -291,10 +311,15 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs)
         del partitions, eval_sets
     finally:
+        try:
+            measured = stop_measuring(client, key)
+        except Exception:  # best effort: the fit's own error, if any, is the one to raise
+            pass
         if executor is not None:
             executor.close()
     return dict(result=result, bin_mapper=bin_mapper, bundler=bundler, params=params,
-                cache_report=cache_report, bundle_report=bundle_report)
+                cache_report=cache_report, bundle_report=bundle_report,
+                memory_report=memory_report(plans, places, measured, mode))
 
 
 def _bundle_report(bundler, bin_mapper, conflict_stats, X, params):
