@@ -130,3 +130,15 @@ def test_a_fit_without_workers_times_out_naming_the_count():
 def test_worker_wait_parameters_are_checked(name, value):
     with pytest.raises(ValueError, match=name):
         resolve_params({name: value})
+
+
+def test_the_classifier_waits_before_reading_its_labels():
+    """GBDTClassifier reads lazy labels (their distinct values) before train: on a cluster
+    without workers it times out there, naming the count, instead of waiting on that compute
+    for ever."""
+    _, _, dX, dy = _lazy_data()
+    with LocalCluster(n_workers=0, processes=False, dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        model = oocgbdt.GBDTClassifier(n_estimators=2, worker_wait_timeout=0.3)
+        with pytest.raises(TimeoutError, match=r"has 0 of the 1 worker\(s\)"):
+            model.fit(dX, dy, client=client)
