@@ -22,11 +22,14 @@ import difflib
 import math
 import numbers
 import os
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
+
+from oocgbdt.lightgbm_parameters import foreign_parameter
 
 __all__ = [
     "Param",
@@ -374,6 +377,10 @@ def _normalize_max_depth(value):
     return -1 if value <= 0 else value
 
 
+def _normalize_threads(value):
+    return 0 if value is None else int(value)
+
+
 def _normalize_seed(value):
     return 0 if value is None else value
 
@@ -545,6 +552,15 @@ _TABLE = [
         "(with bagging_seed, by round and global row index), feature_fraction's and "
         "feature_screening's draws (by round): models do not depend on chunking or workers.",
         _normalize_seed,
+    ),
+    Param(
+        "num_threads", 0, ("num_thread", "nthread", "nthreads", "n_jobs"), "int or None",
+        _range(integer=True, allow_none=True),
+        "Threads of a fit: the in-process fit's threads, or those each Dask worker's share of "
+        "the fit uses. 0 or None: every core in process, the worker's threads on a cluster; "
+        "a negative value counts back from the cores as joblib's n_jobs does (-1: all, -2: "
+        "all but one). The model does not depend on it.",
+        _normalize_threads,
     ),
     # ---- row sampling (bagging, GOSS) -------------------------------------------------------
     Param(
@@ -845,6 +861,10 @@ def check_param(name, value):
     return _convert(PARAMETERS[canonical], name, value)
 
 
+#: Accepted LightGBM parameters already warned about in this process (one warning per name).
+_WARNED = set()
+
+
 def resolve_params(params=None):
     """Validate user parameters and return every canonical parameter with defaults filled.
 
@@ -876,7 +896,14 @@ def resolve_params(params=None):
         violates its constraint (the message names the parameter, the expected values and the
         value found, e.g. ``"num_leaves must be an integer >= 2 and <= 131072, got 1"``), or
         if parameters are inconsistent (``num_class`` vs ``objective``, a metric that the
-        objective cannot produce).
+        objective cannot produce), or if a LightGBM parameter that oocgbdt refuses is given (the
+        message gives the reason; see :mod:`oocgbdt.lightgbm_parameters`).
+
+    Warns
+    -----
+    UserWarning
+        Once per name, for a LightGBM parameter that changes nothing in oocgbdt (for example
+        ``deterministic``, ``num_machines``); it is dropped.
     """
     if params is None:
         params = {}
@@ -890,7 +917,15 @@ def resolve_params(params=None):
             raise TypeError(f"parameter names must be str, got {type(key).__name__} {key!r}")
         canonical = ALIASES.get(key)
         if canonical is None:
-            unknown.append(key)
+            foreign = foreign_parameter(key, value)
+            if foreign is None:
+                unknown.append(key)
+            elif foreign.status == "refused":
+                raise ValueError(f"Parameter {key}={value!r} is not supported: {foreign.text}.")
+            elif key not in _WARNED:
+                _WARNED.add(key)
+                warnings.warn(f"Parameter {key}={value!r} changes nothing in oocgbdt: "
+                              f"{foreign.text}.", UserWarning, stacklevel=2)
             continue
         given.setdefault(canonical, []).append((key, value))
     if unknown:

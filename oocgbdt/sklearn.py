@@ -9,6 +9,7 @@ lazy Dask array. A ``distributed.Client`` is a ``fit`` argument, never an attrib
 from __future__ import annotations
 
 import re
+import warnings
 from contextlib import contextmanager
 from functools import partial
 
@@ -121,13 +122,14 @@ _PARAMS_DOC = """
         least this many rows (a chunk is never split), one task per partition per pass. None:
         chosen from the data alone, so the same data and chunking give the same model on any
         cluster. Changing it changes the partitions, hence a disk cache's fingerprint.
-    min_workers : int >= 1, default 1
-        Dask workers a fit on a client needs: with fewer it waits, logging (and with
-        ``verbose`` printing) "waiting for workers: <n> of <min_workers>".
-    worker_wait_timeout : float > 0, default 600.0
-        Seconds to wait for ``min_workers`` workers before a TimeoutError.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
+    **kwargs
+        Any other parameter by its LightGBM name or alias (``min_data_in_leaf=5``,
+        ``enable_bundle=False``, ``max_conflict_rate=0.0``, ...; see ``docs/parameters.md``), as
+        ``LGBMModel`` takes them: kept by ``get_params`` and ``set_params`` (so ``clone`` and
+        searches keep them) and checked when ``fit`` starts. One that sets the same parameter
+        as an argument above wins over it (with a UserWarning when that argument was set too).
 """
 
 
@@ -142,8 +144,8 @@ class _GBDTModel(BaseEstimator):
                  early_stopping_rounds=None, metric=None, chunk_rows=DEFAULT_CHUNK_ROWS,
                  grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=None, cache="auto",
                  cache_path=None,
-                 histogram_pool_size=-1.0, partition_rows=None, min_workers=1,
-                 worker_wait_timeout=600.0, verbose=False):
+                 histogram_pool_size=-1.0, partition_rows=None, verbose=False, **kwargs):
+        self._other_params = {}
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -177,9 +179,25 @@ class _GBDTModel(BaseEstimator):
         self.cache_path = cache_path
         self.histogram_pool_size = histogram_pool_size
         self.partition_rows = partition_rows
-        self.min_workers = min_workers
-        self.worker_wait_timeout = worker_wait_timeout
         self.verbose = verbose
+        self.set_params(**kwargs)
+
+    def get_params(self, deep=True):
+        """The estimator's parameters, the LightGBM keywords given to it included (as
+        ``LGBMModel``), so that ``clone`` and searches keep them."""
+        params = super().get_params(deep=deep)
+        params.update(self._other_params)
+        return params
+
+    def set_params(self, **params):
+        """Set parameters; any LightGBM parameter name (or alias) is accepted as a keyword, as
+        ``LGBMModel`` takes them, and checked when ``fit`` starts."""
+        own = set(super().get_params(deep=False))
+        for key, value in params.items():
+            setattr(self, key, value)
+            if key not in own:
+                self._other_params[key] = value
+        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -193,9 +211,21 @@ class _GBDTModel(BaseEstimator):
         Validating here, at the start of ``fit``, means that a bad parameter fails before any
         data is read (the classifier's label discovery on lazy ``y`` included).
         """
-        p = self.get_params()
+        p = super().get_params(deep=False)
         # random_state is an alias of seed: errors name it as given.
         p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
+        # LightGBM keywords win over the estimator's argument for the same parameter (as in
+        # LGBMModel), which is dropped; a warning says so when that argument was set too.
+        defaults = type(self)().get_params(deep=False)
+        for key, value in self._other_params.items():
+            canonical = ALIASES.get(key)
+            for own in [k for k in p if canonical is not None and ALIASES.get(k) == canonical]:
+                if not _same_value(p[own], defaults.get(own)):
+                    warnings.warn(f"{key}={value!r} is used instead of the argument "
+                                  f"{own}={p[own]!r} (the same parameter).", UserWarning,
+                                  stacklevel=3)
+                del p[own]
+            p[key] = value
         # ``metric``'s names are checked here; whether they suit the objective is checked by
         # ``train``, as the classifier's objective is known only after the labels are read.
         try:
@@ -347,6 +377,13 @@ def _with_sklearn_names(message, params):
                                                           for c, n in named) + ")")
 
 
+def _same_value(a, b):
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
 def p_seed(random_state):
     """``random_state`` as an int seed: an int, or one draw from a RandomState or Generator
     (as LightGBM's estimators take them)."""
@@ -432,7 +469,9 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
             # A cluster still starting has no worker to run it: wait as train() does.
             found = find_client(client)
             if found is not None:
-                wait_for_workers(found, self.min_workers, self.worker_wait_timeout,
+                wait = resolve_params({k: v for k, v in params.items()
+                                       if k in ("min_workers", "worker_wait_timeout")})
+                wait_for_workers(found, wait["min_workers"], wait["worker_wait_timeout"],
                                  verbose=bool(self.verbose))
             classes = distinct_values(as_dask_array(y, "y", ndim=1, numeric=False), client)
             if classes.dtype.kind == "f" and not np.isfinite(classes).all():

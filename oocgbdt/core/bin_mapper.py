@@ -240,7 +240,7 @@ class BinMapper:
                    feature_pre_filter=bool(params["feature_pre_filter"]),
                    min_data_in_leaf=int(params["min_data_in_leaf"]))
 
-    def fit(self, X_sample, n_samples_total):
+    def fit(self, X_sample, n_samples_total, n_threads=None):
         """Find every feature's bins on a row sample.
 
         Parameters
@@ -253,6 +253,8 @@ class BinMapper:
         n_samples_total : int
             N, the number of rows in the full data (N >= K); used only for the pre-filter
             count ``filter_cnt = int(min_data_in_leaf * K / N)``.
+        n_threads : int, optional
+            Threads to fit on (default: one per core).
 
         Returns
         -------
@@ -260,7 +262,7 @@ class BinMapper:
 
         Notes
         -----
-        Features are fitted in groups of ``FIT_FEATURE_GROUP`` on up to ``os.cpu_count()``
+        Features are fitted in groups of ``FIT_FEATURE_GROUP`` on up to ``n_threads``
         threads (the sorts and numba kernels release the GIL); each feature's result does not
         depend on the grouping (:func:`_find_bin_naive` is the one-feature NumPy reference).
 
@@ -298,7 +300,7 @@ class BinMapper:
                 filter_cnt, n_sample)
         groups = [(f0, min(f0 + FIT_FEATURE_GROUP, n_features))
                   for f0 in range(0, n_features, FIT_FEATURE_GROUP)]
-        n_threads = min(os.cpu_count() or 1, len(groups))
+        n_threads = min(n_threads or os.cpu_count() or 1, len(groups))
         if n_threads > 1:
             with ThreadPoolExecutor(max_workers=n_threads) as pool:
                 results = list(pool.map(lambda g: _find_bins(X, g[0], g[1], *args), groups))

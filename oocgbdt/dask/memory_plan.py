@@ -38,6 +38,7 @@ import dask
 import numpy as np
 
 from oocgbdt.core.boosting import histogram_pool_capacity
+from oocgbdt.core.executor import fit_threads
 from oocgbdt.core.split import FeatureMeta
 from oocgbdt.dask.cache import PER_ROW_STATE_BYTES, PIECE_RAW_BYTES, describe_bytes
 
@@ -289,8 +290,6 @@ def plan_fit(params, sets, bounds, *, n_outputs: int, n_features: int, row_bytes
     MemoryError
         See :func:`check_plan`.
     """
-    import os
-
     from oocgbdt.runtime.rss import _rss
     partition_rows = {s: np.diff(bounds[s]).astype(int).tolist() for s, *_ in sets}
     weighted = {s: w is not None for s, _, _, w in sets}
@@ -299,13 +298,14 @@ def plan_fit(params, sets, bounds, *, n_outputs: int, n_features: int, row_bytes
                   row_bytes=row_bytes, n_hist_bins=n_hist_bins, mode=mode, weighted=weighted,
                   sparse=sparse)
     if client is None:
-        plans = plan_memory(params, n_places=1, threads=os.cpu_count() or 1, baseline=_rss(),
+        plans = plan_memory(params, n_places=1, threads=fit_threads(params["num_threads"]),
+                            baseline=_rss(),
                             raw_in_memory=True, **common)
         logger.info(f"memory plan: in process: peak {describe_plan(plans[0])}")
         return plans, ["in process"]
     limits = worker_limits(client)
     n_places = max(1, len(limits))
-    threads = max((t for _, _, t in limits), default=1)
+    threads = max((fit_threads(params["num_threads"], t) for _, _, t in limits), default=1)
     # The embedded cluster's worker shares this process: its baseline is this process's.
     plans = plan_memory(params, n_places=n_places, threads=threads,
                         baseline=_rss() if embedded else WORKER_BASELINE_BYTES, **common)

@@ -22,7 +22,6 @@ with no client runs the same task bodies in process on threads
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from contextlib import nullcontext
@@ -31,7 +30,7 @@ import dask
 import numpy as np
 
 from oocgbdt.core.booster import Booster
-from oocgbdt.core.executor import LocalExecutor
+from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.dask.binning import bin_sample, fit_bin_mapper
@@ -54,8 +53,8 @@ __all__ = ["train"]
 logger = logging.getLogger("oocgbdt")
 
 
-def _threaded_compute(*arrays):
-    return dask.compute(*arrays, scheduler="threads")
+def _threaded_compute(threads):
+    return lambda *arrays: dask.compute(*arrays, scheduler="threads", num_workers=threads)
 
 
 def _client_compute(client):
@@ -163,7 +162,8 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     # Label and weight checks are small reductions: run them before any cluster starts, on the
     # client's cluster when there is one (the data may only be reachable from there).
     check_labels_and_weights(inputs, objective,
-                             _threaded_compute if client is None else _client_compute(client))
+                             _threaded_compute(fit_threads(params["num_threads"]))
+                             if client is None else _client_compute(client))
     caches = []  # the fit's disk cache, once opened
     try:
         with (nullcontext(None) if local else client_for_training(client)) as c, \
@@ -203,7 +203,8 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
     ``result`` (the BoostResult), ``bin_mapper``, ``bundler``, ``params`` (as used: the
     ``lookahead_leaves`` chosen), ``cache_report`` and ``bundle_report``.
     """
-    compute = _threaded_compute if client is None else _client_compute(client)
+    threads = fit_threads(params["num_threads"])  # in process; the workers' own below
+    compute = _threaded_compute(threads) if client is None else _client_compute(client)
     local = client is None
     # 2. bins and bundles, on a row sample
     samples = []
@@ -249,7 +250,8 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
     if disk is not None and not disk.reused:
         create_cache(disk.root, disk.parts, [s for s, *_ in sets], bytes_binned)
         t_write = time.perf_counter()
-        disk.pieces = write_cache(sets, groups, disk.root, bin_mapper, bundler, client, key)
+        disk.pieces = write_cache(sets, groups, disk.root, bin_mapper, bundler, client, key,
+                                  n_threads=threads)
         disk.seconds_write = time.perf_counter() - t_write
         finish_cache(disk.root, disk.pieces, disk.seconds_write)
         disk.remove = params["cache_path"] is None
@@ -270,20 +272,21 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
         client, 1 if embedded else params["min_workers"], params["worker_wait_timeout"],
         verbose=params["verbose"])
     if local:
-        executor = LocalExecutor(n_threads=os.cpu_count() or 1)
+        executor = LocalExecutor(n_threads=threads)
     elif n_workers > 1:
         # Several workers: one actor per worker holds its block of partitions (see
         # oocgbdt.runtime.actor_executor). Made only now: a worker restarted during the phases
         # above (at its memory limit) would have lost its actor, and partitions pinned to its
         # old address would wait for it forever.
-        executor = ActorExecutor(client)
+        executor = ActorExecutor(client, num_threads=params["num_threads"])
     else:
         executor = None  # one worker: the partitions are futures there
     measured = {}
     try:
         start_measuring(client, key)
         loaded, conflict_stats = load_partitions(task_sets, client,
-                                                 executor if n_workers > 1 else None)
+                                                 executor if n_workers > 1 else None,
+                                                 n_threads=threads)
         del task_sets  # the graphs that read raw X; only the partitions' handles stay
         if not local:
             # Reading raw partitions leaves freed heap that glibc keeps; hand it back so the

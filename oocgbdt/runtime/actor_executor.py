@@ -27,6 +27,7 @@ import time
 
 from distributed.protocol import pickle as _pickle
 
+from oocgbdt.core.executor import fit_threads
 from oocgbdt.runtime.handles import ALL, find_refs, walk
 from oocgbdt.runtime.progress import caller_bar
 from oocgbdt.runtime.queue import OperationQueue
@@ -64,9 +65,12 @@ class ActorExecutor(OperationQueue):
     client : distributed.Client
     workers : list of str, optional
         Worker addresses to use (default: every worker of the client's cluster).
+    num_threads : int, default 0
+        Threads of each shard (the ``num_threads`` parameter, see
+        :func:`oocgbdt.core.executor.fit_threads`); 0: its worker's threads.
     """
 
-    def __init__(self, client, workers=None):
+    def __init__(self, client, workers=None, num_threads=0):
         self.client = client
         info = client.scheduler_info()["workers"]
         self.workers = list(workers) if workers is not None else sorted(info)
@@ -74,7 +78,8 @@ class ActorExecutor(OperationQueue):
         self._seq = [0 for _ in self.workers]        # next batch number per shard
         self._inflight = [[] for _ in self.workers]  # (future, ops) of batches sent
         self._gone = set()  # shards whose worker a call found gone (see _lost)
-        futures = [client.submit(Shard, i, info[w]["nthreads"], actor=True, workers=[w],
+        futures = [client.submit(Shard, i, fit_threads(num_threads, info[w]["nthreads"]),
+                                 actor=True, workers=[w],
                                  pure=False, allow_other_workers=False)
                    for i, w in enumerate(self.workers)]
         self._actor_futures = futures

@@ -13,7 +13,7 @@ partitions.
 from __future__ import annotations
 
 from oocgbdt.core.boosting import boost
-from oocgbdt.core.executor import LocalExecutor
+from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.runtime.heap import training_heap
 from oocgbdt.runtime.progress import EventBar, caller_bar
 
@@ -24,7 +24,8 @@ def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None):
     """Task body: the boosting loop next to the data, on the worker's threads; its progress
     bar, given a topic, is the caller's (:mod:`oocgbdt.runtime.progress`)."""
     from distributed import get_worker
-    executor = LocalExecutor(n_threads=get_worker().state.nthreads)
+    executor = LocalExecutor(n_threads=fit_threads(boost_kwargs["params"]["num_threads"],
+                                                   get_worker().state.nthreads))
     if progress_topic is not None:
         boost_kwargs = dict(boost_kwargs, progress=lambda total: EventBar(progress_topic))
     try:
