@@ -322,12 +322,15 @@ def start_measuring(client, key: str) -> None:
         client.run(start_peak_sampling, key, on_error="ignore")
 
 
-def stop_measuring(client, key: str) -> dict:
-    """Stop :func:`start_measuring`'s sampling; ``{place: (rss at start, peak rss)}``."""
+def stop_measuring(client, key: str, wait: bool = True) -> dict:
+    """Stop :func:`start_measuring`'s sampling; ``{place: (rss at start, peak rss)}``.
+
+    ``wait=False`` (after an error) tells the workers to stop without waiting for their
+    answers (a lost worker would never answer) and returns ``{}``."""
     from oocgbdt.runtime.rss import stop_peak_sampling
     if client is None:
         return {"in process": stop_peak_sampling(key)}
-    return client.run(stop_peak_sampling, key, on_error="ignore")
+    return client.run(stop_peak_sampling, key, on_error="ignore", wait=wait) or {}
 
 
 def memory_report(plans, places, measured: dict, mode: str) -> dict:

@@ -281,7 +281,7 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
         executor = ActorExecutor(client, num_threads=params["num_threads"])
     else:
         executor = None  # one worker: the partitions are futures there
-    measured = {}
+    measured, boosted = {}, False
     try:
         start_measuring(client, key)
         loaded, conflict_stats = load_partitions(task_sets, client,
@@ -312,10 +312,11 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches, *,
         boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
                             metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler)
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs)
+        boosted = True
         del partitions, eval_sets
     finally:
-        try:
-            measured = stop_measuring(client, key)
+        try:  # after an error, without waiting: a lost worker would not answer
+            measured = stop_measuring(client, key, wait=boosted)
         except Exception:  # best effort: the fit's own error, if any, is the one to raise
             pass
         if executor is not None:
