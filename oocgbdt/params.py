@@ -927,6 +927,20 @@ _TABLE = [
         "split_every", 8, (), "int", _range(2, integer=True),
         "Fan-in of the tree reduction of histograms and metric statistics.",
     ),
+    Param(
+        "min_workers", 1, (), "int", _range(1, integer=True),
+        "Dask workers a fit on a client (given, or the default one) needs before it starts: "
+        "with fewer, it waits for more to join (a cluster still starting, batch jobs still "
+        "queued), logging 'waiting for workers: <n> of <min_workers>' and printing it with "
+        "verbose, for at most worker_wait_timeout seconds. Counted again when the partitions "
+        "are placed, so workers that joined meanwhile are used. The embedded LocalCluster (no "
+        "client) has one worker and does not wait.",
+    ),
+    Param(
+        "worker_wait_timeout", 600.0, (), "float", _range(0.0, lo_open=True),
+        "Seconds a fit waits for min_workers Dask workers before it raises a TimeoutError "
+        "naming how many joined (as distributed's Client.wait_for_workers timeout).",
+    ),
 ]
 
 #: Canonical name -> :class:`Param`, in table order.

@@ -24,6 +24,7 @@ from oocgbdt.dask.inputs import (align_rows, as_dask_array, as_row_chunked, dist
 from oocgbdt.dask.training import train
 from oocgbdt.params import (ALIASES, DEFAULT_CHUNK_ROWS, MULTICLASS_OBJECTIVES, check_param,
                             resolve_params)
+from oocgbdt.runtime.cluster import find_client, wait_for_workers
 
 __all__ = ["GBDTRegressor", "GBDTClassifier", "GBDTRanker"]
 
@@ -537,6 +538,13 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         if is_lazy(y):
             # One small compute (the distinct labels); nothing is trained before it succeeds.
+            # A cluster still starting has no worker to run it: wait as train() does.
+            found = find_client(client)
+            if found is not None:
+                wait = resolve_params({k: v for k, v in params.items()
+                                       if k in ("min_workers", "worker_wait_timeout")})
+                wait_for_workers(found, wait["min_workers"], wait["worker_wait_timeout"],
+                                 verbose=bool(self.verbose))
             classes = distinct_values(as_dask_array(y, "y", ndim=1, numeric=False), client)
             if classes.dtype.kind == "f" and not np.isfinite(classes).all():
                 raise ValueError(f"y must be finite; found the label(s) "

@@ -44,11 +44,12 @@ from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose
 from oocgbdt.core.partition import partition_set_init_scores
 from oocgbdt.dask.inputs import (align_to_queries, check_labels_and_weights, is_sparse,
                                  training_inputs)
+from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
 from oocgbdt.dask.predict import predict as lazy_predict
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor
-from oocgbdt.runtime.cluster import client_for_training, find_client
+from oocgbdt.runtime.cluster import client_for_training, find_client, wait_for_workers
 from oocgbdt.runtime.heap import release_heap
 from oocgbdt.runtime.loop import run_boosting
 from oocgbdt.runtime.placement import load_partitions
@@ -136,16 +137,27 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         without binning), ``bytes_binned`` (binned training and eval rows, bytes),
         ``bytes_on_disk`` (the store's files, bytes, or None), ``seconds_write`` (the binning
         and writing pass, or None), ``n_partitions`` and ``partition_rows`` per set
-        (``"train"``, ``"eval_0"``, ...).
+        (``"train"``, ``"eval_0"``, ...); and ``memory_report``
+        (:func:`oocgbdt.dask.memory_plan.memory_report`): ``mode``, ``usable_fraction`` and,
+        per worker (or ``"in process"``), ``planned`` (the peak and its terms, bytes, as
+        logged before training), ``rss_start``, ``rss_peak`` and ``measured_training`` (the
+        RSS sampled from the start of loading to the end of boosting, bytes).
 
     Raises
     ------
+    MemoryError
+        A worker's planned peak exceeds its memory limit (the memory plan, checked after the
+        bins are fitted and before any partition is loaded); the message gives the numbers and
+        what to change.
     ValueError, TypeError
         Invalid parameters or inputs, before any training work starts (an ``init_model`` of
         another number of features or outputs included); a ``cache_path`` that
         exists and is not a complete oocgbdt cache, lies inside a Zarr store or cannot be
         created (before any work), holds the cache of other data or bin settings, or that
         another fit claimed first (after the bins are fitted; the store is left untouched).
+    TimeoutError
+        The client's cluster had fewer than ``min_workers`` workers for ``worker_wait_timeout``
+        seconds (before any work on it, or when the partitions are placed).
 
     Notes
     -----
@@ -185,6 +197,11 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     cache_path, stored, dir_existed = check_cache_path(params)  # before any work
     client = find_client(client)
     local = client is None and not inputs.lazy
+    if client is not None:
+        # Before the first compute on the cluster: a cluster still starting (jobs queued) has
+        # no worker to run it.
+        wait_for_workers(client, params["min_workers"], params["worker_wait_timeout"],
+                         verbose=params["verbose"])
     key = f"oocgbdt-{uuid.uuid4().hex[:8]}"
     # Label and weight checks are small reductions: run them before any cluster starts, on the
     # client's cluster when there is one (the data may only be reachable from there).
@@ -198,7 +215,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
             # The client is the current one for distributed's own lookups (its wait, actor
             # handles), also when it is not the default client.
             fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
-                       init_booster, callbacks, learning_rates)
+                       init_booster, callbacks, learning_rates, embedded=client is None)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -218,6 +235,7 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     booster.tree_stats = result.tree_stats
     booster.bundle_report = fit["bundle_report"]
     booster.cache_report = fit["cache_report"]
+    booster.memory_report = fit["memory_report"]
     return booster
 
 
@@ -250,11 +268,13 @@ def _with_init_scores(tasks, X, groups, booster, key):
 
 
 def _fit(params, inputs, objective, metrics, client, stored, key, caches,
-         init_booster=None, callbacks=None, learning_rates=None) -> dict:
+         init_booster=None, callbacks=None, learning_rates=None, embedded=False) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
-    opened, so that :func:`train` removes it also when a later stage raises. Returns a dict:
+    opened, so that :func:`train` removes it also when a later stage raises. ``embedded``:
+    ``client`` is the embedded cluster's (its one worker; ``min_workers`` does not apply).
+    Returns a dict:
     ``result`` (the BoostResult), ``bin_mapper``, ``bundler``, ``params`` (as used: the
     ``lookahead_leaves`` chosen), ``cache_report`` and ``bundle_report``.
     """
@@ -286,6 +306,14 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
     mode, reason = choose_cache(params, stored, local, client, bytes_binned)
     logger.info(f"cache: {mode} ({reason}); binned rows {describe_bytes(bytes_binned)} in "
                 + ", ".join(f"{len(groups[s])} partition(s) of {s}" for s, *_ in sets))
+    # The memory plan, before any work that holds training state: a fit that cannot fit fails
+    # here (MemoryError), with the numbers (oocgbdt.dask.memory_plan).
+    n_planned = 1 if local else len(client.scheduler_info()["workers"])
+    plans, places = plan_fit(_lookahead(params, n_planned, mode), sets, bounds,
+                             n_outputs=n_out, n_features=int(inputs.X.shape[1]),
+                             row_bytes=row_bytes, bin_mapper=bin_mapper, bundler=bundler,
+                             mode=mode, client=client, embedded=embedded,
+                             sparse=is_sparse(inputs.X))
     disk = None
     if mode == "disk":
         if not samples:  # fit_bin_mapper was wrapped (a benchmark): read it again
@@ -317,11 +345,11 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                      for s, Xs, _, _ in sets}
 
     # 5. loading
-    # The workers the cluster has now, after the bin sample and the cache write.
-    n_workers = 0 if local else len(client.scheduler_info()["workers"])
-    if not local and n_workers == 0:
-        raise RuntimeError("the cluster has no workers to train on; start workers (or scale "
-                           "the cluster) and train again.")
+    # The workers the cluster has now, after the bin sample and the cache write: those that
+    # joined meanwhile are used; with fewer than min_workers left, wait for more.
+    n_workers = 0 if local else wait_for_workers(
+        client, 1 if embedded else params["min_workers"], params["worker_wait_timeout"],
+        verbose=params["verbose"])
     if local:
         executor = LocalExecutor(n_threads=threads)
     elif n_workers > 1:
@@ -332,7 +360,9 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
         executor = ActorExecutor(client, num_threads=params["num_threads"])
     else:
         executor = None  # one worker: the partitions are futures there
+    measured, boosted = {}, False
     try:
+        start_measuring(client, key)
         loaded, conflict_stats = load_partitions(task_sets, client,
                                                  executor if n_workers > 1 else None,
                                                  n_threads=threads)
@@ -374,12 +404,18 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                 for s, *_ in sets if names[s] in inputs.queries}
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
                               callbacks=callbacks or None)
+        boosted = True
         del partitions, eval_sets
     finally:
+        try:  # after an error, without waiting: a lost worker would not answer
+            measured = stop_measuring(client, key, wait=boosted)
+        except Exception:  # best effort: the fit's own error, if any, is the one to raise
+            pass
         if executor is not None:
             executor.close()
     return dict(result=result, bin_mapper=bin_mapper, bundler=bundler, params=params,
-                cache_report=cache_report, bundle_report=bundle_report)
+                cache_report=cache_report, bundle_report=bundle_report,
+                memory_report=memory_report(plans, places, measured, mode))
 
 
 def _resolve_categorical(params, inputs, feature_names):

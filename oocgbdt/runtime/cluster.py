@@ -3,15 +3,21 @@
 The ``client=`` given, else the current default client (for example one wrapping a
 dask-jobqueue ``SLURMCluster``), else an embedded ``LocalCluster`` sized to this machine that is
 closed when training ends (:func:`embedded_client`). A client is never stored in a fitted model.
-:func:`connect` opens a client of a running scheduler by its address.
+:func:`connect` opens a client of a running scheduler by its address, and
+:func:`wait_for_workers` holds a fit until its cluster has the workers it needs.
 """
 from __future__ import annotations
 
+import logging
 import os
+import sys
+import time
 from contextlib import contextmanager
 
 __all__ = ["find_client", "client_for_training", "embedded_threads", "embedded_client",
-           "connect"]
+           "connect", "wait_for_workers"]
+
+logger = logging.getLogger("oocgbdt")
 
 
 def find_client(client=None):
@@ -111,3 +117,63 @@ def connect(address: str, timeout: str = "20s"):
     """
     from distributed import Client
     return Client(address, timeout=timeout, set_as_default=False)
+
+
+def wait_for_workers(client, min_workers: int = 1, timeout: float = 600.0, *,
+                     verbose: bool = False, poll: float = 0.2) -> int:
+    """Wait until ``client``'s cluster has at least ``min_workers`` workers; their number.
+
+    While there are fewer, the count is logged (``"waiting for workers: 0 of 2"``, a warning
+    the first time, then each change) and, with ``verbose``, printed to standard error where
+    the progress bar goes. The scheduler is asked every ``poll`` seconds (``Client.nthreads``),
+    so workers that join (a ``SLURMCluster``'s queued jobs, ``cluster.scale``) end the wait.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    min_workers : int >= 1, default 1
+        Parameter ``min_workers``.
+    timeout : float > 0, default 600
+        Seconds to wait at most (parameter ``worker_wait_timeout``).
+    verbose : bool, default False
+    poll : float, default 0.2
+        Seconds between two counts.
+
+    Returns
+    -------
+    int
+        The workers the cluster has (at least ``min_workers``).
+
+    Raises
+    ------
+    TimeoutError
+        Fewer than ``min_workers`` workers after ``timeout`` seconds; the message names both.
+    """
+    n = len(client.nthreads())
+    if n >= min_workers:
+        return n
+    start = time.monotonic()
+    last = None
+    while True:
+        if n != last:
+            message = (f"waiting for workers: {n} of {min_workers} (min_workers; at most "
+                       f"{timeout:g} s, worker_wait_timeout)")
+            (logger.warning if last is None else logger.info)(message)
+            if verbose:
+                print(message, file=sys.stderr, flush=True)
+            last = n
+        waited = time.monotonic() - start
+        if waited >= timeout:
+            raise TimeoutError(
+                f"the cluster has {n} of the {min_workers} worker(s) the fit needs "
+                f"(min_workers={min_workers}) after waiting {timeout:g} s "
+                f"(worker_wait_timeout={timeout:g}); start workers or scale the cluster, or "
+                f"raise worker_wait_timeout or lower min_workers.")
+        time.sleep(min(poll, timeout - waited))
+        n = len(client.nthreads())
+        if n >= min_workers:
+            message = f"waiting for workers: {n} of {min_workers}, starting"
+            logger.info(message)
+            if verbose:
+                print(message, file=sys.stderr, flush=True)
+            return n
