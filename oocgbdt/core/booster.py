@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
+from oocgbdt.core.categories import check_frame_columns, encode_frame, is_frame, json_categories
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.core.tree import Tree
 from oocgbdt.kernels.predict import predict_raw, predict_raw_sparse
@@ -100,6 +101,10 @@ class Booster:
         See the attributes below.
     bundles : list of lists of int, optional
         See ``bundles_``.
+    pandas_categorical : list of list, optional
+        See the attribute.
+    pandas_categorical_features : list of int, optional
+        See the attribute.
 
     Attributes
     ----------
@@ -114,11 +119,19 @@ class Booster:
         With Exclusive Feature Bundling, the original features of each bundle (histogram
         column) used in training; informational only: trees, thresholds, prediction and
         importances are in the original features.
+    pandas_categorical : list of list, or None
+        The category map of training (LightGBM's name and meaning): for each coded column, in
+        column order, its category values in code order (:mod:`oocgbdt.core.categories`).
+        None when training had no ``category``, string or object column.
+    pandas_categorical_features : list of int
+        Positions of the columns ``pandas_categorical`` codes, ascending (empty without a map).
+        A DataFrame given to :meth:`predict` has these columns coded by value through the map.
     """
 
     def __init__(self, trees, init_score, params, n_features, feature_names=None,
                  feature_infos=None, best_iteration=None, evals_result=None, best_score=None,
-                 screening_history=None, screening_scores=None, bundles=None):
+                 screening_history=None, screening_scores=None, bundles=None,
+                 pandas_categorical=None, pandas_categorical_features=None):
         self.trees = list(trees)
         self.init_score = np.asarray(init_score, dtype=np.float64).reshape(-1)
         self.params = dict(params)
@@ -135,6 +148,14 @@ class Booster:
                                   np.asarray([np.nan if v is None else v for v in screening_scores],
                                              dtype=np.float64))
         self.bundles_ = None if bundles is None else [[int(f) for f in b] for b in bundles]
+        self.pandas_categorical = (None if pandas_categorical is None
+                                   else [list(c) for c in pandas_categorical])
+        self.pandas_categorical_features = [int(i) for i in (pandas_categorical_features or [])]
+        if len(self.pandas_categorical_features) != len(self.pandas_categorical or []):
+            raise ValueError(f"pandas_categorical has {len(self.pandas_categorical or [])} "
+                             f"category list(s) for {len(self.pandas_categorical_features)} "
+                             f"coded column(s) in pandas_categorical_features; give one per "
+                             f"column.")
         self._packed = {}
 
     # ---- structure -----------------------------------------------------------------------
@@ -176,6 +197,8 @@ class Booster:
 
     # ---- prediction ----------------------------------------------------------------------
     def _check_X(self, X, name="X"):
+        if is_frame(X):
+            X = self._encode_frame(X, name)
         X = as_float_if_frame(X)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D of shape (n_samples, {self.n_features}), "
@@ -186,6 +209,18 @@ class Booster:
         if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
             raise TypeError(f"{name} must have a numeric dtype, got dtype {X.dtype}.")
         return X
+
+    def _encode_frame(self, frame, name="X"):
+        """A pandas DataFrame as float32 features: its columns checked against
+        ``feature_names``, the coded columns mapped by value through ``pandas_categorical``."""
+        if frame.ndim != 2 or frame.shape[1] != self.n_features:
+            return frame  # _check_X names the shape
+        check_frame_columns(frame, self.feature_names, name)
+        if self.pandas_categorical is None and all(
+                isinstance(d, np.dtype) and d.kind in "biuf" for d in frame.dtypes):
+            return frame
+        return encode_frame(frame, self.pandas_categorical_features,
+                            self.pandas_categorical or [], name)
 
     def _raw_score_numpy(self, X, num_iteration=None) -> np.ndarray:
         """Raw scores of shape (n_rows, n_outputs), float64, for a NumPy or scipy.sparse block."""
@@ -226,7 +261,11 @@ class Booster:
         Parameters
         ----------
         X : ndarray, scipy.sparse matrix, dask.array.Array (NumPy or scipy.sparse chunks), zarr.Array or path of a Zarr store, shape (n_samples, n_features)
-            Float features; NaN is a missing value. Sparse rows are walked from their stored
+            Float features; NaN is a missing value. A pandas DataFrame (or a Dask DataFrame,
+            lazily) must have the model's columns (by name when both have names); its
+            ``category``, string and object columns are coded by value through
+            ``pandas_categorical``: categories in another order map to the model's codes,
+            and values training never saw are missing (NaN), as in LightGBM. Sparse rows are walked from their stored
             entries (values not stored are 0). Lazy input is predicted by one ``map_blocks``
             task per row chunk (:mod:`oocgbdt.dask.predict`); nothing is computed at call time.
         raw_score : bool, default False
@@ -244,7 +283,9 @@ class Booster:
         Raises
         ------
         ValueError
-            ``X`` is not 2-D or has another number of features than the training data.
+            ``X`` is not 2-D or has another number of features than the training data; a
+            DataFrame's columns are missing, extra or in another order than the model's
+            features, or a column trained on numbers holds text.
         TypeError
             ``X`` is not numeric, or is lazy and the Dask layer is not imported.
         """
@@ -298,6 +339,9 @@ class Booster:
             "screening_history": self.screening_history_,
             "screening_scores": self.screening_scores_,
             "bundles": self.bundles_,
+            "pandas_categorical": (None if self.pandas_categorical is None
+                                   else json_categories(self.pandas_categorical)),
+            "pandas_categorical_features": self.pandas_categorical_features,
             "trees": [t.to_dict() for t in self.trees],
         })
 
@@ -320,7 +364,9 @@ class Booster:
         return cls(trees, d["init_score"], d["params"], d["n_features"], d["feature_names"],
                    d.get("feature_infos"), d.get("best_iteration"), d.get("evals_result"),
                    d.get("best_score"), d.get("screening_history"),
-                   None if scores is None else _decode_floats(scores), d.get("bundles"))
+                   None if scores is None else _decode_floats(scores), d.get("bundles"),
+                   # Absent from files written before category maps existed.
+                   d.get("pandas_categorical"), d.get("pandas_categorical_features"))
 
     def save_model(self, path) -> Path:
         """Write the model as JSON to ``path`` atomically; returns the path.

@@ -1,16 +1,28 @@
 """This module contains input normalization: every accepted input becomes a row-chunked Dask array.
 
 Data flow position: the first step of training and prediction. Accepted: NumPy arrays, scipy.sparse
-matrices, Dask arrays (NumPy or scipy.sparse chunks), Zarr arrays, and paths to Zarr stores (an
-array, or an oocgbdt dataset group whose ``X`` is used, dense or sparse). Output:
+matrices, pandas DataFrames, Dask arrays (NumPy or scipy.sparse chunks), Dask DataFrames and
+Series, Zarr arrays, and paths to Zarr stores (an array, or an oocgbdt dataset group whose ``X``
+is used, dense or sparse). Output:
 ``dask.array.Array`` chunked along rows only (columns in one chunk), known chunk sizes, float32
 for features; sparse inputs stay sparse (CSR chunks), never densified. Every check here is cheap (metadata only) except
-:func:`check_values`, which is one small reduction over ``y`` and the weights.
+:func:`check_values`, which is one small reduction over ``y`` and the weights, and the one
+compute that a Dask DataFrame may need (:func:`frame_inputs`).
+
+Tables: the ``category``, string and object columns of a DataFrame are coded by value through
+a category map (:mod:`oocgbdt.core.categories`, LightGBM's ``pandas_categorical``), found on
+the training frame and used for its eval sets and at predict time. A pandas frame's map comes
+from its own columns; a Dask DataFrame's ``category`` columns must have known categories (their
+order is the code order; ``ddf.categorize()`` makes them known), and the sorted distinct values
+of its string columns and the lengths of its partitions are found by one compute for all of
+the fit's Dask collections, cached by collection so that they are never computed twice.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import dask
@@ -20,15 +32,183 @@ import scipy.sparse as sp
 import zarr
 
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
+from oocgbdt.core.categories import (auto_categorical, categorical_columns, check_frame_columns,
+                                     encode_frame, frame_categories, is_frame, merge_categories)
 
-__all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values",
+__all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs",
+           "partition_lengths", "as_dask_array", "as_row_chunked", "align_rows", "check_values",
            "TrainingInputs", "training_inputs", "check_labels_and_weights", "map_rows",
            "distinct_values"]
 
 
 def is_lazy(obj) -> bool:
-    """True for inputs that the Dask layer reads lazily (Dask arrays, Zarr arrays and paths)."""
-    return isinstance(obj, (da.Array, zarr.Array, str, os.PathLike))
+    """True for inputs that the Dask layer reads lazily (Dask arrays and DataFrames, Zarr arrays
+    and paths)."""
+    return isinstance(obj, (da.Array, zarr.Array, str, os.PathLike)) or is_dask_frame(obj)
+
+
+def is_dask_frame(obj) -> bool:
+    """True for a Dask DataFrame or Series."""
+    return (type(obj).__module__.split(".")[0] in ("dask", "dask_expr")
+            and hasattr(obj, "npartitions") and hasattr(obj, "dtype" if not hasattr(
+                obj, "columns") else "dtypes") and not isinstance(obj, da.Array))
+
+
+# ---- tables ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CategoryMap:
+    """How a table's columns become features.
+
+    Attributes
+    ----------
+    feature_names : list of str
+        The column names.
+    coded : tuple of int
+        Positions of the columns coded through ``categories`` (``category``, string, object).
+    auto : tuple of int
+        The coded columns that ``categorical_feature="auto"`` splits as categories (ordered
+        ``category`` columns are coded but split as numbers, as in LightGBM).
+    categories : list of list
+        LightGBM's ``pandas_categorical``: one list of values per coded column, in code order.
+    """
+
+    feature_names: list
+    coded: tuple = ()
+    auto: tuple = ()
+    categories: list = field(default_factory=list)
+
+
+#: Partition lengths of Dask collections by collection name (deterministic: a name is a hash of
+#: the graph), so that a collection's rows are counted once however often it is converted.
+_LENGTHS: OrderedDict = OrderedDict()
+_LENGTHS_KEPT = 64
+
+
+def _collection_key(obj):
+    return getattr(obj, "_name", None) or dask.base.tokenize(obj)
+
+
+def partition_lengths(collections, compute=dask.compute, extra=()) -> tuple:
+    """Rows per partition of each Dask DataFrame or Series in ``collections``, counted in one
+    compute (with ``extra`` Dask objects computed alongside) unless known already.
+
+    Returns
+    -------
+    (lengths, extra_values)
+        ``lengths``: one tuple of int per collection; ``extra_values``: the computed ``extra``.
+    """
+    todo = [c for c in collections if _collection_key(c) not in _LENGTHS]
+    unique = list({_collection_key(c): c for c in todo}.values())
+    counts = [c.map_partitions(len, meta=(None, "int64")) for c in unique]
+    values = compute(*counts, *extra) if (counts or extra) else ()
+    for c, n in zip(unique, values[:len(unique)]):
+        _LENGTHS[_collection_key(c)] = tuple(int(v) for v in n)
+        while len(_LENGTHS) > _LENGTHS_KEPT:
+            _LENGTHS.popitem(last=False)
+    return [_LENGTHS[_collection_key(c)] for c in collections], list(values[len(unique):])
+
+
+def _encode_partition(part, coded, categories, columns):
+    part.columns = columns  # positions matter, not the partition's own labels
+    return encode_frame(part, coded, categories)
+
+
+def frame_inputs(X, name="X", *, category_map=None, compute=dask.compute, also=()):
+    """A pandas or Dask DataFrame as features: (float32 array, :class:`CategoryMap`).
+
+    Parameters
+    ----------
+    X : pandas.DataFrame or dask.dataframe.DataFrame
+    name : str
+        The argument's name in error messages.
+    category_map : CategoryMap, optional
+        The training frame's map (eval sets and prediction): the columns are checked against
+        its names and coded by value through its categories. None: found from ``X``.
+    compute : callable
+        ``compute(*collections) -> tuple``, for a Dask DataFrame's string values and partition
+        lengths (one call).
+    also : sequence of Dask DataFrames or Series
+        Other collections of the fit whose partition lengths are counted in the same call.
+
+    Returns
+    -------
+    (ndarray or dask.array.Array of float32, CategoryMap)
+        A Dask DataFrame gives a Dask array with one row chunk per partition.
+
+    Raises
+    ------
+    ValueError
+        A Dask ``category`` column with unknown categories (the message says to call
+        ``ddf.categorize()``); columns that differ from ``category_map``'s; text in a column
+        trained on numbers.
+    """
+    names = [str(c) for c in X.columns]
+    if category_map is not None:
+        check_frame_columns(X, category_map.feature_names, name)
+        cmap = category_map
+        strings = []
+    else:
+        coded = tuple(categorical_columns(X.dtypes))
+        strings = [i for i in coded if getattr(X.dtypes.iloc[i], "name", "") != "category"]
+        cmap = CategoryMap(names, coded, auto_categorical(X.dtypes), [])
+    if not is_dask_frame(X):
+        cats = cmap.categories if category_map is not None else frame_categories(X, cmap.coded)
+        cmap = CategoryMap(cmap.feature_names, cmap.coded, cmap.auto, cats)
+        return encode_frame(X, cmap.coded, cmap.categories, name), cmap
+    if category_map is None:
+        unknown = [names[i] for i in cmap.coded
+                   if i not in strings and not X.iloc[:, i].cat.known]
+        if unknown:
+            raise ValueError(
+                f"{name} is a Dask DataFrame whose category column(s) {unknown} have "
+                f"unknown categories; their order gives the codes, so make them known first: "
+                f"{name} = {name}.categorize(columns={unknown}) (one pass over "
+                f"those columns), or give the columns a CategoricalDtype with the categories.")
+    extra = [X.iloc[:, i].dropna().unique() for i in strings]
+    (lengths, *_), found = partition_lengths([X, *also], compute, extra)
+    if category_map is None:
+        found = dict(zip(strings, found))
+        cats = [merge_categories([list(found[i])]) if i in found
+                else frame_categories(X._meta, [i])[0] for i in cmap.coded]
+        cmap = CategoryMap(cmap.feature_names, cmap.coded, cmap.auto, cats)
+    m = len(names)
+    meta = np.empty((0, m), dtype=X_DTYPE)
+    blocks = X.to_delayed()
+    encode = dask.delayed(partial(_encode_partition, coded=cmap.coded,
+                                  categories=cmap.categories, columns=list(X.columns)),
+                          pure=True)
+    arrays = [da.from_delayed(encode(b), shape=(n, m), dtype=X_DTYPE, meta=meta)
+              for b, n in zip(blocks, lengths) if n]
+    if not arrays:
+        arrays = [da.zeros((0, m), dtype=X_DTYPE)]
+    return (da.concatenate(arrays, axis=0) if len(arrays) > 1 else arrays[0]), cmap
+
+
+def _dask_series_array(v, name):
+    """A Dask Series (or one-column DataFrame) as a 1-D Dask array with known chunks, skipping
+    empty partitions as :func:`frame_inputs` does (lengths from the cache, else one compute)."""
+    if hasattr(v, "columns"):
+        if len(v.columns) != 1:
+            raise ValueError(f"{name} must be 1-D of shape (n_samples,), got a Dask DataFrame "
+                             f"with {len(v.columns)} columns.")
+        v = v.iloc[:, 0]
+    (lengths,), _ = partition_lengths([v])
+    dtype = v.dtype if isinstance(v.dtype, np.dtype) else np.dtype(object)
+    if getattr(v.dtype, "kind", "O") in "biuf" and not isinstance(v.dtype, np.dtype):
+        dtype = np.dtype(np.float64)  # nullable numbers: pd.NA as NaN
+    to_numpy = dask.delayed(partial(_series_values, dtype=dtype), pure=True)
+    arrays = [da.from_delayed(to_numpy(b), shape=(n,), dtype=dtype)
+              for b, n in zip(v.to_delayed(), lengths) if n]
+    if not arrays:
+        return da.zeros((0,), dtype=dtype)
+    return da.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+
+
+def _series_values(s, dtype):
+    if dtype.kind == "f":
+        return s.to_numpy(dtype=dtype, na_value=np.nan)
+    return s.to_numpy(dtype=dtype)
 
 
 def is_sparse(arr) -> bool:
@@ -82,6 +262,9 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
     """
     if isinstance(obj, (str, os.PathLike)):
         obj = _open_zarr(obj, name)
+    if is_dask_frame(obj):
+        obj = (_dask_series_array(obj, name) if ndim == 1 or not hasattr(obj, "columns")
+               else frame_inputs(obj, name)[0])
     if isinstance(obj, zarr.Array):
         arr = da.from_zarr(obj)
     elif isinstance(obj, da.Array):
@@ -209,6 +392,17 @@ class TrainingInputs:
         The eval sets, each chunked on its own.
     lazy : bool
         Whether any input is read lazily (Dask, Zarr): such a fit runs on a cluster.
+    feature_names : list of str or None
+        As given, else a DataFrame's column names (or a dataset's names), else None.
+    categorical_auto : tuple of int
+        Features that ``categorical_feature="auto"`` splits as categories: a DataFrame's
+        unordered ``category``, string and object columns (or a dataset's coded columns).
+    pandas_categorical : list of list or None
+        LightGBM's category map: for each coded column, in column order, its category values in
+        code order (None without coded columns).
+    pandas_categorical_features : tuple of int
+        Positions of the coded columns (``pandas_categorical[k]`` maps column
+        ``pandas_categorical_features[k]``).
     """
 
     X: da.Array
@@ -216,6 +410,10 @@ class TrainingInputs:
     weight: da.Array | None
     evals: list
     lazy: bool
+    feature_names: list | None = None
+    categorical_auto: tuple = ()
+    pandas_categorical: list | None = None
+    pandas_categorical_features: tuple = ()
 
     @property
     def sets(self) -> list:
@@ -225,15 +423,32 @@ class TrainingInputs:
 
 
 def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
-                    feature_names, chunk_rows) -> TrainingInputs:
+                    feature_names, chunk_rows, compute=dask.compute) -> TrainingInputs:
     """Check and normalize the inputs of a fit (see :func:`oocgbdt.dask.training.train`); cheap,
-    metadata only.
+    metadata only, except for Dask DataFrames: one ``compute`` call counts the rows of every
+    partition of the fit's Dask DataFrames and Series and finds the distinct values of X's
+    string columns (:func:`frame_inputs`).
 
     Raises
     ------
     ValueError, TypeError
         Naming the argument, what was expected and what was found.
     """
+    eval_list = list(eval_set or []) if isinstance(eval_set, (list, tuple)) else []
+    frames = [v for v in [X, y, sample_weight] + [p for e in eval_list
+                                                   if isinstance(e, (tuple, list)) for p in e]
+              + list(eval_sample_weight if isinstance(eval_sample_weight, (list, tuple)) else [])
+              if is_dask_frame(v)]
+    if frames and not is_dask_frame(X):
+        partition_lengths(frames, compute)  # once, for all of them
+    cmap = None
+    if is_frame(X) or is_dask_frame(X):
+        if is_dask_frame(X) and not hasattr(X, "columns"):
+            raise ValueError("X must be 2-D of shape (n_samples, n_features), got a Dask Series; "
+                             "pass a Dask DataFrame (series.to_frame()).")
+        X, cmap = frame_inputs(X, "X", compute=compute, also=[f for f in frames if f is not X])
+        if feature_names is None:
+            feature_names = cmap.feature_names
     Xd = as_row_chunked(X, "X", chunk_rows)
     yd = align_rows(Xd, y, "y", chunk_rows)
     if yd is None:
@@ -265,7 +480,13 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
     for i, pair in enumerate(eval_set):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError(f"eval_set[{i}] must be an (X, y) pair, got {type(pair).__name__}.")
-        Xe = as_row_chunked(pair[0], f"eval_set[{i}] X", chunk_rows)
+        Xe = pair[0]
+        if cmap is not None and (is_frame(Xe) or is_dask_frame(Xe)):
+            Xe = frame_inputs(Xe, f"eval_set[{i}] X", category_map=cmap, compute=compute)[0]
+        elif cmap is not None and cmap.coded and not is_lazy(Xe) and _has_text(Xe):
+            raise TypeError(f"eval_set[{i}] X holds text; pass it as a DataFrame with X's "
+                            f"columns, so that its categories are coded as X's.")
+        Xe = as_row_chunked(Xe, f"eval_set[{i}] X", chunk_rows)
         if Xe.shape[1] != n_features:
             raise ValueError(f"eval_set[{i}] X has {Xe.shape[1]} features but X has "
                              f"{n_features}; they must match.")
@@ -275,7 +496,31 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
             we = align_rows(Xe, eval_sample_weight[i], f"eval_sample_weight[{i}]", chunk_rows)
         evals.append((eval_names[i], Xe, ye, we))
     lazy = any(is_lazy(v) for v in [X, y, sample_weight] + [p for e in eval_set for p in e])
-    return TrainingInputs(Xd, yd, wd, evals, lazy)
+    if cmap is None and isinstance(X, (str, os.PathLike)):
+        cmap = _dataset_map(X)
+    if cmap is not None and feature_names is None and cmap.feature_names:
+        feature_names = list(cmap.feature_names)
+    return TrainingInputs(Xd, yd, wd, evals, lazy, feature_names=feature_names,
+                          categorical_auto=() if cmap is None else tuple(cmap.auto),
+                          pandas_categorical=(list(cmap.categories) if cmap and cmap.coded
+                                              else None),
+                          pandas_categorical_features=() if cmap is None else tuple(cmap.coded))
+
+
+def _has_text(X) -> bool:
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    return kind in ("U", "S", "O")
+
+
+def _dataset_map(path):
+    """The category map stored in an oocgbdt dataset at ``path`` (None: not a dataset, or no
+    coded column)."""
+    from oocgbdt.io.dataset import dataset_categories
+    found = dataset_categories(path)
+    if found is None:
+        return None
+    names, coded, categories = found
+    return CategoryMap(list(names), tuple(coded), tuple(coded), list(categories))
 
 
 def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None:

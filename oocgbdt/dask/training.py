@@ -70,10 +70,16 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     params : dict
         LightGBM-style parameters (names and aliases in :mod:`oocgbdt.params`), e.g.
         ``{"objective": "binary", "num_leaves": 31, "learning_rate": 0.1, "n_estimators": 100}``.
-    X : ndarray, dask.array.Array, zarr.Array or path of a Zarr store, shape (n_samples, n_features)
-        Numeric features (cast to float32); NaN marks a missing value. Dask arrays chunked along
-        columns are rechunked to whole rows.
-    y : array-like of shape (n_samples,)
+    X : ndarray, pandas.DataFrame, dask.array.Array, dask.dataframe.DataFrame, zarr.Array or path of a Zarr store, shape (n_samples, n_features)
+        Features (cast to float32); NaN marks a missing value. Dask arrays chunked along
+        columns are rechunked to whole rows. A DataFrame's column names are the feature names
+        (unless ``feature_names`` is given); its ``category``, string and object columns are
+        coded by value (0, 1, 2, ... in the order of the categories; string columns' sorted
+        distinct values; missing as NaN) and the map is kept as the Booster's
+        ``pandas_categorical`` for prediction. A Dask DataFrame's partition lengths and string
+        values are found by one compute; its ``category`` columns must have known
+        categories (``ddf.categorize()``).
+    y : array-like, pandas or Dask Series of shape (n_samples,)
         Labels: any finite value for regression, 0/1 for binary, 0..num_class-1 for multiclass.
     sample_weight : array-like of shape (n_samples,), optional
         Finite, non-negative row weights.
@@ -132,15 +138,18 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         params["verbose"] = bool(verbose)
     objective = get_objective(params)
     metrics = get_metrics(params["metric"], objective)
+    client = find_client(client)
+    # A Dask DataFrame's partition lengths and string categories: one compute, on the client's
+    # cluster when there is one.
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
-                             feature_names, int(params["chunk_rows"]))
+                             feature_names, int(params["chunk_rows"]),
+                             _threaded_compute if client is None else _client_compute(client))
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
         raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
                          f"set and a metric to watch (as in LightGBM), got "
                          f"{'no eval_set' if not inputs.evals else 'metric=None (no metric)'}; "
                          f"give eval_set, or leave early_stopping_rounds unset.")
     cache_path, stored, dir_existed = check_cache_path(params)  # before any work
-    client = find_client(client)
     local = client is None and not inputs.lazy
     key = f"oocgbdt-{uuid.uuid4().hex[:8]}"
     # Label and weight checks are small reductions: run them before any cluster starts, on the
@@ -162,11 +171,14 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                 remove_cache(disk.root, keep_dir=cache_path is not None and dir_existed)
     result, bin_mapper, bundler = fit["result"], fit["bin_mapper"], fit["bundler"]
     booster = Booster(result.trees, result.init_score, fit["params"], inputs.X.shape[1],
-                      feature_names=feature_names, feature_infos=bin_mapper.feature_infos_,
+                      feature_names=inputs.feature_names,
+                      feature_infos=bin_mapper.feature_infos_,
                       best_iteration=result.best_iteration, evals_result=result.evals_result,
                       best_score=result.best_score, screening_history=result.screening_history,
                       screening_scores=result.screening_scores,
-                      bundles=None if bundler is None else [b.tolist() for b in bundler.bundles_])
+                      bundles=None if bundler is None else [b.tolist() for b in bundler.bundles_],
+                      pandas_categorical=inputs.pandas_categorical,
+                      pandas_categorical_features=inputs.pandas_categorical_features)
     booster.tree_stats = result.tree_stats
     booster.bundle_report = fit["bundle_report"]
     booster.cache_report = fit["cache_report"]
