@@ -49,9 +49,16 @@ def is_lazy(obj) -> bool:
 
 def is_dask_frame(obj) -> bool:
     """True for a Dask DataFrame or Series."""
-    return (type(obj).__module__.split(".")[0] in ("dask", "dask_expr")
-            and hasattr(obj, "npartitions") and hasattr(obj, "dtype" if not hasattr(
-                obj, "columns") else "dtypes") and not isinstance(obj, da.Array))
+    if type(obj).__module__.split(".")[0] not in ("dask", "dask_expr") or isinstance(obj, da.Array):
+        return False
+    import dask.dataframe as dd
+    return isinstance(obj, (dd.DataFrame, dd.Series))
+
+
+def _is_dask_table(obj) -> bool:
+    """True for a Dask DataFrame (not a Series)."""
+    import dask.dataframe as dd
+    return isinstance(obj, dd.DataFrame)
 
 
 # ---- tables ----------------------------------------------------------------------------------
@@ -188,7 +195,7 @@ def frame_inputs(X, name="X", *, category_map=None, compute=dask.compute, also=(
 def _dask_series_array(v, name):
     """A Dask Series (or one-column DataFrame) as a 1-D Dask array with known chunks, skipping
     empty partitions as :func:`frame_inputs` does (lengths from the cache, else one compute)."""
-    if hasattr(v, "columns"):
+    if _is_dask_table(v):
         if len(v.columns) != 1:
             raise ValueError(f"{name} must be 1-D of shape (n_samples,), got a Dask DataFrame "
                              f"with {len(v.columns)} columns.")
@@ -263,7 +270,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
     if isinstance(obj, (str, os.PathLike)):
         obj = _open_zarr(obj, name)
     if is_dask_frame(obj):
-        obj = (_dask_series_array(obj, name) if ndim == 1 or not hasattr(obj, "columns")
+        obj = (_dask_series_array(obj, name) if ndim == 1 or not _is_dask_table(obj)
                else frame_inputs(obj, name)[0])
     if isinstance(obj, zarr.Array):
         arr = da.from_zarr(obj)
@@ -443,7 +450,7 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
         partition_lengths(frames, compute)  # once, for all of them
     cmap = None
     if is_frame(X) or is_dask_frame(X):
-        if is_dask_frame(X) and not hasattr(X, "columns"):
+        if is_dask_frame(X) and not _is_dask_table(X):
             raise ValueError("X must be 2-D of shape (n_samples, n_features), got a Dask Series; "
                              "pass a Dask DataFrame (series.to_frame()).")
         X, cmap = frame_inputs(X, "X", compute=compute, also=[f for f in frames if f is not X])

@@ -1,6 +1,9 @@
 """This module contains lazy prediction: :meth:`oocgbdt.Booster.predict` on a Dask array, a Zarr
 array or the path of a Zarr store gives a lazy Dask array (one ``map_blocks`` task per row
-chunk; nothing is computed at call time).
+chunk; nothing is computed at call time). A Dask DataFrame gives one task per partition, which
+codes the partition by value through the model's category map
+(:meth:`~oocgbdt.core.booster.Booster.predict` on a pandas DataFrame); its result is a Dask
+array with unknown chunk sizes, as the partition lengths are not counted.
 
 Importing it registers :func:`predict` with the one :class:`~oocgbdt.core.booster.Booster`
 (:func:`~oocgbdt.core.booster.register_lazy_input`); importing :mod:`oocgbdt.dask` does.
@@ -10,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from oocgbdt.core.booster import Booster, register_lazy_input
-from oocgbdt.dask.inputs import as_row_chunked, is_lazy
+from oocgbdt.core.categories import check_frame_columns
+from oocgbdt.dask.inputs import as_row_chunked, is_dask_frame, is_lazy
 
 __all__ = ["predict", "Booster"]
 
@@ -19,21 +23,43 @@ def _predict_block(block, booster, raw_score, num_iteration):
     return booster._predict_numpy(block, raw_score=raw_score, num_iteration=num_iteration)
 
 
+def _predict_partition(part, booster, raw_score, num_iteration, columns):
+    part.columns = columns
+    out = booster._predict_numpy(part, raw_score=raw_score, num_iteration=num_iteration)
+    return out.reshape(len(part), -1)
+
+
+def _predict_frame(booster, X, raw_score, num_iteration):
+    if X.ndim != 2:
+        raise ValueError("X must be 2-D of shape (n_samples, n_features), got a Dask Series; "
+                         "pass a Dask DataFrame (series.to_frame()).")
+    if len(X.columns) != booster.n_features:
+        raise ValueError(f"X has {len(X.columns)} features, but the model was trained on "
+                         f"{booster.n_features} features.")
+    check_frame_columns(X._meta, booster.feature_names, "X")  # before any task runs
+    n_out = booster.n_outputs
+    blocks = X.map_partitions(
+        _predict_partition, booster, raw_score, num_iteration, list(X.columns),
+        meta=np.empty((0, n_out), dtype=np.float64), enforce_metadata=False)
+    return blocks[:, 0] if n_out == 1 else blocks
+
+
 def predict(booster, X, raw_score=False, num_iteration=None):
     """Lazy predictions of ``booster`` for the rows of ``X``.
 
     Parameters
     ----------
     booster : Booster
-    X : dask.array.Array (NumPy or scipy.sparse chunks), zarr.Array or path of a Zarr store
-        (dense or sparse dataset), shape (n_samples, n_features)
+    X : dask.array.Array (NumPy or scipy.sparse chunks), dask.dataframe.DataFrame, zarr.Array or
+        path of a Zarr store (dense or sparse dataset), shape (n_samples, n_features)
     raw_score, num_iteration
         As for :meth:`Booster.predict`.
 
     Returns
     -------
     dask.array.Array of float64, shape (n_samples,) for one output or (n_samples, num_class)
-    for multiclass, chunked as ``X``'s rows.
+    for multiclass, chunked as ``X``'s rows (for a Dask DataFrame, one chunk per partition,
+    of unknown size).
 
     Raises
     ------
@@ -42,6 +68,8 @@ def predict(booster, X, raw_score=False, num_iteration=None):
     TypeError
         Non-numeric input.
     """
+    if is_dask_frame(X):
+        return _predict_frame(booster, X, raw_score, num_iteration)
     Xd = as_row_chunked(X, "X", allow_empty=True)  # 0 rows: an empty result, as NumPy's
     if Xd.shape[1] != booster.n_features:
         raise ValueError(f"X has {Xd.shape[1]} features, but the model was trained on "
