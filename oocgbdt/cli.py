@@ -188,7 +188,8 @@ def _cmd_convert(args) -> int:
                  sep=_unescape_sep(args.sep), header=header, weight=args.weight, drop=args.drop,
                  n_features=args.n_features, zero_based=zero_based,
                  dropna_label=args.dropna_label, overwrite=args.overwrite,
-                 sparse={"auto": "auto", "sparse": True, "dense": False}[args.layout])
+                 sparse={"auto": "auto", "sparse": True, "dense": False}[args.layout],
+                 categorical=_categorical_arg(args.categorical, fmt), echo=print)
     seconds = time.perf_counter() - t0
     n_chunks = len(ds.X.chunks[0])
     print(f"Converted '{source}' ({fmt}) in {seconds:.1f} s: {_n(ds.n_rows)} rows x "
@@ -196,8 +197,22 @@ def _cmd_convert(args) -> int:
           f"{', weight column ' + repr(args.weight) if ds.weight is not None else ''}, "
           f"{_n(n_chunks)} chunk{'s' if n_chunks != 1 else ''} of up to {_n(ds.chunk_rows)} rows"
           f"{', stored sparse (CSR)' if ds.sparse else ''}.")
+    if ds.categorical_features:
+        coded = [f"{ds.feature_names[i]} ({len(c)})"
+                 for i, c in zip(ds.categorical_features, ds.pandas_categorical)]
+        print(f"Category codes (categories) in column(s): {', '.join(coded[:20])}"
+              f"{' ...' if len(coded) > 20 else ''}.")
     print(f"Wrote {ds.path}")
     return 0
+
+
+def _categorical_arg(text, fmt):
+    """``--categorical``: ``auto`` (every text column), ``none``, or COL,COL,..."""
+    if text is None:
+        return "auto" if fmt not in ("libsvm", "svm") else None
+    if text.strip().lower() in ("auto", "none", ""):
+        return None if text.strip().lower() in ("none", "") else "auto"
+    return [c.strip() for c in text.split(",") if c.strip()]
 
 
 # ------------------------------------------------------------------------------------------
@@ -270,9 +285,12 @@ def _cmd_train(args) -> int:
     from oocgbdt.dask.training import train
 
     t0 = time.perf_counter()
+    # A dataset with category codes is passed by path: training reads its category map (kept
+    # in the model) and maps a validation set's own codes to it by value.
+    as_x = lambda d: str(d.path) if d.categorical_features else d.X  # noqa: E731
     try:
-        booster = train(params, ds.X, ds.y, sample_weight=ds.weight,
-                        eval_set=[(v.X, v.y) for v in valids] or None,
+        booster = train(params, as_x(ds), ds.y, sample_weight=ds.weight,
+                        eval_set=[(as_x(v), v.y) for v in valids] or None,
                         eval_names=names or None,
                         eval_sample_weight=[v.weight for v in valids] or None,
                         feature_names=list(ds.feature_names), client=client, verbose=verbose)
@@ -331,11 +349,15 @@ def _zarr_features(path: Path, booster):
     """Lazy features of a Zarr dataset/array, with a warning when names differ from the model's."""
     from oocgbdt.io.predictions import open_features
 
+    from oocgbdt.io.dataset import dataset_categories
+
     X, names = open_features(path)
     if (names is not None and len(names) == booster.n_features
             and list(names) != [str(n) for n in booster.feature_names]):
         print("oocgbdt predict: warning: the feature names of DATA differ from the model's; "
               "columns are matched by position.", file=sys.stderr)
+    if dataset_categories(path) is not None:
+        return str(path)  # its category codes are mapped to the model's by value
     return X
 
 
@@ -388,7 +410,10 @@ def _cmd_predict(args) -> int:
             raise CLIError(f"DATA '{data}': predict reads CSV/TSV files and Zarr stores; convert "
                            f"this file first with `oocgbdt convert`.")
         features = _csv_features(data, booster, args)
-        predictions = (booster.predict(X, **kw) for X in features.blocks(args.chunk_rows))
+        categories = dict(zip(booster.pandas_categorical_features,
+                              booster.pandas_categorical or []))
+        predictions = (booster.predict(X, **kw)
+                       for X in features.blocks(args.chunk_rows, categories))
     n_rows = write_predictions(
         out, predictions, prediction_columns(n_out, args.raw_score), chunk_rows=args.chunk_rows,
         attrs={"model": str(model_path), "data": str(data), "raw_score": bool(args.raw_score),
@@ -565,7 +590,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rows per stored chunk and per parsed block (default 100,000)")
     p.add_argument("--weight", metavar="COL", help="column of sample weights")
     p.add_argument("--drop", metavar="COL", nargs="+", action="extend",
-                   help="columns to leave out (ids, text); repeatable")
+                   help="columns to leave out (ids the model should not see); repeatable")
+    p.add_argument("--categorical", metavar="auto|none|COL,...", default=None,
+                   help="columns stored as category codes (0, 1, ... in the sorted order of "
+                        "their values; the map is kept in the dataset and the model): auto "
+                        "(default) = every text column; none; or a comma-separated list")
     p.add_argument("--n-features", type=_positive_int, metavar="N",
                    help="LibSVM: number of features (default: the largest index in the file)")
     p.add_argument("--zero-based", choices=("auto", "true", "false"), default="auto",

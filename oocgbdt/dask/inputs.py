@@ -36,7 +36,8 @@ from oocgbdt.core.categories import (auto_categorical, categorical_columns, chec
                                      encode_frame, frame_categories, is_frame, merge_categories)
 
 __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs",
-           "partition_lengths", "as_dask_array", "as_row_chunked", "align_rows", "check_values",
+           "partition_lengths", "remap_codes", "dataset_map", "as_dask_array", "as_row_chunked",
+           "align_rows", "check_values",
            "TrainingInputs", "training_inputs", "check_labels_and_weights", "map_rows",
            "distinct_values"]
 
@@ -190,6 +191,57 @@ def frame_inputs(X, name="X", *, category_map=None, compute=dask.compute, also=(
     if not arrays:
         arrays = [da.zeros((0, m), dtype=X_DTYPE)]
     return (da.concatenate(arrays, axis=0) if len(arrays) > 1 else arrays[0]), cmap
+
+
+def _remap_block(block, tables):
+    block = np.array(block, dtype=X_DTYPE, copy=True)
+    for j, table in tables:
+        col = block[:, j]
+        ok = np.isfinite(col)
+        codes = col[ok].astype(np.int64)
+        valid = (codes >= 0) & (codes < table.shape[0])
+        out = np.full(codes.shape[0], np.nan, dtype=X_DTYPE)
+        out[valid] = table[codes[valid]]
+        col[ok] = out
+    return block
+
+
+def remap_codes(X, source: CategoryMap, target: CategoryMap, name="X"):
+    """Category codes of ``X`` made with ``source``'s map, as ``target``'s codes, by value
+    (a converted dataset predicted or scored with a model whose map came from other data).
+
+    Parameters
+    ----------
+    X : dask.array.Array of float32, shape (n_samples, n_features), dense
+    source, target : CategoryMap
+
+    Returns
+    -------
+    dask.array.Array
+        ``X`` itself when the maps agree; else a lazy copy whose coded columns hold the target's
+        code of each value (NaN for a value the target does not know).
+
+    Raises
+    ------
+    ValueError
+        A column coded in one map and not in the other.
+    """
+    src = dict(zip(source.coded, source.categories))
+    dst = dict(zip(target.coded, target.categories))
+    if set(src) != set(dst):
+        names = target.feature_names or source.feature_names
+        differ = sorted(set(src) ^ set(dst))
+        raise ValueError(f"{name} holds category codes in column(s) "
+                         f"{[names[i] if i < len(names) else i for i in differ]} where the model "
+                         f"has {'numbers' if set(src) - set(dst) else 'categories'} (or the "
+                         f"reverse); convert it with the same --categorical columns as the "
+                         f"training data.")
+    from oocgbdt.core.categories import encode_column
+    tables = [(j, encode_column(np.asarray(src[j], dtype=object), dst[j]))
+              for j in sorted(dst) if list(src[j]) != list(dst[j])]
+    if not tables:
+        return X
+    return X.map_blocks(_remap_block, tables, dtype=X_DTYPE)
 
 
 def _dask_series_array(v, name):
@@ -448,7 +500,7 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
               if is_dask_frame(v)]
     if frames and not is_dask_frame(X):
         partition_lengths(frames, compute)  # once, for all of them
-    cmap = None
+    cmap = dataset_map(X) if isinstance(X, (str, os.PathLike)) else None
     if is_frame(X) or is_dask_frame(X):
         if is_dask_frame(X) and not _is_dask_table(X):
             raise ValueError("X must be 2-D of shape (n_samples, n_features), got a Dask Series; "
@@ -490,6 +542,10 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
         Xe = pair[0]
         if cmap is not None and (is_frame(Xe) or is_dask_frame(Xe)):
             Xe = frame_inputs(Xe, f"eval_set[{i}] X", category_map=cmap, compute=compute)[0]
+        elif isinstance(Xe, (str, os.PathLike)) and (emap := dataset_map(Xe)) is not None:
+            # A dataset converted on its own: its codes, by value, as X's.
+            Xe = remap_codes(as_row_chunked(Xe, f"eval_set[{i}] X", chunk_rows), emap,
+                             cmap or CategoryMap([]), f"eval_set[{i}] X")
         elif cmap is not None and cmap.coded and not is_lazy(Xe) and _has_text(Xe):
             raise TypeError(f"eval_set[{i}] X holds text; pass it as a DataFrame with X's "
                             f"columns, so that its categories are coded as X's.")
@@ -503,8 +559,6 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
             we = align_rows(Xe, eval_sample_weight[i], f"eval_sample_weight[{i}]", chunk_rows)
         evals.append((eval_names[i], Xe, ye, we))
     lazy = any(is_lazy(v) for v in [X, y, sample_weight] + [p for e in eval_set for p in e])
-    if cmap is None and isinstance(X, (str, os.PathLike)):
-        cmap = _dataset_map(X)
     if cmap is not None and feature_names is None and cmap.feature_names:
         feature_names = list(cmap.feature_names)
     return TrainingInputs(Xd, yd, wd, evals, lazy, feature_names=feature_names,
@@ -519,7 +573,7 @@ def _has_text(X) -> bool:
     return kind in ("U", "S", "O")
 
 
-def _dataset_map(path):
+def dataset_map(path):
     """The category map stored in an oocgbdt dataset at ``path`` (None: not a dataset, or no
     coded column)."""
     from oocgbdt.io.dataset import dataset_categories

@@ -10,13 +10,16 @@ Importing it registers :func:`predict` with the one :class:`~oocgbdt.core.booste
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from oocgbdt.core.booster import Booster, register_lazy_input
 from oocgbdt.core.categories import check_frame_columns
-from oocgbdt.dask.inputs import as_row_chunked, is_dask_frame, is_lazy
+from oocgbdt.dask.inputs import (CategoryMap, as_row_chunked, dataset_map, is_dask_frame, is_lazy,
+                                 remap_codes)
 
-__all__ = ["predict", "Booster"]
+__all__ = ["predict", "model_map", "Booster"]
 
 
 def _predict_block(block, booster, raw_score, num_iteration):
@@ -42,6 +45,12 @@ def _predict_frame(booster, X, raw_score, num_iteration):
         _predict_partition, booster, raw_score, num_iteration, list(X.columns),
         meta=np.empty((0, n_out), dtype=np.float64), enforce_metadata=False)
     return blocks[:, 0] if n_out == 1 else blocks
+
+
+def model_map(booster) -> CategoryMap:
+    """The category map of ``booster`` (empty when it was trained without one)."""
+    return CategoryMap(list(booster.feature_names), tuple(booster.pandas_categorical_features),
+                       (), list(booster.pandas_categorical or []))
 
 
 def predict(booster, X, raw_score=False, num_iteration=None):
@@ -74,6 +83,10 @@ def predict(booster, X, raw_score=False, num_iteration=None):
     if Xd.shape[1] != booster.n_features:
         raise ValueError(f"X has {Xd.shape[1]} features, but the model was trained on "
                          f"{booster.n_features} features.")
+    source = dataset_map(X) if isinstance(X, (str, os.PathLike)) else None
+    if source is not None:
+        # A dataset converted on its own holds its own codes: mapped by value to the model's.
+        Xd = remap_codes(Xd, source, model_map(booster))
     kwargs = dict(booster=booster, raw_score=raw_score, num_iteration=num_iteration,
                   dtype=np.float64)
     if booster.n_outputs > 1:

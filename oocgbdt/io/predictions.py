@@ -346,13 +346,17 @@ class CsvFeatures:
     ignored: list
     by_name: bool
 
-    def blocks(self, chunk_rows: int) -> Iterator[np.ndarray]:
+    def blocks(self, chunk_rows: int, categories: Optional[dict] = None) -> Iterator[np.ndarray]:
         """Feature blocks of at most ``chunk_rows`` rows, float32, NaN where a field is empty.
 
         Parameters
         ----------
         chunk_rows : int
             Rows per block (the last may be shorter).
+        categories : dict of int to list, optional
+            The model's category map: feature position -> category values in code order
+            (``zip(booster.pandas_categorical_features, booster.pandas_categorical)``). Those
+            columns are read as text and coded by value; values the model never saw are NaN.
 
         Yields
         ------
@@ -366,15 +370,28 @@ class CsvFeatures:
         """
         import pandas as pd
 
+        from oocgbdt.core.categories import encode_column
+
+        categories = dict(categories or {})
+        text = [self.columns[j] for j in sorted(categories)]
+        numeric = [j for j in range(len(self.columns)) if j not in categories]
         for frame in read_csv_blocks(self.path, sep=self.sep, header=self.header,
-                                     chunk_rows=chunk_rows, columns=self.columns):
+                                     chunk_rows=chunk_rows, columns=self.columns, text=text):
+            out = np.empty((len(frame), len(self.columns)), dtype=X_DTYPE)
+            for j, cats in categories.items():
+                out[:, j] = encode_column(frame[self.columns[j]], cats)
             try:
-                yield frame[self.columns].to_numpy(dtype=X_DTYPE, na_value=np.nan)
+                if numeric:
+                    out[:, numeric] = frame[[self.columns[j] for j in numeric]].to_numpy(
+                        dtype=X_DTYPE, na_value=np.nan)
             except (ValueError, TypeError) as exc:
-                bad = [str(c) for c in self.columns
-                       if not pd.api.types.is_numeric_dtype(frame[c])]
-                raise ValueError(f"'{self.path}': non-numeric column(s) {bad[:10]}; leave them "
-                                 f"out with drop= (CLI: --drop COL) ({exc}).") from None
+                bad = [str(self.columns[j]) for j in numeric
+                       if not (pd.api.types.is_numeric_dtype(frame[self.columns[j]])
+                               or pd.api.types.is_bool_dtype(frame[self.columns[j]]))]
+                raise ValueError(f"'{self.path}': column(s) {bad[:10]} hold text, but the model "
+                                 f"was trained on numbers in them; give them as numbers, as in "
+                                 f"the training data ({exc}).") from None
+            yield out
 
 
 def csv_features(path: str | os.PathLike, feature_names: Sequence[str], *, label: Any = None,
