@@ -470,9 +470,11 @@ def _non_numeric_error(path: Path, bad: Sequence[tuple], role: str = "feature") 
     listed = ",".join(map(str, names))
     return ValueError(
         f"'{path}': column(s) {names} hold text ({details}) but are not among the categorical "
-        f"columns. Code them as categories with categorical='auto' (CLI: --categorical auto, "
-        f"the default) or by naming them (CLI: --categorical {listed}); an id column the model "
-        f"should not see can be left out with drop= (CLI: --drop {names[0]})."
+        f"columns (categorical='auto', the default, takes the columns holding text in the "
+        f"first chunk_rows rows). Code them as categories by naming them: categorical="
+        f"{[str(n) for n in names]!r} (CLI: --categorical {listed}, with any other category "
+        f"columns); an id column the model should not see can be left out instead with "
+        f"drop= (CLI: --drop {names[0]})."
     )
 
 
@@ -625,6 +627,18 @@ def _say(echo, message: str) -> None:
         logging.getLogger("oocgbdt").warning(message)
 
 
+def _first_csv_block(path: Path, *, sep: str, header: Optional[int], nrows: int,
+                     columns: Sequence[Any]) -> "pd.DataFrame":
+    """The first ``nrows`` rows of a CSV file, parsed as :func:`read_csv_blocks` parses a block."""
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)  # the writing pass reports it
+        return pd.read_csv(path, sep=sep, header=header, nrows=nrows, compression="infer",
+                           comment=None, skip_blank_lines=True, index_col=False,
+                           usecols=list(columns))
+
+
 def _unnamed_index(columns: Sequence[Any], fmt: str) -> Any:
     """The column that only holds a pandas index: a CSV's first column named ``Unnamed: 0``
     (an empty header field, as ``DataFrame.to_csv`` writes the index) or Parquet's
@@ -639,13 +653,14 @@ def _unnamed_index(columns: Sequence[Any], fmt: str) -> Any:
 def _find_categories(src: Path, fmt: str, categorical: Any, columns: Sequence[Any],
                      feature_cols: list, needed: list, label_col: Any, weight_col: Any,
                      chunk_rows: int, sep: Optional[str], header: Optional[int]) -> dict:
-    """The category columns of a CSV/Parquet source and their sorted values, by a first pass.
+    """The category columns of a CSV/Parquet source and their sorted values, by a first pass
+    over those columns only.
 
-    Returns ``{column label: sorted distinct values}`` in feature order. Parquet types tell the
-    text columns; a CSV's are the columns pandas reads as text in some block. A CSV pass reads
-    every needed column once and keeps the distinct values of the text columns; a column that
-    read as numbers in some block (or is named in ``categorical`` while holding numbers) is read
-    again as text, alone, so that its values are the strings the writing pass sees.
+    Returns ``{column label: sorted distinct values}`` in feature order. The columns are those
+    named in ``categorical``, or with ``"auto"`` the text columns: Parquet's types tell them; a
+    CSV's are the columns pandas reads as text in the first ``chunk_rows`` rows. The pass reads
+    these columns alone, as text (as the writing pass reads them), so a numeric-only file is
+    read once.
 
     Raises
     ------
@@ -677,24 +692,21 @@ def _find_categories(src: Path, fmt: str, categorical: Any, columns: Sequence[An
             raise _non_numeric_error(src, left)
         again |= set(text_features)
     elif auto:
+        # The text columns of the first block; a column whose text starts later is reported
+        # by the writing pass, which names --categorical.
         import pandas as pd
 
-        numeric_seen: set = set()
-        values: dict = {}
-        for frame in read_csv_blocks(src, sep=sep, header=header, chunk_rows=chunk_rows,
-                                     columns=needed):
-            for c in feature_cols:
-                col = frame[c]
-                if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
-                    if col.notna().any():
-                        numeric_seen.add(c)
-                else:
-                    values.setdefault(c, set()).update(col.dropna().unique().tolist())
-        for c, v in values.items():
-            if c in numeric_seen or c in named:
-                again.add(c)
-            else:
-                found[c] = merge_categories([v])
+        first = _first_csv_block(src, sep=sep, header=header, nrows=chunk_rows, columns=needed)
+        if len(first) == 0:  # no data rows: every column reads as text; the writer says so
+            return {}
+        for c in (label_col, weight_col):
+            if c is not None and not (pd.api.types.is_numeric_dtype(first[c].dtype)
+                                      or pd.api.types.is_bool_dtype(first[c].dtype)):
+                raise _non_numeric_error(src, [(c, f"dtype {first[c].dtype}")],
+                                         "label" if c == label_col else "weight")
+        again |= {c for c in feature_cols
+                  if not (pd.api.types.is_numeric_dtype(first[c].dtype)
+                          or pd.api.types.is_bool_dtype(first[c].dtype))}
     todo = [c for c in feature_cols if c in again and c not in found]
     if todo:
         sets: dict = {c: set() for c in todo}
