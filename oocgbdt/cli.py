@@ -406,10 +406,18 @@ def _cmd_predict(args) -> int:
         predictions = booster.predict(_zarr_features(data, booster), **kw)  # lazy
     else:
         suffix = "".join(data.suffixes).lower()
-        if any(s in suffix for s in (".parquet", ".pq", ".svm", ".libsvm", ".svmlight", ".zarr")):
-            raise CLIError(f"DATA '{data}': predict reads CSV/TSV files and Zarr stores; convert "
-                           f"this file first with `oocgbdt convert`.")
-        features = _csv_features(data, booster, args)
+        if any(s in suffix for s in (".svm", ".libsvm", ".svmlight", ".zarr")):
+            raise CLIError(f"DATA '{data}': predict reads CSV/TSV and Parquet files and Zarr "
+                           f"stores; convert this file first with `oocgbdt convert`.")
+        if any(s in suffix for s in (".parquet", ".pq")):
+            from oocgbdt.io.predictions import parquet_features
+            features = parquet_features(data, booster.feature_names, label=args.label,
+                                        drop=args.drop or ())
+            if features.ignored:
+                print(f"oocgbdt predict: note: ignoring column(s) the model does not use: "
+                      f"{[str(c) for c in features.ignored][:20]}", file=sys.stderr)
+        else:
+            features = _csv_features(data, booster, args)
         categories = dict(zip(booster.pandas_categorical_features,
                               booster.pandas_categorical or []))
         predictions = (booster.predict(X, **kw)
@@ -665,7 +673,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "DATA: a Zarr dataset written by `oocgbdt convert` (or any Zarr array of "
                     "features), or a CSV/TSV file of features (read in blocks of CHUNK_ROWS rows; "
                     "with a header naming the model's features, columns are matched by name and "
-                    "others ignored, else by position).\n"
+                    "others ignored, else by position), or a .parquet file (columns matched by "
+                    "name). Text columns are coded through the model's category map, by value; "
+                    "values the model never saw are missing.\n"
                     "OUT: a .csv/.tsv file (header line, then one row per input row; values "
                     "written with 17 significant digits, so they read back exactly) or, for any "
                     "other name, a Zarr array of float64 (n_rows,) or (n_rows, num_class).\n"
@@ -675,14 +685,15 @@ def build_parser() -> argparse.ArgumentParser:
                "  oocgbdt predict model.json test.zarr predictions.csv\n"
                "  oocgbdt predict model.json test.csv predictions.zarr --label target")
     p.add_argument("model", metavar="MODEL", help="model file (JSON) from `oocgbdt train`")
-    p.add_argument("data", metavar="DATA", help="Zarr dataset/array folder, or a CSV/TSV file")
+    p.add_argument("data", metavar="DATA", help="Zarr dataset/array folder, or a CSV/TSV or "
+                   "Parquet file")
     p.add_argument("out", metavar="OUT", help="output: *.csv / *.tsv, else a Zarr array folder")
     p.add_argument("--raw-score", action="store_true", help="raw scores instead of predictions")
     p.add_argument("--num-iteration", type=_positive_int, metavar="N",
                    help="use the first N rounds (default: the best iteration, else all)")
-    p.add_argument("--label", metavar="NAME", help="CSV input: label column to leave out")
+    p.add_argument("--label", metavar="NAME", help="CSV/Parquet input: label column to leave out")
     p.add_argument("--drop", metavar="COL", nargs="+", action="extend",
-                   help="CSV input: other columns to leave out; repeatable")
+                   help="CSV/Parquet input: other columns to leave out; repeatable")
     p.add_argument("--sep", metavar="SEP", help="CSV input field separator (default as for convert)")
     hdr = p.add_mutually_exclusive_group()
     hdr.add_argument("--header", action="store_true", help="CSV input has a header row "

@@ -473,10 +473,13 @@ def test_text_columns_convert_train_predict_match_the_python_api(tmp_path, capsy
     assert booster == api
     assert booster.evals_result["valid_0"] == api.evals_result["valid_0"]
     expected = api.predict(features)
-    for data in (valid_csv, tmp_path / "valid.zarr"):
+    valid_parquet = tmp_path / "valid.parquet"
+    valid[["origin", "delay", "dist", "carrier"]].astype({"origin": "category"}).to_parquet(
+        valid_parquet)  # columns in another order, a category column: matched by name and value
+    for data in (valid_csv, tmp_path / "valid.zarr", valid_parquet):
         pred = tmp_path / f"pred-{data.suffix[1:]}.csv"
         args = ["predict", str(model), str(data), str(pred)]
-        assert main(args + (["--label", "delay"] if data.suffix == ".csv" else [])) == 0
+        assert main(args + (["--label", "delay"] if data.suffix != ".zarr" else [])) == 0
         np.testing.assert_array_equal(_read_csv_exact(pred).iloc[:, 0].to_numpy(), expected)
 
 

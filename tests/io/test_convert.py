@@ -684,3 +684,16 @@ def test_real_a9a_libsvm(tmp_path, data_dir):
     X_ref, y_ref = load_svmlight_file(str(src), dtype=np.float32)
     assert (ds.n_rows, ds.n_features) == (32_561, 123)
     _check(ds, X_ref.toarray(), y_ref, 8192)
+
+
+def test_parquet_index_column_is_left_out_with_a_message(tmp_path, frame):
+    src = tmp_path / "data.parquet"
+    kept = frame[frame["f_int"] > -3]  # an unnamed index that is not a range: stored as a column
+    kept.to_parquet(src)
+    import pyarrow.parquet as pq_
+    assert "__index_level_0__" in pq_.ParquetFile(src).schema_arrow.names
+    said = []
+    ds = convert(src, tmp_path / "out", label="target", echo=said.append)
+    assert ds.feature_names == tuple(c for c in frame.columns if c != "target")
+    assert len(said) == 1 and "__index_level_0__" in said[0]
+    np.testing.assert_array_equal(ds.X.compute(), kept.drop(columns="target").to_numpy(np.float32))
