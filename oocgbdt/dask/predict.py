@@ -15,7 +15,7 @@ import os
 import numpy as np
 
 from oocgbdt.core.booster import Booster, register_lazy_input
-from oocgbdt.core.categories import check_frame_columns
+from oocgbdt.core.categories import categorical_columns, check_frame_columns
 from oocgbdt.dask.inputs import (CategoryMap, as_row_chunked, dataset_map, is_dask_frame, is_lazy,
                                  remap_codes)
 
@@ -40,6 +40,11 @@ def _predict_frame(booster, X, raw_score, num_iteration):
         raise ValueError(f"X has {len(X.columns)} features, but the model was trained on "
                          f"{booster.n_features} features.")
     check_frame_columns(X._meta, booster.feature_names, "X")  # before any task runs
+    text = [str(X.columns[j]) for j in categorical_columns(X.dtypes)
+            if j not in booster.pandas_categorical_features]
+    if text:
+        raise ValueError(f"X column(s) {text[:10]} hold text or categories, but the model was "
+                         f"trained on numbers in them; pass numbers, as in training.")
     n_out = booster.n_outputs
     blocks = X.map_partitions(
         _predict_partition, booster, raw_score, num_iteration, list(X.columns),

@@ -233,3 +233,5 @@ def test_dask_frame_predict_maps_by_value_and_checks_columns():
     np.testing.assert_array_equal(lazy.compute(scheduler="sync"), booster.predict(other))
     with pytest.raises(ValueError, match=r"missing column\(s\) \['city'\]"):
         booster.predict(dd.from_pandas(df.drop(columns="city").assign(z=1.0), npartitions=2))
+    with pytest.raises(ValueError, match=r"\['x'\] hold text or categories.*trained on numbers"):
+        booster.predict(dd.from_pandas(df.assign(x="far"), npartitions=2))
