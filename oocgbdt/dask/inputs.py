@@ -34,9 +34,10 @@ import zarr
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 from oocgbdt.core.categories import (auto_categorical, categorical_columns, check_frame_columns,
                                      encode_frame, frame_categories, is_frame, merge_categories)
+from oocgbdt.io.dataset import Dataset
 
 __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs",
-           "partition_lengths", "remap_codes", "dataset_map", "as_dask_array", "as_row_chunked",
+           "partition_lengths", "remap_codes", "dataset_map", "dataset_map_of", "as_dask_array", "as_row_chunked",
            "align_rows", "check_values",
            "TrainingInputs", "training_inputs", "check_labels_and_weights", "map_rows",
            "distinct_values"]
@@ -45,7 +46,8 @@ __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs
 def is_lazy(obj) -> bool:
     """True for inputs that the Dask layer reads lazily (Dask arrays and DataFrames, Zarr arrays
     and paths)."""
-    return isinstance(obj, (da.Array, zarr.Array, str, os.PathLike)) or is_dask_frame(obj)
+    return (isinstance(obj, (da.Array, zarr.Array, str, os.PathLike, Dataset))
+            or is_dask_frame(obj))
 
 
 def is_dask_frame(obj) -> bool:
@@ -321,6 +323,8 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
     """
     if isinstance(obj, (str, os.PathLike)):
         obj = _open_zarr(obj, name)
+    if isinstance(obj, Dataset):
+        obj = obj.X
     if is_dask_frame(obj):
         obj = (_dask_series_array(obj, name) if ndim == 1 or not _is_dask_table(obj)
                else frame_inputs(obj, name)[0])
@@ -501,6 +505,12 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
     if frames and not is_dask_frame(X):
         partition_lengths(frames, compute)  # once, for all of them
     cmap = dataset_map(X) if isinstance(X, (str, os.PathLike)) else None
+    if isinstance(X, Dataset):
+        # An opened dataset: its map and names, and its labels and weights unless given.
+        cmap = _map_of(X)
+        y = X.y if y is None else y
+        sample_weight = X.weight if sample_weight is None else sample_weight
+        X = X.X
     if is_frame(X) or is_dask_frame(X):
         if is_dask_frame(X) and not _is_dask_table(X):
             raise ValueError("X must be 2-D of shape (n_samples, n_features), got a Dask Series; "
@@ -542,10 +552,12 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
         Xe = pair[0]
         if cmap is not None and (is_frame(Xe) or is_dask_frame(Xe)):
             Xe = frame_inputs(Xe, f"eval_set[{i}] X", category_map=cmap, compute=compute)[0]
-        elif isinstance(Xe, (str, os.PathLike)) and (emap := dataset_map(Xe)) is not None:
+        elif (emap := dataset_map_of(Xe)) is not None:
             # A dataset converted on its own: its codes, by value, as X's.
-            Xe = remap_codes(as_row_chunked(Xe, f"eval_set[{i}] X", chunk_rows), emap,
-                             cmap or CategoryMap([]), f"eval_set[{i}] X")
+            Xe = remap_codes(as_row_chunked(getattr(Xe, "X", Xe), f"eval_set[{i}] X", chunk_rows),
+                             emap, cmap or CategoryMap([]), f"eval_set[{i}] X")
+        elif isinstance(Xe, Dataset):
+            Xe = Xe.X
         elif cmap is not None and cmap.coded and not is_lazy(Xe) and _has_text(Xe):
             raise TypeError(f"eval_set[{i}] X holds text; pass it as a DataFrame with X's "
                             f"columns, so that its categories are coded as X's.")
@@ -573,6 +585,12 @@ def _has_text(X) -> bool:
     return kind in ("U", "S", "O")
 
 
+def _map_of(ds) -> CategoryMap:
+    """The map of an opened dataset (its names; no coded column when it has none)."""
+    return CategoryMap(list(ds.feature_names), tuple(ds.categorical_features),
+                       tuple(ds.categorical_features), list(ds.pandas_categorical or []))
+
+
 def dataset_map(path):
     """The category map stored in an oocgbdt dataset at ``path`` (None: not a dataset, or no
     coded column)."""
@@ -582,6 +600,16 @@ def dataset_map(path):
         return None
     names, coded, categories = found
     return CategoryMap(list(names), tuple(coded), tuple(coded), list(categories))
+
+
+def dataset_map_of(obj):
+    """The category map of an oocgbdt dataset given opened or by path; None for anything else,
+    and for a dataset without coded columns."""
+    if isinstance(obj, Dataset):
+        return _map_of(obj) if obj.categorical_features else None
+    if isinstance(obj, (str, os.PathLike)):
+        return dataset_map(obj)
+    return None
 
 
 def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None:

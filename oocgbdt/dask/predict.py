@@ -10,14 +10,12 @@ Importing it registers :func:`predict` with the one :class:`~oocgbdt.core.booste
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from oocgbdt.core.booster import Booster, register_lazy_input
 from oocgbdt.core.categories import categorical_columns, check_frame_columns
-from oocgbdt.dask.inputs import (CategoryMap, as_row_chunked, dataset_map, is_dask_frame, is_lazy,
-                                 remap_codes)
+from oocgbdt.dask.inputs import (CategoryMap, as_row_chunked, dataset_map_of, is_dask_frame,
+                                 is_lazy, remap_codes)
 
 __all__ = ["predict", "model_map", "Booster"]
 
@@ -64,8 +62,9 @@ def predict(booster, X, raw_score=False, num_iteration=None):
     Parameters
     ----------
     booster : Booster
-    X : dask.array.Array (NumPy or scipy.sparse chunks), dask.dataframe.DataFrame, zarr.Array or
-        path of a Zarr store (dense or sparse dataset), shape (n_samples, n_features)
+    X : dask.array.Array (NumPy or scipy.sparse chunks), dask.dataframe.DataFrame, zarr.Array,
+        path of a Zarr store (dense or sparse dataset) or opened dataset, shape (n_samples,
+        n_features). A dataset's category codes are mapped to the model's by value.
     raw_score, num_iteration
         As for :meth:`Booster.predict`.
 
@@ -88,7 +87,7 @@ def predict(booster, X, raw_score=False, num_iteration=None):
     if Xd.shape[1] != booster.n_features:
         raise ValueError(f"X has {Xd.shape[1]} features, but the model was trained on "
                          f"{booster.n_features} features.")
-    source = dataset_map(X) if isinstance(X, (str, os.PathLike)) else None
+    source = dataset_map_of(X)
     if source is not None:
         # A dataset converted on its own holds its own codes: mapped by value to the model's.
         Xd = remap_codes(Xd, source, model_map(booster))

@@ -61,7 +61,7 @@ def _client_compute(client):
     return lambda *arrays: tuple(client.compute(list(arrays), sync=True))
 
 
-def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
+def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=None,
           eval_sample_weight=None, feature_names=None, client=None, verbose=None) -> Booster:
     """Train a gradient-boosted tree model.
 
@@ -78,9 +78,11 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
         distinct values; missing as NaN) and the map is kept as the Booster's
         ``pandas_categorical`` for prediction. A Dask DataFrame's partition lengths and string
         values are found by one compute; its ``category`` columns must have known
-        categories (``ddf.categorize()``).
+        categories (``ddf.categorize()``). An opened dataset (``oocgbdt.io.dataset.Dataset``)
+        or the path of one gives its category map (its coded columns) and feature names.
     y : array-like, pandas or Dask Series of shape (n_samples,)
-        Labels: any finite value for regression, 0/1 for binary, 0..num_class-1 for multiclass.
+        Required, except with an opened dataset as ``X``, whose labels (and weights, unless
+        ``sample_weight`` is given) are used. Labels: any finite value for regression, 0/1 for binary, 0..num_class-1 for multiclass.
     sample_weight : array-like of shape (n_samples,), optional
         Finite, non-negative row weights.
     eval_set : list of (X, y) pairs, optional

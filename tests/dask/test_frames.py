@@ -177,17 +177,34 @@ def test_pandas_dask_and_converted_zarr_give_the_same_model(two_workers, tmp_pat
     text.to_csv(tmp_path / "t.csv", index=False)
     ds = convert(tmp_path / "t.csv", tmp_path / "t.zarr", label="y", chunk_rows=250)
     from_zarr = oocgbdt.train(PARAMS, str(ds.path), ds.y, client=two_workers)
+    from_dataset = oocgbdt.train(PARAMS, ds, client=two_workers)  # its labels, map and names
     assert from_pandas.pandas_categorical == from_dask.pandas_categorical \
-        == from_zarr.pandas_categorical == [sorted(df["city"].dropna().unique()),
-                                            sorted(df["kind"].dropna().unique())]
-    assert from_pandas.feature_names == from_dask.feature_names == from_zarr.feature_names
+        == from_zarr.pandas_categorical == from_dataset.pandas_categorical \
+        == [sorted(df["city"].dropna().unique()), sorted(df["kind"].dropna().unique())]
+    assert from_pandas.feature_names == from_dask.feature_names == from_zarr.feature_names \
+        == from_dataset.feature_names
     assert from_pandas == from_dask
     assert from_pandas == from_zarr
+    assert from_pandas == from_dataset
     expected = from_pandas.predict(features)
     lazy = from_dask.predict(ddf.drop(columns="y"))
     np.testing.assert_array_equal(lazy.compute(scheduler="threads"), expected)
     np.testing.assert_array_equal(from_zarr.predict(str(ds.path)).compute(scheduler="threads"),
                                   expected)
+    np.testing.assert_array_equal(from_zarr.predict(ds).compute(scheduler="threads"), expected)
+
+
+def test_dask_read_parquet_frame_trains_as_pandas(two_workers, tmp_path):
+    """A Dask DataFrame read from Parquet (unknown divisions, pyarrow strings)."""
+    df, y = make_frame()
+    table = df[["x", "city", "count"]].assign(y=y)
+    for i, part in enumerate(np.array_split(np.arange(len(table)), 3)):
+        table.iloc[part].to_parquet(tmp_path / f"part-{i}.parquet")
+    ddf = dd.read_parquet(str(tmp_path / "*.parquet"))
+    from_parquet = oocgbdt.train(PARAMS, ddf.drop(columns="y"), ddf["y"], client=two_workers)
+    from_pandas = oocgbdt.train(PARAMS, table.drop(columns="y"), y)
+    assert from_parquet.pandas_categorical == [sorted(df["city"].dropna().unique())]
+    assert from_parquet == from_pandas
 
 
 def test_dask_frame_lengths_are_counted_once():
