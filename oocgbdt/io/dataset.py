@@ -58,6 +58,7 @@ import scipy.sparse as sp
 import zarr
 
 from oocgbdt._dtypes import X_DTYPE, Y_DTYPE
+from oocgbdt.core.categories import categorical_columns, encode_frame, frame_categories, is_frame
 from oocgbdt.params import DEFAULT_CHUNK_ROWS
 
 __all__ = [
@@ -821,7 +822,9 @@ def write_dataset(
     path : str or path-like
         Destination directory (written via a temporary sibling, then renamed).
     X : numpy.ndarray, dask.array.Array, zarr.Array or pandas.DataFrame of shape (n_rows, n_features)
-        Numeric features; stored as float32. A DataFrame also supplies ``feature_names``.
+        Features; stored as float32. A DataFrame also supplies ``feature_names``, and its
+        ``category``, string and object columns are stored as category codes by value, their
+        map in the attributes (:mod:`oocgbdt.core.categories`).
     y : array-like of shape (n_rows,), optional
         Labels; stored as float64.
     weight : array-like of shape (n_rows,), optional
@@ -866,6 +869,13 @@ def write_dataset(
                                      sparse=bool(sparse))
     if feature_names is None and hasattr(X, "columns"):
         feature_names = [str(c) for c in X.columns]
+    categories = None
+    if is_frame(X) and categorical_columns(X.dtypes):
+        # category, string and object columns as codes by value; the map goes in the attributes
+        coded = categorical_columns(X.dtypes)
+        maps = frame_categories(X, coded)
+        categories = dict(zip(coded, maps))
+        X = encode_frame(X, coded, maps)
     X = _to_array(X, "X")
     y = _to_array(y, "y")
     weight = _to_array(weight, "weight")
@@ -922,7 +932,7 @@ def write_dataset(
                 stop = min(start + chunk_rows, n_rows)
                 for _, v, z, dtype in targets:
                     z[start:stop] = np.asarray(v[start:stop], dtype=dtype)
-        _write_attrs(group, names, label, source)
+        _write_attrs(group, names, label, source, categories)
         _commit_staged(tmp, dest, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
