@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -735,11 +736,16 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------------------
 
 
+#: ``name=value (CLI: --flag ...)`` in the library's messages: the command line shows the flag.
+_PYTHON_AND_FLAG = re.compile(r"\b[a-z_]+=(?:\[[^\]]*\]|[^\s(]*?) \(CLI: ([^)]+)\)")
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     text = " ".join(text.split())
+    text = _PYTHON_AND_FLAG.sub(r"\1", text)  # CLI terms, not Python syntax
     return text or type(exc).__name__
 
 

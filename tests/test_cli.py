@@ -490,6 +490,7 @@ def test_text_errors_name_cli_flags(tmp_path, capsys):
                  "--categorical", "none"]) == 2
     line = _err_line(capsys, "convert")
     assert "['carrier', 'origin'] hold text" in line and "--categorical carrier,origin" in line
+    assert "categorical=" not in line and "drop=" not in line  # CLI terms, not Python syntax
     assert main(["convert", str(src), str(tmp_path / "o.zarr"), "--label", "delay",
                  "--categorical", "carrier"]) == 2
     assert "--categorical origin" in _err_line(capsys, "convert")

@@ -188,8 +188,8 @@ def infer_format(source: str | os.PathLike) -> str:
     raise ValueError(
         f"Cannot infer the format of '{path}' from its extension {inner or '(none)'!r}; pass fmt= one of "
         f"{list(FORMATS)} (CLI: --format csv|tsv|parquet|libsvm). LightGBM's .train/.test files are "
-        "TSV without header: fmt='csv', sep='\\t', header=None (CLI: --format tsv --no-header), or "
-        "fmt='libsvm' (--format libsvm) for LibSVM ones."
+        "TSV without header (fmt='csv', sep='\\t', header=None; CLI: --format tsv --no-header), or "
+        "LibSVM (fmt='libsvm'; CLI: --format libsvm)."
     )
 
 
