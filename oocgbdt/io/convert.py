@@ -470,8 +470,8 @@ def _non_numeric_error(path: Path, bad: Sequence[tuple], role: str = "feature") 
     listed = ",".join(map(str, names))
     return ValueError(
         f"'{path}': column(s) {names} hold text ({details}) but are not among the categorical "
-        f"columns (categorical='auto', the default, takes the columns holding text in the "
-        f"first chunk_rows rows). Code them as categories by naming them: categorical="
+        f"columns (the default, auto, takes the columns holding text in the first chunk_rows "
+        f"rows). Code them as categories by naming them: categorical="
         f"{[str(n) for n in names]!r} (CLI: --categorical {listed}, with any other category "
         f"columns); an id column the model should not see can be left out instead with "
         f"drop= (CLI: --drop {names[0]})."
