@@ -119,9 +119,8 @@ def partition_lengths(collections, compute=dask.compute, extra=()) -> tuple:
     return [_LENGTHS[_collection_key(c)] for c in collections], list(values[len(unique):])
 
 
-def _encode_partition(part, coded, categories, columns):
-    part.columns = columns  # positions matter, not the partition's own labels
-    return encode_frame(part, coded, categories)
+def _encode_partition(part, coded, categories):
+    return encode_frame(part, coded, categories)  # by position
 
 
 def frame_inputs(X, name="X", *, category_map=None, compute=dask.compute, also=()):
@@ -186,8 +185,7 @@ def frame_inputs(X, name="X", *, category_map=None, compute=dask.compute, also=(
     meta = np.empty((0, m), dtype=X_DTYPE)
     blocks = X.to_delayed()
     encode = dask.delayed(partial(_encode_partition, coded=cmap.coded,
-                                  categories=cmap.categories, columns=list(X.columns)),
-                          pure=True)
+                                  categories=cmap.categories), pure=True)
     arrays = [da.from_delayed(encode(b), shape=(n, m), dtype=X_DTYPE, meta=meta)
               for b, n in zip(blocks, lengths) if n]
     if not arrays:

@@ -24,8 +24,7 @@ def _predict_block(block, booster, raw_score, num_iteration):
     return booster._predict_numpy(block, raw_score=raw_score, num_iteration=num_iteration)
 
 
-def _predict_partition(part, booster, raw_score, num_iteration, columns):
-    part.columns = columns
+def _predict_partition(part, booster, raw_score, num_iteration):
     out = booster._predict_numpy(part, raw_score=raw_score, num_iteration=num_iteration)
     return out.reshape(len(part), -1)
 
@@ -45,7 +44,7 @@ def _predict_frame(booster, X, raw_score, num_iteration):
                          f"trained on numbers in them; pass numbers, as in training.")
     n_out = booster.n_outputs
     blocks = X.map_partitions(
-        _predict_partition, booster, raw_score, num_iteration, list(X.columns),
+        _predict_partition, booster, raw_score, num_iteration,
         meta=np.empty((0, n_out), dtype=np.float64), enforce_metadata=False)
     return blocks[:, 0] if n_out == 1 else blocks
 
