@@ -37,10 +37,9 @@ from oocgbdt.core.categories import (auto_categorical, categorical_columns, chec
 from oocgbdt.io.dataset import Dataset
 
 __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs",
-           "partition_lengths", "remap_codes", "dataset_map", "dataset_map_of", "as_dask_array", "as_row_chunked",
-           "align_rows", "check_values",
-           "TrainingInputs", "training_inputs", "check_labels_and_weights", "map_rows",
-           "distinct_values"]
+           "partition_lengths", "remap_codes", "dataset_map", "dataset_map_of", "as_dask_array",
+           "as_row_chunked", "align_rows", "check_values", "TrainingInputs", "training_inputs",
+           "check_labels_and_weights", "map_rows", "distinct_values"]
 
 
 def is_lazy(obj) -> bool:
