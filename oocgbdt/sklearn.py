@@ -308,16 +308,16 @@ class _GBDTModel(BaseEstimator):
     def _encode_y(self, y, name="y"):
         return y
 
-
-def _coded_frame(X) -> bool:
-    """A pandas DataFrame with ``category``, string or object columns (coded by ``train``)."""
-    return is_frame(X) and bool(categorical_columns(X.dtypes))
-
     @property
     def feature_importances_(self):
         """Split counts per feature, shape (n_features,) (LightGBM's default importance)."""
         check_is_fitted(self, "booster_")
         return self.booster_.feature_importance("split")
+
+
+def _coded_frame(X) -> bool:
+    """A pandas DataFrame with ``category``, string or object columns (coded by ``train``)."""
+    return is_frame(X) and bool(categorical_columns(X.dtypes))
 
 
 def _check_X_shape_and_kind(X, name):

@@ -481,6 +481,8 @@ def test_dataframe_with_text_columns_fits_and_predicts_by_value(Est):
     est = Est(n_estimators=5, num_leaves=7).fit(df, target, eval_set=[(df.iloc[:100], target[:100])])
     assert list(est.feature_names_in_) == list(df.columns) == est.booster_.feature_names
     assert est.n_features_in_ == 4
+    np.testing.assert_array_equal(est.feature_importances_,
+                                  est.booster_.feature_importance("split"))
     assert est.booster_.pandas_categorical == [
         sorted(df["shop"].unique()), list(df["tier"].cat.categories)]
     other = df.copy()
