@@ -288,7 +288,8 @@ def _cmd_train(args) -> int:
     t0 = time.perf_counter()
     # A dataset with category codes is passed by path: training reads its category map (kept
     # in the model) and maps a validation set's own codes to it by value.
-    as_x = lambda d: str(d.path) if d.categorical_features else d.X  # noqa: E731
+    coded = ds.categorical_features or any(v.categorical_features for v in valids)
+    as_x = lambda d: str(d.path) if coded else d.X  # noqa: E731
     try:
         booster = train(params, as_x(ds), ds.y, sample_weight=ds.weight,
                         eval_set=[(as_x(v), v.y) for v in valids] or None,
@@ -357,7 +358,8 @@ def _zarr_features(path: Path, booster):
             and list(names) != [str(n) for n in booster.feature_names]):
         print("oocgbdt predict: warning: the feature names of DATA differ from the model's; "
               "columns are matched by position.", file=sys.stderr)
-    if dataset_categories(path) is not None:
+    if dataset_categories(path) is not None or (names is not None
+                                                  and booster.pandas_categorical_features):
         return str(path)  # its category codes are mapped to the model's by value
     return X
 

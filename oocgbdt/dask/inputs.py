@@ -550,11 +550,11 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
         if cmap is not None and (is_frame(Xe) or is_dask_frame(Xe)):
             Xe = frame_inputs(Xe, f"eval_set[{i}] X", category_map=cmap, compute=compute)[0]
         elif (emap := dataset_map_of(Xe)) is not None:
-            # A dataset converted on its own: its codes, by value, as X's.
-            Xe = remap_codes(as_row_chunked(getattr(Xe, "X", Xe), f"eval_set[{i}] X", chunk_rows),
-                             emap, cmap or CategoryMap([]), f"eval_set[{i}] X")
-        elif isinstance(Xe, Dataset):
-            Xe = Xe.X
+            # A dataset converted on its own: its codes, by value, as X's (and no codes where
+            # X has none, nor numbers where X has codes).
+            Xe = as_row_chunked(getattr(Xe, "X", Xe), f"eval_set[{i}] X", chunk_rows)
+            if emap.coded or (cmap is not None and cmap.coded):
+                Xe = remap_codes(Xe, emap, cmap or CategoryMap([]), f"eval_set[{i}] X")
         elif cmap is not None and cmap.coded and not is_lazy(Xe) and _has_text(Xe):
             raise TypeError(f"eval_set[{i}] X holds text; pass it as a DataFrame with X's "
                             f"columns, so that its categories are coded as X's.")
@@ -600,13 +600,15 @@ def dataset_map(path):
 
 
 def dataset_map_of(obj):
-    """The category map of an oocgbdt dataset given opened or by path; None for anything else,
-    and for a dataset without coded columns."""
-    if isinstance(obj, Dataset):
-        return _map_of(obj) if obj.categorical_features else None
+    """The category map of an oocgbdt dataset given opened or by path (with no coded column
+    when it has none); None for anything else (a Zarr array, a NumPy array, ...)."""
     if isinstance(obj, (str, os.PathLike)):
-        return dataset_map(obj)
-    return None
+        from oocgbdt.io.dataset import _as_path, _is_dataset_dir
+        if not _is_dataset_dir(_as_path(obj)):
+            return None
+        from oocgbdt.io.dataset import open_dataset
+        obj = open_dataset(obj)
+    return _map_of(obj) if isinstance(obj, Dataset) else None
 
 
 def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None:

@@ -87,7 +87,7 @@ def predict(booster, X, raw_score=False, num_iteration=None):
         raise ValueError(f"X has {Xd.shape[1]} features, but the model was trained on "
                          f"{booster.n_features} features.")
     source = dataset_map_of(X)
-    if source is not None:
+    if source is not None and (source.coded or booster.pandas_categorical_features):
         # A dataset converted on its own holds its own codes: mapped by value to the model's.
         Xd = remap_codes(Xd, source, model_map(booster))
     kwargs = dict(booster=booster, raw_score=raw_score, num_iteration=num_iteration,

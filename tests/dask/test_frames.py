@@ -252,3 +252,27 @@ def test_dask_frame_predict_maps_by_value_and_checks_columns():
         booster.predict(dd.from_pandas(df.drop(columns="city").assign(z=1.0), npartitions=2))
     with pytest.raises(ValueError, match=r"\['x'\] hold text or categories.*trained on numbers"):
         booster.predict(dd.from_pandas(df.assign(x="far"), npartitions=2))
+
+
+def test_datasets_with_other_maps_are_remapped_or_refused(two_workers, tmp_path):
+    """An eval or predict dataset written on its own: its codes are mapped to the training
+    map by value; a dataset with numbers where training had categories is refused."""
+    from oocgbdt.io.dataset import write_dataset
+
+    df, y = make_frame()
+    table = df[["x", "city"]]
+    train_ds = write_dataset(tmp_path / "train.zarr", table, y, chunk_rows=300)
+    part = table.iloc[:200].copy()
+    part.loc[part.index[:20], "city"] = "atlantis"  # another map: one more, unseen category
+    other_ds = write_dataset(tmp_path / "other.zarr", part, y[:200], chunk_rows=64)
+    assert other_ds.pandas_categorical != train_ds.pandas_categorical
+    booster = oocgbdt.train(PARAMS, train_ds, eval_set=[(other_ds, y[:200])], client=two_workers)
+    reference = oocgbdt.train(PARAMS, table, y, eval_set=[(part, y[:200])])
+    assert booster == reference and booster.evals_result == reference.evals_result
+    lazy = booster.predict(other_ds)
+    np.testing.assert_array_equal(lazy.compute(scheduler="sync"), reference.predict(part))
+    numeric = write_dataset(tmp_path / "num.zarr", table.assign(city=1.0), y, chunk_rows=300)
+    with pytest.raises(ValueError, match=r"category codes in column\(s\) \['city'\]"):
+        booster.predict(numeric)
+    with pytest.raises(ValueError, match=r"eval_set\[0\] X holds category codes"):
+        oocgbdt.train(PARAMS, train_ds, eval_set=[(numeric, y)], client=two_workers)
