@@ -12,7 +12,8 @@ Extending the table
 -------------------
 Append a :class:`Param` to ``_TABLE`` (the order of ``_TABLE`` is the order of the resolved dict
 and of the generated docs). ``type`` picks the converter (``"int"``, ``"float"``, ``"bool"``,
-``"str"``, ``"int or None"``, ``"bool or int"``, ``"str, list of str or None"``), ``check``
+``"str"``, ``"int or None"``, ``"bool or int"``, ``"str, list of str or None"``,
+``"categorical"``), ``check``
 validates the converted value and ``normalize`` optionally maps it to its canonical form. Checks
 that involve several parameters go into ``_JOINT_CHECKS``.
 """
@@ -22,11 +23,14 @@ import difflib
 import math
 import numbers
 import os
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import numpy as np
+
+from oocgbdt.lightgbm_parameters import foreign_parameter
 
 __all__ = [
     "Param",
@@ -243,6 +247,45 @@ def _to_str_list_or_none(name, value):
     raise _type_error(name, "a str, a list of str or None", value)
 
 
+def _to_categorical(name, value):
+    """``categorical_feature``: None, ``"auto"``, a LightGBM CLI string (``"0,1,2"`` or
+    ``"name:a,b"``), or a list/tuple of int indices or of str names (not mixed). Strings are
+    parsed to a list here; names are matched against the feature names by
+    :func:`oocgbdt.core.categorical.resolve_categorical_feature` when the data is known."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if text in ("", "auto"):
+            return None if text == "" else "auto"
+        if text.startswith("name:"):
+            names = [t.strip() for t in text[len("name:"):].split(",") if t.strip()]
+            return names
+        items = []
+        for token in text.split(","):
+            token = token.strip()
+            if not token:
+                continue
+            try:
+                items.append(int(token))
+            except ValueError:
+                raise _type_error(name, "'auto', a comma-separated list of column indices "
+                                  "('0,1,2') or of names prefixed by 'name:' ('name:a,b')",
+                                  value) from None
+        return items
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        if all(isinstance(v, str) for v in value):
+            return [str(v) for v in value]
+        if all(isinstance(v, numbers.Integral) and not _is_bool(v) for v in value):
+            return [int(v) for v in value]
+        raise _type_error(name, "a list of int column indices or a list of str feature names "
+                          "(not mixed)", value)
+    raise _type_error(name, "None, 'auto', a list of int indices, a list of str names, or a "
+                      "string '0,1,2' / 'name:a,b'", value)
+
+
 _CONVERTERS = {
     "int": _to_int,
     "float": _to_float,
@@ -253,6 +296,7 @@ _CONVERTERS = {
     "path or None": _to_path_or_none,
     "bool or int": _to_bool_or_int,
     "str, list of str or None": _to_str_list_or_none,
+    "categorical": _to_categorical,
 }
 
 
@@ -372,6 +416,10 @@ def normalize_metric(value):
 
 def _normalize_max_depth(value):
     return -1 if value <= 0 else value
+
+
+def _normalize_threads(value):
+    return 0 if value is None else int(value)
 
 
 def _normalize_seed(value):
@@ -518,6 +566,40 @@ _TABLE = [
         "feature_pre_filter", True, (), "bool", _any,
         "Drop, before training, features that cannot be split under min_data_in_leaf.",
     ),
+    # ---- categorical features ------------------------------------------------------------
+    Param(
+        "categorical_feature", None,
+        ("cat_feature", "categorical_column", "cat_column", "categorical_features"),
+        "categorical", _any,
+        "Columns split as categories (values: non-negative integer codes; NaN and negative "
+        "values are missing). None: none; 'auto': the DataFrame input's category columns "
+        "(none for arrays); a list of int indices or of str feature names; or LightGBM's "
+        "string form '0,1,2' / 'name:a,b'. See docs/categorical.md.",
+    ),
+    Param(
+        "max_cat_to_onehot", 4, (), "int", _range(0, lo_open=True, integer=True),
+        "A categorical feature with at most this many bins is split one category against "
+        "the rest; above it, many categories against the rest.",
+    ),
+    Param(
+        "max_cat_threshold", 32, (), "int", _range(0, lo_open=True, integer=True),
+        "Largest number of categories on the left side of a many-vs-many categorical split.",
+    ),
+    Param(
+        "cat_l2", 10.0, (), "float", _range(0.0),
+        "L2 regularization added to lambda_l2 in many-vs-many categorical splits (their gains "
+        "and the outputs of their children).",
+    ),
+    Param(
+        "cat_smooth", 10.0, (), "float", _range(0.0),
+        "Smoothing of the gradient/hessian ratio that orders categories; categories with "
+        "fewer (estimated) rows than it are left out of many-vs-many splits.",
+    ),
+    Param(
+        "min_data_per_group", 100, (), "int", _range(0, lo_open=True, integer=True),
+        "Minimum (estimated) rows per group of categories added to the left side of a "
+        "many-vs-many split before its gain is evaluated, and on its right side.",
+    ),
     # ---- Exclusive Feature Bundling ----------------------------------------------------------
     Param(
         "enable_bundle", True, ("is_enable_bundle", "bundle"), "bool", _any,
@@ -545,6 +627,15 @@ _TABLE = [
         "(with bagging_seed, by round and global row index), feature_fraction's and "
         "feature_screening's draws (by round): models do not depend on chunking or workers.",
         _normalize_seed,
+    ),
+    Param(
+        "num_threads", 0, ("num_thread", "nthread", "nthreads", "n_jobs"), "int or None",
+        _range(integer=True, allow_none=True),
+        "Threads of a fit: the in-process fit's threads, or those each Dask worker's share of "
+        "the fit uses. 0 or None: every core in process, the worker's threads on a cluster; "
+        "a negative value counts back from the cores as joblib's n_jobs does (-1: all, -2: "
+        "all but one). The model does not depend on it.",
+        _normalize_threads,
     ),
     # ---- row sampling (bagging, GOSS) -------------------------------------------------------
     Param(
@@ -831,6 +922,10 @@ def check_param(name, value):
     return _convert(PARAMETERS[canonical], name, value)
 
 
+#: Accepted LightGBM parameters already warned about in this process (one warning per name).
+_WARNED = set()
+
+
 def resolve_params(params=None):
     """Validate user parameters and return every canonical parameter with defaults filled.
 
@@ -862,7 +957,14 @@ def resolve_params(params=None):
         violates its constraint (the message names the parameter, the expected values and the
         value found, e.g. ``"num_leaves must be an integer >= 2 and <= 131072, got 1"``), or
         if parameters are inconsistent (``num_class`` vs ``objective``, a metric that the
-        objective cannot produce).
+        objective cannot produce), or if a LightGBM parameter that oocgbdt refuses is given (the
+        message gives the reason; see :mod:`oocgbdt.lightgbm_parameters`).
+
+    Warns
+    -----
+    UserWarning
+        Once per name, for a LightGBM parameter that changes nothing in oocgbdt (for example
+        ``deterministic``, ``num_machines``); it is dropped.
     """
     if params is None:
         params = {}
@@ -876,7 +978,15 @@ def resolve_params(params=None):
             raise TypeError(f"parameter names must be str, got {type(key).__name__} {key!r}")
         canonical = ALIASES.get(key)
         if canonical is None:
-            unknown.append(key)
+            foreign = foreign_parameter(key, value)
+            if foreign is None:
+                unknown.append(key)
+            elif foreign.status == "refused":
+                raise ValueError(f"Parameter {key}={value!r} is not supported: {foreign.text}.")
+            elif key not in _WARNED:
+                _WARNED.add(key)
+                warnings.warn(f"Parameter {key}={value!r} changes nothing in oocgbdt: "
+                              f"{foreign.text}.", UserWarning, stacklevel=2)
             continue
         given.setdefault(canonical, []).append((key, value))
     if unknown:

@@ -9,6 +9,7 @@ lazy Dask array. A ``distributed.Client`` is a ``fit`` argument, never an attrib
 from __future__ import annotations
 
 import re
+import warnings
 from contextlib import contextmanager
 from functools import partial
 
@@ -123,6 +124,12 @@ _PARAMS_DOC = """
         cluster. Changing it changes the partitions, hence a disk cache's fingerprint.
     verbose : bool, default False
         Show a progress bar over rounds with the latest metric.
+    **kwargs
+        Any other parameter by its LightGBM name or alias (``min_data_in_leaf=5``,
+        ``enable_bundle=False``, ``max_conflict_rate=0.0``, ...; see ``docs/parameters.md``), as
+        ``LGBMModel`` takes them: kept by ``get_params`` and ``set_params`` (so ``clone`` and
+        searches keep them) and checked when ``fit`` starts. One that sets the same parameter
+        as an argument above wins over it (with a UserWarning when that argument was set too).
 """
 
 
@@ -137,7 +144,8 @@ class _GBDTModel(BaseEstimator):
                  early_stopping_rounds=None, metric=None, chunk_rows=DEFAULT_CHUNK_ROWS,
                  grow_policy="leafwise", max_leaves_per_pass=1, lookahead_leaves=None, cache="auto",
                  cache_path=None,
-                 histogram_pool_size=-1.0, partition_rows=None, verbose=False):
+                 histogram_pool_size=-1.0, partition_rows=None, verbose=False, **kwargs):
+        self._other_params = {}
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -172,6 +180,24 @@ class _GBDTModel(BaseEstimator):
         self.histogram_pool_size = histogram_pool_size
         self.partition_rows = partition_rows
         self.verbose = verbose
+        self.set_params(**kwargs)
+
+    def get_params(self, deep=True):
+        """The estimator's parameters, the LightGBM keywords given to it included (as
+        ``LGBMModel``), so that ``clone`` and searches keep them."""
+        params = super().get_params(deep=deep)
+        params.update(self._other_params)
+        return params
+
+    def set_params(self, **params):
+        """Set parameters; any LightGBM parameter name (or alias) is accepted as a keyword, as
+        ``LGBMModel`` takes them, and checked when ``fit`` starts."""
+        own = set(super().get_params(deep=False))
+        for key, value in params.items():
+            setattr(self, key, value)
+            if key not in own:
+                self._other_params[key] = value
+        return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -185,9 +211,21 @@ class _GBDTModel(BaseEstimator):
         Validating here, at the start of ``fit``, means that a bad parameter fails before any
         data is read (the classifier's label discovery on lazy ``y`` included).
         """
-        p = self.get_params()
+        p = super().get_params(deep=False)
         # random_state is an alias of seed: errors name it as given.
         p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
+        # LightGBM keywords win over the estimator's argument for the same parameter (as in
+        # LGBMModel), which is dropped; a warning says so when that argument was set too.
+        defaults = type(self)().get_params(deep=False)
+        for key, value in self._other_params.items():
+            canonical = ALIASES.get(key)
+            for own in [k for k in p if canonical is not None and ALIASES.get(k) == canonical]:
+                if not _same_value(p[own], defaults.get(own)):
+                    warnings.warn(f"{key}={value!r} is used instead of the argument "
+                                  f"{own}={p[own]!r} (the same parameter).", UserWarning,
+                                  stacklevel=3)
+                del p[own]
+            p[key] = value
         # ``metric``'s names are checked here; whether they suit the objective is checked by
         # ``train``, as the classifier's objective is known only after the labels are read.
         try:
@@ -264,7 +302,8 @@ class _GBDTModel(BaseEstimator):
             return validate_data(self, X, reset=False, ensure_all_finite=False, dtype=np.float32,
                                  accept_sparse=("csr", "csc", "coo"))
 
-    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params):
+    def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
+             callbacks=None):
         if eval_set is not None:
             if isinstance(eval_set, tuple) and len(eval_set) == 2 and not isinstance(
                     eval_set[0], (tuple, list)):
@@ -298,7 +337,7 @@ class _GBDTModel(BaseEstimator):
         self.booster_ = train(params, X, y, sample_weight=sample_weight, eval_set=eval_set,
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
-                              client=client, verbose=bool(self.verbose))
+                              client=client, verbose=bool(self.verbose), callbacks=callbacks)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -376,6 +415,13 @@ def _with_sklearn_names(message, params):
                                                           for c, n in named) + ")")
 
 
+def _same_value(a, b):
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
 def p_seed(random_state):
     """``random_state`` as an int seed: an int, or one draw from a RandomState or Generator
     (as LightGBM's estimators take them)."""
@@ -408,16 +454,19 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
 """)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, client=None):
+            eval_names=None, callbacks=None, client=None):
         """Fit on ``X`` (n_samples, n_features) and ``y`` (n_samples,); returns self.
 
         ``X``, ``y`` and ``sample_weight`` may be NumPy, Dask or Zarr (or a Zarr path).
-        ``client`` is the ``distributed.Client`` to train on (default: the current one).
+        ``callbacks`` are LightGBM's (``oocgbdt.early_stopping``, ``log_evaluation``, ...; see
+        :func:`oocgbdt.train`). ``client`` is the ``distributed.Client`` to train on (default:
+        the current one).
         """
         params = self._train_params()
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         params["objective"] = "regression"
-        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params)
+        return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
+                         params, callbacks)
 
     def predict(self, X):
         """Predicted values: ndarray (n_samples,) float64, or a lazy Dask array for lazy input."""
@@ -446,8 +495,10 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
                         dtype=np.float64)
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, client=None):
+            eval_names=None, callbacks=None, client=None):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (n_samples,); returns self.
+
+        Arguments as :meth:`GBDTRegressor.fit`.
 
         Raises
         ------
@@ -458,7 +509,7 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         if is_lazy(y):
             # One small compute (the distinct labels); nothing is trained before it succeeds.
-            classes = distinct_values(as_dask_array(y, "y", ndim=1, numeric=False))
+            classes = distinct_values(as_dask_array(y, "y", ndim=1, numeric=False), client)
             if classes.dtype.kind == "f" and not np.isfinite(classes).all():
                 raise ValueError(f"y must be finite; found the label(s) "
                                  f"{classes[~np.isfinite(classes)].tolist()}.")
@@ -477,7 +528,7 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
             params["objective"] = "multiclass"
             params["num_class"] = self.n_classes_
         return self._fit(X, self._encode_y(y), sample_weight, eval_set, eval_sample_weight,
-                         eval_names, client, params)
+                         eval_names, client, params, callbacks)
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), float64 (lazy for lazy input)."""

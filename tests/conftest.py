@@ -11,6 +11,23 @@ def _shared_data_path() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
+@pytest.fixture(autouse=True)
+def _no_scheduler_setting_without_a_client():
+    """Each test starts with Dask's own scheduler choice. distributed sets ``scheduler`` to
+    "dask.distributed" while a default client lives, and can leave it there after the last one
+    closes when clients of several clusters close in another order than they opened; a later
+    ``.compute()`` would then fail with "no Client active" in a test unrelated to the one that
+    left it."""
+    yield
+    import sys
+    if "distributed" not in sys.modules:
+        return
+    import dask
+    from distributed.client import _get_global_client
+    if dask.config.get("scheduler", None) == "dask.distributed" and _get_global_client() is None:
+        dask.config.set(scheduler=None)
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     """``../shared/data`` beside the checkout (or ``$OOCGBDT_DATA``); skips when absent."""

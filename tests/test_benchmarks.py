@@ -86,3 +86,17 @@ def test_tree_time_split_from_task_stream():
     assert split[0]["reduce"] == pytest.approx(0.05)
     assert split[0]["overhead"] == pytest.approx(1.0 - 0.4 - 0.1 - 0.05)
     assert split[1]["hist"] == pytest.approx(0.1)
+
+
+def test_categorical_quick(shared_data, monkeypatch, capsys):
+    from benchmarks import categorical
+    monkeypatch.setenv("OOCGBDT_DATA", str(shared_data))
+    rc = categorical.main(["--quick"])
+    out = capsys.readouterr().out
+    header = _table_header(out, "set")
+    rows = _table_rows(out, "set")
+    assert [r[0] for r in rows][0] == "adult" and rows[-1][0] == "nycflights13"
+    result, equal = header.index("result"), header.index("trees equal")
+    assert rc == 0 and all(r[result] == "PASS" for r in rows), out
+    # same data and parameters: LightGBM's trees, every one
+    assert all(r[equal].split("/")[0] == r[equal].split("/")[1] for r in rows), out

@@ -16,10 +16,10 @@ PKG = ROOT / "oocgbdt"
 LIBRARIES = ("dask", "distributed", "zarr")
 #: Rank of each layer: a module may import oocgbdt modules of a lower rank only (and the shared
 #: modules, rank 0). io and runtime share a rank and do not import each other.
-RANK = {"_dtypes": 0, "params": 0, "datasets": 0, "kernels": 1, "core": 2, "runtime": 3, "io": 3,
+RANK = {"_dtypes": 0, "params": 0, "lightgbm_parameters": 0, "datasets": 0, "kernels": 1, "core": 2, "runtime": 3, "io": 3,
         "dask": 4, "plot": 5, "sklearn": 5, "cli": 5, "": 6}  # "": the package's __init__
 #: Layers that must not import the Dask libraries themselves.
-NO_LIBRARIES = {"_dtypes", "params", "datasets", "kernels", "core", "plot", "sklearn", "cli"}
+NO_LIBRARIES = {"_dtypes", "params", "lightgbm_parameters", "datasets", "kernels", "core", "plot", "sklearn", "cli"}
 
 
 def _layer(module: str) -> str:

@@ -515,3 +515,35 @@ def test_dask_dataframe_fits_as_the_pandas_frame():
         assert est.booster_ == local.booster_
         lazy = est.predict(dd.from_pandas(df, npartitions=2))
         np.testing.assert_array_equal(lazy.compute(scheduler="sync"), local.predict(df))
+
+
+def test_lightgbm_keywords_are_parameters_as_in_lgbmmodel(shared_data):
+    """LightGBM's own names as keywords, as LGBMModel takes them: kept by get_params,
+    set_params and clone, searched over by GridSearchCV, and training as LightGBM does with
+    the same keywords (oracle: LGBMRegressor given them)."""
+    est = GBDTRegressor(n_estimators=5, min_data_in_leaf=50, max_conflict_rate=0.0)
+    assert est.get_params()["min_data_in_leaf"] == 50
+    assert clone(est).get_params() == est.get_params()
+    assert est.set_params(min_data_in_leaf=40).min_data_in_leaf == 40
+    with pytest.raises(ValueError, match="Unknown parameter 'min_data_in_lef'"):
+        GBDTRegressor(min_data_in_lef=3).fit(np.zeros((30, 2)), np.arange(30.0))
+
+    X, y = load_lightgbm_tsv(shared_data / "lightgbm_regression" / "regression.train")
+    Xt, _ = load_lightgbm_tsv(shared_data / "lightgbm_regression" / "regression.test")
+    kw = dict(min_data_in_leaf=200, lambda_l2=1.0)
+    ours = GBDTRegressor(**PARITY, **kw).fit(X, y)
+    theirs = _lgbm("LGBMRegressor", **PARITY, **kw).fit(X, y)
+    np.testing.assert_allclose(ours.predict(Xt), theirs.predict(Xt), rtol=1e-6, atol=1e-9)
+    # min_data_in_leaf=200 is not the default 20: leaves hold at least 200 rows.
+    assert min(t.leaf_count.min() for t in ours.booster_.trees) >= 200
+    # A keyword wins over the estimator's argument for the same parameter, with a warning.
+    with pytest.warns(UserWarning, match="min_data_in_leaf=200 is used instead of the "
+                                         "argument min_child_samples=7"):
+        both = GBDTRegressor(**dict(PARITY, min_child_samples=7), **kw).fit(X, y)
+    np.testing.assert_array_equal(both.predict(Xt), ours.predict(Xt))
+
+    search = GridSearchCV(GBDTRegressor(n_estimators=3, min_data_in_leaf=20),
+                          {"min_data_in_leaf": [5, 500]}, cv=2).fit(X[:2000], y[:2000])
+    assert search.best_params_["min_data_in_leaf"] in (5, 500)
+    assert search.best_estimator_.get_params()["min_data_in_leaf"] == \
+        search.best_params_["min_data_in_leaf"]

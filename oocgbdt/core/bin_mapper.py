@@ -9,7 +9,9 @@ only the final trees go back to raw thresholds through :meth:`BinMapper.threshol
 Algorithm reference: LightGBM's ``BinMapper::FindBin`` (``src/io/bin.cpp:315-512``) with
 ``GreedyFindBin`` / ``FindBinWithZeroAsOneBin`` (``bin.cpp:80-302``), ``NeedFilter``
 (``bin.cpp:56-78``) and ``ValueToBin`` (``include/LightGBM/bin.h:612-650``), as restated in
-``/work/shared/reference/lightgbm-algorithms.md`` section 1. Numerical features only.
+``/work/shared/reference/lightgbm-algorithms.md`` section 1. Categorical features
+(``categorical_features``) follow FindBin's categorical branch
+(:func:`oocgbdt.core.categorical.find_categorical_bin`, ``docs/categorical.md``).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from oocgbdt._dtypes import (
     X_BINNED_DTYPE_WIDE,
     X_DTYPE,
 )
+from oocgbdt.core.categorical import check_category_codes, find_categorical_bin
 from oocgbdt.kernels.binning import (
     count_at_most,
     counts_in_bins,
@@ -40,6 +43,7 @@ from oocgbdt.kernels.binning import (
     split_sample_columns,
 )
 from oocgbdt.kernels.bundling import bundle_sparse_rows
+from oocgbdt.kernels.categorical import map_categories
 
 __all__ = ["BinMapper", "sample_row_indices"]
 
@@ -113,6 +117,10 @@ class BinMapper:
         sides of any boundary, with ``filter_cnt = int(min_data_in_leaf * K / N)``.
     min_data_in_leaf : int, default=20
         Used only by the pre-filter; >= 0.
+    categorical_features : sequence of int, default=()
+        Columns binned as categories (LightGBM's ``categorical_feature``, resolved to
+        indices): bin 0 holds NaN, negative values and the categories left out, bins 1.. the
+        kept categories by decreasing sampled count.
 
     Attributes
     ----------
@@ -141,6 +149,12 @@ class BinMapper:
         file ``feature_infos=`` line.
     binned_dtype_ : type
         ``np.uint8`` if every ``n_bins_ <= 256``, else ``np.uint16``.
+    is_categorical_ : ndarray of shape (n_features,), dtype bool
+    bin_categories_ : list of n_features (ndarray of int64, or None)
+        For a categorical feature, the category of each bin (LightGBM's ``bin_2_categorical``,
+        -1 for bin 0); None for numerical features. A categorical feature's
+        ``bin_upper_bounds_`` entry is ``0, 1, ..., n_bins - 1`` (a placeholder: it has no
+        bounds) and its ``feature_infos_`` entry the categories joined by ``:``, as LightGBM's.
     n_features_in_ : int
     n_total_bins_ : int
         ``n_bins_.sum()``.
@@ -186,13 +200,14 @@ class BinMapper:
     """
 
     def __init__(self, max_bin=255, min_data_in_bin=3, use_missing=True, zero_as_missing=False,
-                 feature_pre_filter=True, min_data_in_leaf=20):
+                 feature_pre_filter=True, min_data_in_leaf=20, categorical_features=()):
         self.max_bin = max_bin
         self.min_data_in_bin = min_data_in_bin
         self.use_missing = use_missing
         self.zero_as_missing = zero_as_missing
         self.feature_pre_filter = feature_pre_filter
         self.min_data_in_leaf = min_data_in_leaf
+        self.categorical_features = categorical_features
 
     # ---------------------------------------------------------------------------------------
     # parameters
@@ -207,6 +222,7 @@ class BinMapper:
             "zero_as_missing": self.zero_as_missing,
             "feature_pre_filter": self.feature_pre_filter,
             "min_data_in_leaf": self.min_data_in_leaf,
+            "categorical_features": [int(f) for f in self.categorical_features],
         }
 
     def _validate_params(self):
@@ -219,7 +235,9 @@ class BinMapper:
                 _check_bool("use_missing", self.use_missing),
                 _check_bool("zero_as_missing", self.zero_as_missing),
                 _check_bool("feature_pre_filter", self.feature_pre_filter),
-                _check_int("min_data_in_leaf", self.min_data_in_leaf, 0))
+                _check_int("min_data_in_leaf", self.min_data_in_leaf, 0),
+                tuple(sorted({_check_int("categorical_features item", f, 0)
+                              for f in self.categorical_features})))
 
     def __repr__(self):
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
@@ -234,13 +252,21 @@ class BinMapper:
         """An unfitted mapper with the bin settings of resolved training ``params``
         (``max_bin``, ``min_data_in_bin``, ``use_missing``, ``zero_as_missing``,
         ``feature_pre_filter``, ``min_data_in_leaf``)."""
+        cat = params.get("categorical_feature")
+        if cat is None:
+            cat = ()
+        if isinstance(cat, str) or any(not isinstance(c, numbers.Integral) for c in cat):
+            raise ValueError(f"categorical_feature must be resolved to column indices "
+                             f"(oocgbdt.core.categorical.resolve_categorical_feature) before "
+                             f"binning, found {cat!r}")
         return cls(max_bin=int(params["max_bin"]), min_data_in_bin=int(params["min_data_in_bin"]),
                    use_missing=bool(params["use_missing"]),
                    zero_as_missing=bool(params["zero_as_missing"]),
                    feature_pre_filter=bool(params["feature_pre_filter"]),
-                   min_data_in_leaf=int(params["min_data_in_leaf"]))
+                   min_data_in_leaf=int(params["min_data_in_leaf"]),
+                   categorical_features=tuple(int(c) for c in cat))
 
-    def fit(self, X_sample, n_samples_total):
+    def fit(self, X_sample, n_samples_total, n_threads=None):
         """Find every feature's bins on a row sample.
 
         Parameters
@@ -253,6 +279,8 @@ class BinMapper:
         n_samples_total : int
             N, the number of rows in the full data (N >= K); used only for the pre-filter
             count ``filter_cnt = int(min_data_in_leaf * K / N)``.
+        n_threads : int, optional
+            Threads to fit on (default: one per core).
 
         Returns
         -------
@@ -260,7 +288,7 @@ class BinMapper:
 
         Notes
         -----
-        Features are fitted in groups of ``FIT_FEATURE_GROUP`` on up to ``os.cpu_count()``
+        Features are fitted in groups of ``FIT_FEATURE_GROUP`` on up to ``n_threads``
         threads (the sorts and numba kernels release the GIL); each feature's result does not
         depend on the grouping (:func:`_find_bin_naive` is the one-feature NumPy reference).
 
@@ -272,7 +300,7 @@ class BinMapper:
             ``n_samples_total`` is not an integer >= K.
         """
         (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
-         min_data_in_leaf) = self._validate_params()
+         min_data_in_leaf, categorical) = self._validate_params()
         duplicates = False
         if sp.issparse(X_sample):
             n_stored = X_sample.nnz  # duplicates included
@@ -293,20 +321,42 @@ class BinMapper:
                              f"K={n_sample}, found n_samples_total={n_samples_total}")
         # dataset_loader.cpp: int(double(min_data_in_leaf * total_sample_size) / num_data)
         filter_cnt = int(float(min_data_in_leaf * n_sample) / n_samples_total)
+        if categorical and categorical[-1] >= n_features:
+            raise ValueError(f"categorical_features holds column {categorical[-1]}, but "
+                             f"X_sample has {n_features} columns")
+        if categorical and sp.issparse(X):
+            raise ValueError("categorical_features with a sparse X_sample are not supported; "
+                             "pass the categorical columns in a dense array")
+        cat_results = {}
+        for f in categorical:
+            check_category_codes(X[:, f], f)
+            cat_results[f] = find_categorical_bin(X[:, f], n_sample, max_bin, min_data_in_bin,
+                                                  use_missing, zero_as_missing,
+                                                  feature_pre_filter, filter_cnt)
 
         args = (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
                 filter_cnt, n_sample)
         groups = [(f0, min(f0 + FIT_FEATURE_GROUP, n_features))
                   for f0 in range(0, n_features, FIT_FEATURE_GROUP)]
-        n_threads = min(os.cpu_count() or 1, len(groups))
+        n_threads = min(n_threads or os.cpu_count() or 1, len(groups))
         if n_threads > 1:
             with ThreadPoolExecutor(max_workers=n_threads) as pool:
                 results = list(pool.map(lambda g: _find_bins(X, g[0], g[1], *args), groups))
         else:
             results = [_find_bins(X, f0, f1, *args) for f0, f1 in groups]
         res = [r for group in results for r in group]
+        categories = [None] * n_features
+        for f, (cats, mt, d, mf, t, lo, hi) in cat_results.items():
+            categories[f] = cats
+            # sampled rows off the default bin, binned as transform bins them
+            o = np.argsort(cats[1:], kind="stable")
+            binned = np.empty(n_sample, dtype=np.int64)
+            map_categories(X[:, f], np.ascontiguousarray(cats[1:][o]), (o + 1).astype(np.int64),
+                           binned)
+            res[f] = (np.arange(cats.shape[0], dtype=np.float64), mt, d, mf, t, lo, hi,
+                      int(np.count_nonzero(binned != d)))
         bounds, missing, default, most_freq, trivial, vmin, vmax, nondefault = (list(a) for a in zip(*res))
-        self._set_fitted(bounds, missing, default, most_freq, trivial, vmin, vmax)
+        self._set_fitted(bounds, missing, default, most_freq, trivial, vmin, vmax, categories)
         self.n_samples_fit_ = int(n_sample)
         self.n_samples_total_ = int(n_samples_total)
         self.sample_nondefault_counts_ = np.asarray(nondefault, dtype=np.int64)
@@ -314,7 +364,8 @@ class BinMapper:
             self.sample_nondefault_counts_[:] = -1
         return self
 
-    def _set_fitted(self, bounds, missing, default, most_freq, trivial, vmin, vmax):
+    def _set_fitted(self, bounds, missing, default, most_freq, trivial, vmin, vmax,
+                    categories=None):
         self.bin_upper_bounds_ = [np.asarray(b, dtype=np.float64) for b in bounds]
         self.n_bins_ = np.array([len(b) for b in self.bin_upper_bounds_], dtype=np.int32)
         self.missing_types_ = np.asarray(missing, dtype=np.uint8)
@@ -327,9 +378,23 @@ class BinMapper:
         self.bin_offsets_ = np.concatenate(([0], np.cumsum(self.n_bins_, dtype=np.int64))).astype(np.int64)
         self.n_total_bins_ = int(self.bin_offsets_[-1])
         self.binned_dtype_ = X_BINNED_DTYPE if int(self.n_bins_.max()) <= 256 else X_BINNED_DTYPE_WIDE
+        if categories is None:
+            categories = [None] * self.n_features_in_
+        self.bin_categories_ = [None if c is None else np.asarray(c, dtype=np.int64)
+                                for c in categories]
+        self.is_categorical_ = np.array([c is not None for c in self.bin_categories_], dtype=bool)
+        # categorical: flat (category, bin) pairs sorted by category, for map_categories
+        self._cat_lookup = {}
+        for f, c in enumerate(self.bin_categories_):
+            if c is not None:
+                o = np.argsort(c[1:], kind="stable")
+                self._cat_lookup[f] = (np.ascontiguousarray(c[1:][o]),
+                                       (o + 1).astype(np.int64))
         self.feature_infos_ = [
-            "none" if t else f"[{_format_double(lo)}:{_format_double(hi)}]"
-            for t, lo, hi in zip(self.is_trivial_, self.min_values_, self.max_values_)
+            "none" if t else (":".join(str(int(x)) for x in c) if c is not None
+                              else f"[{_format_double(lo)}:{_format_double(hi)}]")
+            for t, lo, hi, c in zip(self.is_trivial_, self.min_values_, self.max_values_,
+                                    self.bin_categories_)
         ]
         # the kernel's flat view of the bounds (bound offsets == bin offsets)
         self._flat_bounds = (np.concatenate(self.bin_upper_bounds_) if self.bin_upper_bounds_
@@ -387,6 +452,8 @@ class BinMapper:
         out = np.empty(X.shape, dtype=self.binned_dtype_)
         if X.shape[0]:
             map_to_bins(X, self._flat_bounds, self.bin_offsets_, self.n_bins_, self.missing_types_, out)
+            for f, (cats, bins) in self._cat_lookup.items():
+                map_categories(X[:, f], cats, bins, out[:, f])
         return out
 
     def _transform_sparse(self, X):
@@ -397,6 +464,9 @@ class BinMapper:
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
+        if self._cat_lookup:
+            raise ValueError("a BinMapper with categorical features bins dense X only, found "
+                             f"a sparse matrix of shape {X.shape}")
         n = self.n_features_in_
         out = np.empty(X.shape, dtype=self.binned_dtype_)
         if X.shape[0]:
@@ -462,7 +532,8 @@ class BinMapper:
         return {
             "format": _DICT_FORMAT,
             "version": _DICT_VERSION,
-            "params": {k: (bool(v) if isinstance(v, (bool, np.bool_)) else int(v))
+            "params": {k: (bool(v) if isinstance(v, (bool, np.bool_))
+                           else v if isinstance(v, list) else int(v))
                        for k, v in params.items()},
             "n_samples_fit": int(self.n_samples_fit_),
             "n_samples_total": int(self.n_samples_total_),
@@ -473,6 +544,8 @@ class BinMapper:
             "is_trivial": [bool(x) for x in self.is_trivial_],
             "min_values": [_encode_float(x) for x in self.min_values_],
             "max_values": [_encode_float(x) for x in self.max_values_],
+            "bin_categories": [None if c is None else [int(x) for x in c]
+                               for c in self.bin_categories_],
         }
 
     @classmethod
@@ -501,7 +574,8 @@ class BinMapper:
         if d.get("version") != _DICT_VERSION:
             raise ValueError(f"d['version'] must be {_DICT_VERSION}, found {d.get('version')!r}")
         try:
-            mapper = cls(**d["params"])
+            mapper = cls(**{k: (tuple(v) if k == "categorical_features" else v)
+                            for k, v in d["params"].items()})
             mapper._validate_params()
             bounds = [[_decode_float(x) for x in b] for b in d["bin_upper_bounds"]]
             n_features = len(bounds)
@@ -520,7 +594,8 @@ class BinMapper:
             bounds, per_feature["missing_types"], per_feature["default_bins"],
             per_feature["most_freq_bins"], per_feature["is_trivial"],
             [_decode_float(x) for x in per_feature["min_values"]],
-            [_decode_float(x) for x in per_feature["max_values"]])
+            [_decode_float(x) for x in per_feature["max_values"]],
+            d.get("bin_categories"))
         mapper.n_samples_fit_ = int(d["n_samples_fit"])
         mapper.n_samples_total_ = int(d["n_samples_total"])
         mapper.sample_nondefault_counts_ = None
@@ -535,6 +610,10 @@ class BinMapper:
         self.__dict__.update(state)
         if "bin_upper_bounds_" in state:
             self._flat_bounds = np.concatenate(self.bin_upper_bounds_)
+        if "_cat_lookup" not in state and "bin_upper_bounds_" in state:
+            self._set_fitted(self.bin_upper_bounds_, self.missing_types_, self.default_bins_,
+                             self.most_freq_bins_, self.is_trivial_, self.min_values_,
+                             self.max_values_, getattr(self, "bin_categories_", None))
 
 
 def _find_bins(X, f0, f1, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter,

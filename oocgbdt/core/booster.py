@@ -193,6 +193,7 @@ class Booster:
                 node_offsets=np.cumsum([0] + [len(t.split_feature) for t in trees]).astype(np.int64),
                 leaf_offsets=np.cumsum([0] + [t.n_leaves for t in trees]).astype(np.int64),
                 tree_class=np.asarray([t.class_idx for t in trees], dtype=np.int32))
+            self._packed[n_trees].update(_pack_categorical(trees))
         return self._packed[n_trees]
 
     # ---- prediction ----------------------------------------------------------------------
@@ -239,13 +240,13 @@ class Booster:
             predict_raw_sparse(X.indptr, X.indices, X.data, p["split_feature"], p["threshold"],
                                p["decision_type"], p["left_child"], p["right_child"],
                                p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
-                               p["tree_class"], out)
+                               p["tree_class"], p["cat_boundaries"], p["cat_threshold"], out)
             return out
         X = np.ascontiguousarray(self._check_X(X), dtype=X_DTYPE)
         out = np.tile(self.init_score, (X.shape[0], 1))
         predict_raw(X, p["split_feature"], p["threshold"], p["decision_type"], p["left_child"],
                     p["right_child"], p["leaf_value"], p["node_offsets"], p["leaf_offsets"],
-                    p["tree_class"], out)
+                    p["tree_class"], p["cat_boundaries"], p["cat_threshold"], out)
         return out
 
     def _predict_numpy(self, X, raw_score=False, num_iteration=None):
@@ -411,3 +412,24 @@ class Booster:
         state = self.__dict__.copy()
         state["_packed"] = {}
         return state
+
+
+def _pack_categorical(trees) -> dict:
+    """The raw-category bitsets of ``trees`` as one pair of arrays: each tree's categorical
+    nodes get ``threshold`` shifted by the categorical splits of the trees before it, and its
+    ``cat_boundaries`` by the bitset words before it. Returns ``threshold`` (when any tree has
+    a categorical node), ``cat_boundaries`` (int64) and ``cat_threshold`` (uint32)."""
+    boundaries, words, thresholds = [0], [], []
+    any_cat = False
+    for t in trees:
+        n_cat, n_words = len(boundaries) - 1, len(words)
+        is_cat = (t.decision_type & 1) != 0
+        any_cat = any_cat or bool(is_cat.any())
+        thresholds.append(np.where(is_cat, t.threshold + n_cat, t.threshold))
+        boundaries.extend((t.cat_boundaries[1:].astype(np.int64) + n_words).tolist())
+        words.extend(t.cat_threshold.tolist())
+    out = dict(cat_boundaries=np.asarray(boundaries, dtype=np.int64),
+               cat_threshold=np.asarray(words, dtype=np.uint32))
+    if any_cat:
+        out["threshold"] = np.concatenate(thresholds).astype(np.float64)
+    return out

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tqdm.auto import tqdm
 
+from oocgbdt.core.callback import evaluation_result_list
 from oocgbdt.core.executor import tree_reduce
 from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, partition_compact_columns,
                                 partition_gradients, partition_leaf_counts,
@@ -25,7 +26,8 @@ from oocgbdt.core.screening import FeatureScreener
 from oocgbdt.core.sampling import RowSampler, partition_n_rows, sampling_enabled
 from oocgbdt.core.split import FeatureMeta, SplitParams, feature_blocks
 
-__all__ = ["BoostResult", "boost", "compute_init_score", "histogram_pool_capacity"]
+__all__ = ["BoostResult", "boost", "compute_init_score", "histogram_pool_capacity",
+           "stop_by_callback"]
 
 
 @dataclass
@@ -121,7 +123,8 @@ def round_postfix(evals_result) -> dict:
 
 
 def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
-          verbose=True, key="oocgbdt", bundler=None, progress=None) -> BoostResult:
+          verbose=True, key="oocgbdt", bundler=None, progress=None, learning_rates=None,
+          on_round=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -144,6 +147,13 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         ``set_postfix`` and ``close``); default :func:`progress_bar` with ``verbose``.
     key : str
         Prefix of task keys, unique per training run.
+    learning_rates : sequence of float, optional
+        One learning rate per round (``reset_parameter``); default ``params["learning_rate"]``.
+    on_round : callable, optional
+        ``on_round(round, evaluation_result_list)`` after each round's evaluation
+        (:func:`oocgbdt.core.callback.evaluation_result_list`); when it returns an
+        :class:`~oocgbdt.core.callback.EarlyStopException`, training ends after this round with
+        that best iteration (LightGBM's callbacks; see :class:`~oocgbdt.core.callback.CallbackList`).
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     sp = SplitParams.from_params(params)
@@ -221,7 +231,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                                     params["max_depth"], grow_policy=params["grow_policy"],
                                     max_leaves_per_pass=params["max_leaves_per_pass"],
                                     lookahead_leaves=lookahead)
-                tree, _ = grower.grow(bin_mapper.bin_upper_bounds_, learning_rate, k)
+                tree, _ = grower.grow(bin_mapper.bin_upper_bounds_,
+                                      learning_rate if learning_rates is None
+                                      else float(learning_rates[rnd]), k,
+                                      bin_categories=getattr(bin_mapper, "bin_categories_", None))
                 tree_rows = source.rows  # each partition's rows by leaf: applying the tree reads them
                 source.close()
                 if source.feature_gains is not None:
@@ -279,6 +292,11 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             if stop is not None:
                 result.best_iteration = stop
                 break
+            if on_round is not None:
+                stopped = on_round(rnd, evaluation_result_list(evals_result, metric_list, rnd))
+                if stopped is not None:
+                    stop_by_callback(result, stopped, n_out)
+                    break
         else:
             if es_rounds is not None and best:
                 result.best_iteration = _best_round(best, params)
@@ -291,6 +309,24 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         result.best_score = {name: {m: evals_result[name][m][result.best_iteration - 1]
                                     for m in evals_result[name]} for name in evals_result}
     return result
+
+
+def stop_by_callback(result, stopped, n_out):
+    """End ``result`` at the round a callback stopped in (``stopped.stop_round``): the trees and
+    evaluations of later rounds (trained by a loop on workers that went on meanwhile) dropped,
+    and the callback's best iteration kept, as LightGBM's ``train`` does on
+    ``EarlyStopException``."""
+    keep = stopped.stop_round + 1
+    result.trees = result.trees[:keep * n_out]
+    result.tree_stats = result.tree_stats[:keep * n_out]
+    for by_metric in result.evals_result.values():
+        for m in by_metric:
+            by_metric[m] = by_metric[m][:keep]
+    if result.screening_history is not None:
+        result.screening_history = result.screening_history[:keep]
+    result.best_iteration = stopped.best_iteration + 1
+    result.best_score = {name: {m: v[result.best_iteration - 1] for m, v in by_metric.items()}
+                         for name, by_metric in result.evals_result.items()}
 
 
 def _best_round(best, params):

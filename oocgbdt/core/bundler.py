@@ -515,8 +515,11 @@ class FeatureBundler:
         return float(r)
 
     # ---- fit --------------------------------------------------------------------------------
-    def fit(self, counts: ConflictCounts, n_bins, default_bins, is_trivial):
+    def fit(self, counts: ConflictCounts, n_bins, default_bins, is_trivial, is_categorical=None):
         """Choose bundles from merged conflict counts.
+
+        Categorical features (``is_categorical``) are never bundled with others: each is a
+        bundle of its own (``docs/categorical.md``).
 
         Parameters
         ----------
@@ -525,12 +528,16 @@ class FeatureBundler:
             :func:`chunk_conflicts`).
         n_bins, default_bins, is_trivial : ndarray of shape (n_features,)
             From the fitted BinMapper (``n_bins_``, ``default_bins_``, ``is_trivial_``).
+        is_categorical : ndarray of shape (n_features,), bool, optional
+            From the fitted BinMapper (``is_categorical_``); None: no categorical feature.
 
         Returns
         -------
         self
         """
         rate = self._check()
+        alone = (np.zeros(len(n_bins), dtype=bool) if is_categorical is None
+                 else np.asarray(is_categorical, dtype=bool))
         n_bins, default_bins, is_trivial = _feature_arrays(n_bins, default_bins, is_trivial)
         n_features = n_bins.shape[0]
         k = int(counts.n_rows)
@@ -539,7 +546,8 @@ class FeatureBundler:
         share = nnz / max(k, 1)
         dense = share > min(0.5, 1.0 - rate)
         degree = _degree(counts.pairs, n_features)
-        order = [f for f in bundling_order(nnz, degree) if not is_trivial[f]]
+        order = [f for f in bundling_order(nnz, degree) if not is_trivial[f] and not alone[f]]
+        singles = [[int(f)] for f in np.flatnonzero(alone & ~is_trivial)]
         if counts.pairs is None:
             r, f = counts.rows if counts.rows is not None else (np.zeros(0, np.int32),) * 2
             srt = np.argsort(f, kind="stable")
@@ -558,6 +566,7 @@ class FeatureBundler:
                 wide, _ = run(MAX_BINS_WIDE)
                 if WIDE_COLUMN_COST * len(wide) <= len(bundles):
                     bundles, layout = wide, "uint16"
+        bundles = list(bundles) + singles
         self._set_fitted(bundles, layout, n_bins, default_bins, k, budget)
         self.sample_conflicts_ = self._sample_conflicts(counts)
         return self

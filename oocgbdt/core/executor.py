@@ -12,12 +12,14 @@ give bit-identical models.
 """
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Protocol, runtime_checkable
 
-__all__ = ["Executor", "LocalExecutor", "tree_reduce", "reduce_levels", "EVERYWHERE"]
+__all__ = ["Executor", "LocalExecutor", "tree_reduce", "reduce_levels", "EVERYWHERE",
+           "fit_threads"]
 
 #: ``place`` of a step that every place of a remote executor runs, each on its own copy of the
 #: inputs (its result is then held everywhere); a single-place executor runs it once.
@@ -69,6 +71,30 @@ class Executor(Protocol):
 
     def close(self) -> None:
         """Release what the executor holds."""
+
+
+def fit_threads(num_threads, available=None) -> int:
+    """Threads a fit uses, from the ``num_threads`` parameter (LightGBM's, alias ``n_jobs``).
+
+    Parameters
+    ----------
+    num_threads : int
+        > 0: that many; 0: ``available``; < 0: ``available + 1 + num_threads`` (joblib's rule
+        for ``n_jobs``, as LightGBM's estimators read it), at least 1.
+    available : int, optional
+        The threads there are: a Dask worker's threads, or (default) the machine's cores.
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    if available is None:
+        available = os.cpu_count() or 1
+    n = int(num_threads)
+    if n > 0:
+        return n
+    return max(1, int(available) + 1 + n if n < 0 else int(available))
 
 
 class LocalExecutor:

@@ -125,8 +125,9 @@ class TreeGrower:
         routed, its rows); returns the right child's id."""
         self.routed.append(bool(routed))
         sp = self.split_params
-        left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians)
-        right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians)
+        left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians, split.extra_l2)
+        right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians,
+                                split.extra_l2)
         return builder.split(leaf, split, int(self.missing_types[split.feature]),
                              builder.leaf_value[leaf], left_value, right_value)
 
@@ -199,7 +200,8 @@ class TreeGrower:
                 self.source.commit(data_id[leaf])
             best[leaf], best[right_leaf] = left, right
 
-    def grow(self, bin_upper_bounds, learning_rate, class_idx) -> tuple[Tree, TreeBuilder]:
+    def grow(self, bin_upper_bounds, learning_rate, class_idx,
+             bin_categories=None) -> tuple[Tree, TreeBuilder]:
         """Grow the tree; returns the :class:`Tree` and the builder (leaf values before the learning rate)."""
         sp = self.split_params
         t0 = time.perf_counter()
@@ -218,5 +220,5 @@ class TreeGrower:
             # one-leaf tree's output at 0; only its first iteration would hold the init score,
             # which oocgbdt keeps apart in Booster.init_score).
             builder.leaf_value[0] = 0.0
-        tree = builder.build(bin_upper_bounds, learning_rate, class_idx)
+        tree = builder.build(bin_upper_bounds, learning_rate, class_idx, bin_categories)
         return tree, builder

@@ -17,7 +17,8 @@ from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, best_split, leaf_totals
 from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundled, split_rows_bundled
 from oocgbdt.kernels.histogram import build_histogram
-from oocgbdt.kernels.routing import split_rows
+from oocgbdt.kernels.categorical import construct_bitset
+from oocgbdt.kernels.routing import CATEGORICAL_NODE, split_rows
 from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
 
 __all__ = [
@@ -29,6 +30,10 @@ __all__ = [
     "pass_histogram",
     "partition_label_stats", "partition_metric_partials", "merge_metric_partials",
 ]
+
+#: The bitset arguments of a numerical split (never read).
+_NO_CAT_BOUNDS = np.zeros(1, dtype=np.int64)
+_NO_CAT_BITS = np.zeros(0, dtype=np.uint32)
 
 
 @dataclass(frozen=True)
@@ -349,16 +354,20 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
     for leaf, right_leaf, split in zip(plan.leaves, plan.right_leaves, plan.splits):
         f = split.feature
         begin, count = int(rows.leaf_begin[leaf]), int(rows.leaf_count[leaf])
+        missing_type, bounds, bits = meta.missing_types[f], _NO_CAT_BOUNDS, _NO_CAT_BITS
+        if split.cat_bins is not None:  # the bin bitset of the split's left categories
+            bits = construct_bitset(split.cat_bins)
+            missing_type, bounds = CATEGORICAL_NODE, np.array([0, bits.shape[0]], dtype=np.int64)
         if meta.bundled:
             n_left = split_rows_bundled(X[:, rows.column(meta.feature_bundle[f])], rows.order, begin, count,
                                         split.threshold_bin, split.default_left,
-                                        meta.missing_types[f], meta.default_bins[f],
-                                        meta.n_bins[f] - 1, meta.feature_start[f], meta.n_bins[f],
-                                        meta.feature_raw[f], order)
+                                        missing_type, meta.default_bins[f],
+                                        meta.n_bins[f] - 1, bounds, bits, meta.feature_start[f],
+                                        meta.n_bins[f], meta.feature_raw[f], order)
         else:
             n_left = split_rows(X[:, rows.column(f)], rows.order, begin, count, split.threshold_bin,
-                                split.default_left, meta.missing_types[f], meta.default_bins[f],
-                                meta.n_bins[f] - 1, order)
+                                split.default_left, missing_type, meta.default_bins[f],
+                                meta.n_bins[f] - 1, bounds, bits, order)
         leaf_count[leaf] = n_left
         leaf_begin[right_leaf] = begin + n_left
         leaf_count[right_leaf] = count - n_left
@@ -543,7 +552,7 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
         leaves_by_segment(X, rows.order, rows.leaf_begin, rows.leaf_count, *layout,
                           t["threshold_bin"], t["default_left"], t["missing_type"],
                           t["default_bin"], t["nan_bin"], t["left_child"], t["right_child"],
-                          routed, leaf)
+                          t["cat_boundaries"], t["cat_threshold"], routed, leaf)
     else:
         # One walk gives each row's leaf (the walk adds leaf numbers into zeros); the score then
         # gets its leaf's value, the same single addition per row as adding the value in the walk.
@@ -553,11 +562,13 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
             predict_binned_bundled(X, t["split_column"], t["split_start"], t["split_n_bins"],
                                    t["split_raw"], t["threshold_bin"], t["default_left"],
                                    t["missing_type"], t["default_bin"], t["nan_bin"],
-                                   t["left_child"], t["right_child"], numbers, leaf)
+                                   t["left_child"], t["right_child"], numbers,
+                                   t["cat_boundaries"], t["cat_threshold"], leaf)
         else:
             predict_binned(X, t["split_feature"], t["threshold_bin"], t["default_left"],
                            t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
-                           t["right_child"], numbers, leaf)
+                           t["right_child"], numbers, t["cat_boundaries"], t["cat_threshold"],
+                           leaf)
         leaf = leaf.astype(np.intp)
     raw = data.raw_score.copy()
     raw[class_idx] += t["leaf_value"][leaf]

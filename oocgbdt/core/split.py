@@ -11,6 +11,7 @@ from functools import cached_property
 import numpy as np
 
 from oocgbdt.kernels.bundling import expand_histogram
+from oocgbdt.kernels.categorical import find_best_categorical_splits
 from oocgbdt.kernels.splitting import find_best_thresholds, leaf_output
 
 __all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "best_split", "leaf_totals",
@@ -52,6 +53,9 @@ class FeatureMeta:
     expand_index : ndarray of shape (n_total_bins,), dtype int64
         Bundle histogram row of each (feature, bin) (row 0: the count row, 0); -1 where the
         bin is recovered by subtraction.
+    is_categorical : ndarray of shape (n_features,), dtype bool, or None
+        Features split by category sets (:mod:`oocgbdt.kernels.categorical`); None: none.
+        Categorical features are never bundled with others, so their bins are read as built.
     """
 
     bin_offsets: np.ndarray
@@ -65,6 +69,7 @@ class FeatureMeta:
     feature_raw: np.ndarray | None = None
     expand_index: np.ndarray | None = None
     most_freq_bins: np.ndarray | None = None
+    is_categorical: np.ndarray | None = None
 
     @classmethod
     def from_bin_mapper(cls, bin_mapper, bundler=None) -> "FeatureMeta":
@@ -86,6 +91,9 @@ class FeatureMeta:
             default_bins=np.asarray(bin_mapper.default_bins_, dtype=np.int32),
             feature_mask=~np.asarray(bin_mapper.is_trivial_, dtype=bool),
             most_freq_bins=np.asarray(bin_mapper.most_freq_bins_, dtype=np.int32),
+            is_categorical=(np.asarray(bin_mapper.is_categorical_, dtype=bool)
+                            if getattr(bin_mapper, "is_categorical_", None) is not None
+                            and bin_mapper.is_categorical_.any() else None),
             **extra,
         )
 
@@ -234,7 +242,8 @@ def feature_blocks(meta: FeatureMeta, n_feature_blocks: int):
         out.append((lo, hi, FeatureMeta(
             bin_offsets=meta.bin_offsets - lo + 1, n_bins=meta.n_bins,
             missing_types=meta.missing_types, default_bins=meta.default_bins,
-            feature_mask=mask, most_freq_bins=meta.most_freq_bins)))
+            feature_mask=mask, most_freq_bins=meta.most_freq_bins,
+            is_categorical=meta.is_categorical)))
     return out
 
 
@@ -247,16 +256,29 @@ class SplitParams:
     min_data_in_leaf: float = 20
     min_sum_hessian_in_leaf: float = 1e-3
     min_gain_to_split: float = 0.0
+    max_cat_to_onehot: int = 4
+    max_cat_threshold: int = 32
+    cat_l2: float = 10.0
+    cat_smooth: float = 10.0
+    min_data_per_group: int = 100
 
     @classmethod
     def from_params(cls, params: dict) -> "SplitParams":
-        return cls(*(float(params[k]) for k in
-                     ("lambda_l1", "lambda_l2", "min_data_in_leaf", "min_sum_hessian_in_leaf",
-                      "min_gain_to_split")))
+        base = [float(params[k]) for k in
+                ("lambda_l1", "lambda_l2", "min_data_in_leaf", "min_sum_hessian_in_leaf",
+                 "min_gain_to_split")]
+        cat = dict(max_cat_to_onehot=int(params.get("max_cat_to_onehot", 4)),
+                   max_cat_threshold=int(params.get("max_cat_threshold", 32)),
+                   cat_l2=float(params.get("cat_l2", 10.0)),
+                   cat_smooth=float(params.get("cat_smooth", 10.0)),
+                   min_data_per_group=int(params.get("min_data_per_group", 100)))
+        return cls(*base, **cat)
 
-    def output(self, sum_g: float, sum_h: float) -> float:
-        """Leaf output ``-T(G) / (H + lambda_l2)`` (LightGBM ``CalculateSplittedLeafOutput``)."""
-        return float(leaf_output(sum_g, sum_h, self.lambda_l1, self.lambda_l2))
+    def output(self, sum_g: float, sum_h: float, extra_l2: float = 0.0) -> float:
+        """Leaf output ``-T(G) / (H + lambda_l2 + extra_l2)`` (LightGBM
+        ``CalculateSplittedLeafOutput``; ``extra_l2`` is ``cat_l2`` for the children of a
+        many-vs-many categorical split)."""
+        return float(leaf_output(sum_g, sum_h, self.lambda_l1, self.lambda_l2 + extra_l2))
 
 
 @dataclass(frozen=True)
@@ -275,6 +297,10 @@ class SplitInfo:
     ``threshold_bin``: rows with ``bin <= threshold_bin`` go left; missing rows (NaN bin for
     NaN-type features, the zero bin for Zero-type features) go left iff ``default_left``.
     ``gain`` is LightGBM's split gain ``gain(L) + gain(R) - gain(parent)``.
+
+    A categorical split has ``cat_bins``, the bins whose rows go left (in LightGBM's order;
+    every other bin, bin 0 included, goes right), ``threshold_bin`` 0, ``default_left`` False,
+    and ``extra_l2`` the ``cat_l2`` its children's outputs use (many-vs-many) or 0.
     """
 
     gain: float
@@ -287,6 +313,8 @@ class SplitInfo:
     #: only these (LightGBM's ``FeatureHistogram::is_splittable``, inherited from the parent in
     #: ``SerialTreeLearner::FindBestSplits``). None: no restriction.
     splittable: np.ndarray | None = field(default=None, compare=False, repr=False)
+    cat_bins: tuple | None = None
+    extra_l2: float = 0.0
 
     def child_meta(self, meta):
         """``meta`` restricted to the features its children may split on."""
@@ -338,12 +366,28 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     if meta.bundled:
         hist = meta.expand(hist[:meta.n_hist_bins], totals)
     per_feature = np.empty((meta.n_bins.shape[0], 6))
+    numerical = meta.feature_mask
+    cat_mask = None
+    if meta.is_categorical is not None:
+        cat_mask = meta.feature_mask & meta.is_categorical
+        numerical = meta.feature_mask & ~meta.is_categorical
     find_best_thresholds(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
-                         meta.default_bins, meta.search_most_freq_bins(), meta.feature_mask,
+                         meta.default_bins, meta.search_most_freq_bins(), numerical,
                          totals.sum_gradients, totals.sum_hessians, totals.count,
                          params.lambda_l1, params.lambda_l2,
                          params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
                          params.min_gain_to_split, per_feature)
+    cat_bins = None
+    if cat_mask is not None and cat_mask.any():
+        cat_bins = np.zeros((meta.n_bins.shape[0], max(1, params.max_cat_threshold)),
+                            dtype=np.int64)
+        find_best_categorical_splits(hist, meta.bin_offsets, meta.n_bins, cat_mask,
+                                     totals.sum_gradients, totals.sum_hessians, totals.count,
+                                     params.lambda_l1, params.lambda_l2,
+                                     params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
+                                     params.min_gain_to_split, params.max_cat_to_onehot,
+                                     params.max_cat_threshold, params.cat_l2, params.cat_smooth,
+                                     params.min_data_per_group, per_feature, cat_bins)
     gains = per_feature[:, 0].copy()
     f = int(np.argmax(gains))
     rec = per_feature[f]
@@ -352,6 +396,13 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     left = LeafTotals(float(rec[3]), float(rec[4]), float(rec[5]))
     right = LeafTotals(totals.sum_gradients - left.sum_gradients,
                        totals.sum_hessians - left.sum_hessians, totals.count - left.count)
+    if cat_bins is not None and cat_mask[f]:
+        n_left = int(rec[1])
+        onehot = int(meta.n_bins[f]) <= params.max_cat_to_onehot
+        return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=0, default_left=False,
+                         left=left, right=right, splittable=np.isfinite(gains),
+                         cat_bins=tuple(int(b) for b in cat_bins[f, :n_left]),
+                         extra_l2=0.0 if onehot else float(params.cat_l2)), gains
     return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=int(rec[1]),
                      default_left=bool(rec[2]), left=left, right=right,
                      splittable=np.isfinite(gains)), gains

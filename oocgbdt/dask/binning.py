@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from oocgbdt.core.bin_mapper import BinMapper, sample_row_indices
+from oocgbdt.core.executor import fit_threads
 
 __all__ = ["sample_row_indices", "bin_sample", "sample_key", "fit_bin_mapper"]
 
@@ -58,6 +59,7 @@ def fit_bin_mapper(X: da.Array, params: dict, compute, on_sample=None) -> BinMap
     if on_sample is not None:
         on_sample(sample)
     mapper = BinMapper.from_params(params)
-    mapper.fit(sample if sp.issparse(sample) else np.asarray(sample), n_rows)
+    mapper.fit(sample if sp.issparse(sample) else np.asarray(sample), n_rows,
+               n_threads=fit_threads(params["num_threads"]))
     mapper._sample_key = sample_key(X, params)
     return mapper

@@ -108,4 +108,5 @@ def fit_bundler(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt-efb
             bin_mapper.is_trivial_, pair_counts=conflict_mode(X.shape[1]) == "counts")
     counts = conflict_counts(X, bin_mapper, params, compute, key=key)
     return FeatureBundler(rate).fit(
-        counts, bin_mapper.n_bins_, bin_mapper.default_bins_, bin_mapper.is_trivial_)
+        counts, bin_mapper.n_bins_, bin_mapper.default_bins_, bin_mapper.is_trivial_,
+        getattr(bin_mapper, "is_categorical_", None))

@@ -767,7 +767,7 @@ def open_disk_cache(params, sets, bounds, bin_mapper, bundler, train_sample, sto
     return DiskCache(root, remove=True, reused=False, parts=parts)  # removed until complete
 
 
-def write_cache(sets, groups, root, bin_mapper, bundler, client, key):
+def write_cache(sets, groups, root, bin_mapper, bundler, client, key, n_threads=None):
     """The disk cache's write pass: bin every piece of every set and write it under ``root``.
 
     One task per piece (:func:`piece_groups`, :func:`write_piece`), with no worker
@@ -801,7 +801,7 @@ def write_cache(sets, groups, root, bin_mapper, bundler, client, key):
     futures = None
     try:
         if client is None:
-            with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            with ThreadPoolExecutor(n_threads or os.cpu_count() or 1) as pool:
                 written = list(dask.compute(*tasks, scheduler="threads", pool=pool))
         else:
             futures = client.compute(tasks)

@@ -35,6 +35,7 @@ from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 from oocgbdt.core.categories import (auto_categorical, categorical_columns, check_frame_columns,
                                      encode_frame, frame_categories, is_frame, merge_categories)
 from oocgbdt.io.dataset import Dataset
+from oocgbdt.runtime.cluster import find_client
 
 __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs",
            "partition_lengths", "remap_codes", "dataset_map", "dataset_map_of", "as_dask_array",
@@ -676,21 +677,28 @@ def map_rows(func, arr, *, dtype, n_columns=None):
     return arr.map_blocks(func, chunks=chunks, dtype=dtype, meta=meta, **axes)
 
 
-def distinct_values(arr) -> np.ndarray:
+def distinct_values(arr, client=None) -> np.ndarray:
     """The sorted distinct values of a 1-D array (for a Dask array, one small compute).
 
     Parameters
     ----------
     arr : array-like or dask.array.Array, 1-D
         Any dtype NumPy can sort (class labels: numbers or strings).
+    client : distributed.Client, optional
+        Where a Dask array's values are computed: this client, else the default client
+        (outside a Dask task), else local threads. Never the ``scheduler`` setting alone,
+        which a closed client can leave pointing at a cluster that is gone.
 
     Returns
     -------
     ndarray
         ``numpy.unique(arr)``; a Dask array's distinct values are found per chunk and merged
-        by ``dask.array.unique``, computed on the default scheduler (the default client if
-        there is one).
+        by ``dask.array.unique``.
     """
     if isinstance(arr, da.Array):
-        return np.unique(da.unique(arr).compute())
+        values = da.unique(arr)
+        client = find_client(client)
+        if client is not None:
+            return np.unique(client.compute(values, sync=True))
+        return np.unique(values.compute(scheduler="threads"))
     return np.unique(arr)

@@ -22,7 +22,6 @@ with no client runs the same task bodies in process on threads
 from __future__ import annotations
 
 import logging
-import os
 import time
 import uuid
 from contextlib import nullcontext
@@ -31,7 +30,9 @@ import dask
 import numpy as np
 
 from oocgbdt.core.booster import Booster
-from oocgbdt.core.executor import LocalExecutor
+from oocgbdt.core.callback import CallbackList
+from oocgbdt.core.categorical import resolve_categorical_feature
+from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.core.metrics import get_metrics
 from oocgbdt.core.objectives import get_objective
 from oocgbdt.dask.binning import bin_sample, fit_bin_mapper
@@ -39,7 +40,7 @@ from oocgbdt.dask.bundling import fit_bundler
 from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose_cache,
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
-from oocgbdt.dask.inputs import check_labels_and_weights, training_inputs
+from oocgbdt.dask.inputs import check_labels_and_weights, is_sparse, training_inputs
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor
@@ -53,8 +54,8 @@ __all__ = ["train"]
 logger = logging.getLogger("oocgbdt")
 
 
-def _threaded_compute(*arrays):
-    return dask.compute(*arrays, scheduler="threads")
+def _threaded_compute(threads):
+    return lambda *arrays: dask.compute(*arrays, scheduler="threads", num_workers=threads)
 
 
 def _client_compute(client):
@@ -62,7 +63,8 @@ def _client_compute(client):
 
 
 def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=None,
-          eval_sample_weight=None, feature_names=None, client=None, verbose=None) -> Booster:
+          eval_sample_weight=None, feature_names=None, client=None, verbose=None,
+          callbacks=None) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -98,6 +100,15 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
         for Dask/Zarr input, or in-process threads for NumPy input.
     verbose : bool, optional
         Progress bar over rounds with the latest metric; default ``params["verbose"]``.
+    callbacks : list of callable, optional
+        LightGBM's callbacks (:mod:`oocgbdt.core.callback`: ``early_stopping``,
+        ``log_evaluation``, ``record_evaluation``, ``reset_parameter``) or any callable taking a
+        :class:`~oocgbdt.core.callback.CallbackEnv`; run in this process once per round after
+        the round's evaluation, also when the loop runs on Dask workers (the rounds'
+        evaluations arrive as ``distributed`` events, as the progress bar's). One raising
+        ``EarlyStopException`` ends training after that round (a loop on workers may have
+        trained further meanwhile: those trees are dropped, so the model is the one an
+        in-process fit stops with).
 
     Returns
     -------
@@ -140,12 +151,16 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
         params["verbose"] = bool(verbose)
     objective = get_objective(params)
     metrics = get_metrics(params["metric"], objective)
+    callbacks = CallbackList(callbacks, params, 0, int(params["n_estimators"]))
+    learning_rates = callbacks.learning_rates()  # before any work: errors come first
     client = find_client(client)
     # A Dask DataFrame's partition lengths and string categories: one compute, on the client's
     # cluster when there is one.
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
                              feature_names, int(params["chunk_rows"]),
-                             _threaded_compute if client is None else _client_compute(client))
+                             _threaded_compute(fit_threads(params["num_threads"]))
+                             if client is None else _client_compute(client))
+    params = _resolve_categorical(params, inputs, feature_names)
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
         raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
                          f"set and a metric to watch (as in LightGBM), got "
@@ -157,14 +172,16 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     # Label and weight checks are small reductions: run them before any cluster starts, on the
     # client's cluster when there is one (the data may only be reachable from there).
     check_labels_and_weights(inputs, objective,
-                             _threaded_compute if client is None else _client_compute(client))
+                             _threaded_compute(fit_threads(params["num_threads"]))
+                             if client is None else _client_compute(client))
     caches = []  # the fit's disk cache, once opened
     try:
         with (nullcontext(None) if local else client_for_training(client)) as c, \
                 (nullcontext() if c is None else c.as_current()):
             # The client is the current one for distributed's own lookups (its wait, actor
             # handles), also when it is not the default client.
-            fit = _fit(params, inputs, objective, metrics, c, stored, key, caches)
+            fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
+                       callbacks, learning_rates)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -187,7 +204,8 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     return booster
 
 
-def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dict:
+def _fit(params, inputs, objective, metrics, client, stored, key, caches, callbacks=None,
+         learning_rates=None) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
@@ -195,7 +213,8 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dic
     ``result`` (the BoostResult), ``bin_mapper``, ``bundler``, ``params`` (as used: the
     ``lookahead_leaves`` chosen), ``cache_report`` and ``bundle_report``.
     """
-    compute = _threaded_compute if client is None else _client_compute(client)
+    threads = fit_threads(params["num_threads"])  # in process; the workers' own below
+    compute = _threaded_compute(threads) if client is None else _client_compute(client)
     local = client is None
     # 2. bins and bundles, on a row sample
     samples = []
@@ -233,7 +252,8 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dic
     if disk is not None and not disk.reused:
         create_cache(disk.root, disk.parts, [s for s, *_ in sets], bytes_binned)
         t_write = time.perf_counter()
-        disk.pieces = write_cache(sets, groups, disk.root, bin_mapper, bundler, client, key)
+        disk.pieces = write_cache(sets, groups, disk.root, bin_mapper, bundler, client, key,
+                                  n_threads=threads)
         disk.seconds_write = time.perf_counter() - t_write
         finish_cache(disk.root, disk.pieces, disk.seconds_write)
         disk.remove = params["cache_path"] is None
@@ -254,18 +274,19 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dic
         raise RuntimeError("the cluster has no workers to train on; start workers (or scale "
                            "the cluster) and train again.")
     if local:
-        executor = LocalExecutor(n_threads=os.cpu_count() or 1)
+        executor = LocalExecutor(n_threads=threads)
     elif n_workers > 1:
         # Several workers: one actor per worker holds its block of partitions (see
         # oocgbdt.runtime.actor_executor). Made only now: a worker restarted during the phases
         # above (at its memory limit) would have lost its actor, and partitions pinned to its
         # old address would wait for it forever.
-        executor = ActorExecutor(client)
+        executor = ActorExecutor(client, num_threads=params["num_threads"])
     else:
         executor = None  # one worker: the partitions are futures there
     try:
         loaded, conflict_stats = load_partitions(task_sets, client,
-                                                 executor if n_workers > 1 else None)
+                                                 executor if n_workers > 1 else None,
+                                                 n_threads=threads)
         del task_sets  # the graphs that read raw X; only the partitions' handles stay
         if not local:
             # Reading raw partitions leaves freed heap that glibc keeps; hand it back so the
@@ -289,14 +310,30 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches) -> dic
 
         # 6. boosting
         boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
-                            metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler)
-        result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs)
+                            metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler,
+                            learning_rates=learning_rates)
+        result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
+                              callbacks=callbacks or None)
         del partitions, eval_sets
     finally:
         if executor is not None:
             executor.close()
     return dict(result=result, bin_mapper=bin_mapper, bundler=bundler, params=params,
                 cache_report=cache_report, bundle_report=bundle_report)
+
+
+def _resolve_categorical(params, inputs, feature_names):
+    """``params`` with ``categorical_feature`` resolved to a list of column indices (names
+    matched against the feature names, ``"auto"`` against the DataFrame input's category
+    columns, ``inputs.categorical_auto``), checked before any work."""
+    names = feature_names if feature_names is not None else getattr(inputs, "feature_names", None)
+    cat = resolve_categorical_feature(params["categorical_feature"], names,
+                                      int(inputs.X.shape[1]),
+                                      auto=tuple(getattr(inputs, "categorical_auto", ()) or ()))
+    if cat and is_sparse(inputs.X):
+        raise ValueError(f"categorical_feature ({list(cat)}) needs dense X; sparse training "
+                         f"input with categorical features is not supported")
+    return dict(params, categorical_feature=list(cat))
 
 
 def _bundle_report(bundler, bin_mapper, conflict_stats, X, params):

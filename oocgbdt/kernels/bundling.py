@@ -26,7 +26,7 @@ import numpy as np
 from oocgbdt._dtypes import MISSING_NAN
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
 from oocgbdt.kernels.binning import value_to_bin
-from oocgbdt.kernels.routing import goes_left_bin, route_segment
+from oocgbdt.kernels.routing import goes_left_bin, goes_left_bin_naive, route_segment
 
 __all__ = [
     "encode_bin", "feature_bin_from_bundle",
@@ -440,7 +440,8 @@ def decode_feature_column_naive(column, start, n_bins, default_bin, raw, out):
 
 @njit
 def split_rows_bundled(column, order, begin, count, threshold_bin, default_left, missing_type,
-                       default_bin, nan_bin, start, n_bins, raw, out_order):
+                       default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins, raw,
+                       out_order):
     """:func:`oocgbdt.kernels.routing.split_rows` on a feature read off its bundle column.
 
     Parameters are those of ``split_rows`` (``column`` is the bundle column), plus the split
@@ -453,24 +454,26 @@ def split_rows_bundled(column, order, begin, count, threshold_bin, default_left,
             prefetch(column, order[i + PREFETCH_ROWS])
         b = feature_bin_from_bundle(column[order[i]], start, n_bins, default_bin, raw)
         goes_left[i - begin] = goes_left_bin(b, threshold_bin, default_left, missing_type,
-                                             default_bin, nan_bin)
+                                             default_bin, nan_bin, cat_boundaries, cat_threshold)
     return route_segment(order, begin, goes_left, out_order)
 
 
 def split_rows_bundled_naive(column, order, begin, count, threshold_bin, default_left, missing_type,
-                             default_bin, nan_bin, start, n_bins, raw, out_order):
+                             default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins,
+                             raw, out_order):
     """Twin of :func:`split_rows_bundled`: decode with Python, then partition with NumPy."""
     from oocgbdt.kernels.routing import split_rows_naive
     decoded = np.array([_feature_bin_py(v, start, n_bins, default_bin, raw) for v in column],
                        dtype=np.int64)
     return split_rows_naive(decoded, order, begin, count, threshold_bin, default_left,
-                            missing_type, default_bin, nan_bin, out_order)
+                            missing_type, default_bin, nan_bin, cat_boundaries, cat_threshold,
+                            out_order)
 
 
 @njit
 def next_node_bundled(X_bundled, r, node, split_column, split_start, split_n_bins, split_raw,
                       threshold_bin, default_left, missing_type, default_bin, nan_bin, left_child,
-                      right_child):
+                      right_child, cat_boundaries, cat_threshold):
     """The child of internal node ``node`` that row ``r`` of bundled rows goes to (an internal
     node, or ``~leaf``): the node's feature read off its bundle column, then
     :func:`~oocgbdt.kernels.routing.goes_left_bin`. Per-node arrays as for
@@ -478,7 +481,7 @@ def next_node_bundled(X_bundled, r, node, split_column, split_start, split_n_bin
     b = feature_bin_from_bundle(X_bundled[r, split_column[node]], split_start[node],
                                 split_n_bins[node], default_bin[node], split_raw[node])
     if goes_left_bin(b, threshold_bin[node], default_left[node], missing_type[node],
-                     default_bin[node], nan_bin[node]):
+                     default_bin[node], nan_bin[node], cat_boundaries, cat_threshold):
         return left_child[node]
     return right_child[node]
 
@@ -486,7 +489,8 @@ def next_node_bundled(X_bundled, r, node, split_column, split_start, split_n_bin
 @njit
 def predict_binned_bundled(X_bundled, split_column, split_start, split_n_bins, split_raw,
                            threshold_bin, default_left, missing_type, default_bin, nan_bin,
-                           left_child, right_child, leaf_value, out):
+                           left_child, right_child, leaf_value, cat_boundaries, cat_threshold,
+                           out):
     """:func:`oocgbdt.kernels.predict.predict_binned` on bundled rows.
 
     Each node's split feature is read off its bundle column ``split_column[node]`` with that
@@ -502,25 +506,24 @@ def predict_binned_bundled(X_bundled, split_column, split_start, split_n_bins, s
         while node >= 0:
             node = next_node_bundled(X_bundled, i, node, split_column, split_start, split_n_bins,
                                      split_raw, threshold_bin, default_left, missing_type,
-                                     default_bin, nan_bin, left_child, right_child)
+                                     default_bin, nan_bin, left_child, right_child,
+                                     cat_boundaries, cat_threshold)
         out[i] += leaf_value[~node]
 
 
 def predict_binned_bundled_naive(X_bundled, split_column, split_start, split_n_bins, split_raw,
                                  threshold_bin, default_left, missing_type, default_bin, nan_bin,
-                                 left_child, right_child, leaf_value, out):
+                                 left_child, right_child, leaf_value, cat_boundaries,
+                                 cat_threshold, out):
     """Plain-Python twin of :func:`predict_binned_bundled`."""
     for i in range(X_bundled.shape[0]):
         node = 0 if len(split_column) else -1
         while node >= 0:
             b = _feature_bin_py(X_bundled[i, split_column[node]], split_start[node],
                                 split_n_bins[node], default_bin[node], split_raw[node])
-            if missing_type[node] == 2 and b == nan_bin[node]:
-                left = bool(default_left[node])
-            elif missing_type[node] == 1 and b == default_bin[node]:
-                left = bool(default_left[node])
-            else:
-                left = b <= threshold_bin[node]
+            left = goes_left_bin_naive(b, threshold_bin[node], default_left[node],
+                                       missing_type[node], default_bin[node], nan_bin[node],
+                                       cat_boundaries, cat_threshold)
             node = left_child[node] if left else right_child[node]
         out[i] += leaf_value[~node]
 

@@ -2,8 +2,11 @@
 
 Trees use LightGBM's node layout (``include/LightGBM/tree.h``): internal nodes ``0..n_leaves-2``
 with ``left_child``/``right_child`` >= 0 for an internal node and ``~leaf`` (< 0) for a leaf.
-``decision_type`` holds LightGBM's bits: bit 1 (2) = default_left, bits 2-3 = missing type
-(0 None, 1 Zero, 2 NaN).
+``decision_type`` holds LightGBM's bits: bit 0 (1) = categorical, bit 1 (2) = default_left,
+bits 2-3 = missing type (0 None, 1 Zero, 2 NaN). A categorical node's ``threshold`` is its index
+into ``cat_boundaries``; the row goes left iff its category is in the node's bitset
+(LightGBM's ``Tree::CategoricalDecision``, ``include/LightGBM/tree.h``): NaN, negative values
+and categories outside the set go right.
 
 * :func:`predict_raw` walks raw float features with raw float thresholds (the public model).
 * :func:`predict_binned` walks binned features with bin thresholds (eval sets during training).
@@ -14,7 +17,8 @@ import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
 from oocgbdt.kernels.bundling import next_node_bundled
-from oocgbdt.kernels.routing import goes_left_bin
+from oocgbdt.kernels.categorical import category_of, in_bitset, in_bitset_naive, INT32_LIMIT
+from oocgbdt.kernels.routing import goes_left_bin, goes_left_bin_naive
 
 __all__ = ["predict_raw", "predict_raw_naive", "predict_raw_sparse", "predict_raw_sparse_naive",
            "predict_binned", "predict_binned_naive", "leaves_by_segment", "K_ZERO_THRESHOLD"]
@@ -23,7 +27,13 @@ K_ZERO_THRESHOLD = 1.0000000180025095e-35
 
 
 @njit
-def _goes_left_raw(x, threshold, decision_type):
+def _goes_left_raw(x, threshold, decision_type, cat_boundaries, cat_threshold):
+    if decision_type & 1:
+        c = category_of(x)
+        if c < 0:
+            return False
+        i = int(threshold)
+        return in_bitset(cat_threshold, cat_boundaries[i], cat_boundaries[i + 1], c)
     missing_type = (decision_type >> 2) & 3
     default_left = (decision_type & 2) != 0
     if np.isnan(x) and missing_type != 2:
@@ -35,7 +45,7 @@ def _goes_left_raw(x, threshold, decision_type):
 
 @njit
 def predict_raw(X, split_feature, threshold, decision_type, left_child, right_child, leaf_value,
-                node_offsets, leaf_offsets, tree_class, out):
+                node_offsets, leaf_offsets, tree_class, cat_boundaries, cat_threshold, out):
     """Add every tree's output for every row of ``X`` to ``out``.
 
     Parameters
@@ -46,6 +56,8 @@ def predict_raw(X, split_feature, threshold, decision_type, left_child, right_ch
     leaf_value : ndarray of shape (n_leaves_total,), dtype float64                # IN
     node_offsets, leaf_offsets : ndarray of shape (n_trees + 1,), dtype int64      # IN  tree t's slices
     tree_class : ndarray of shape (n_trees,), dtype int32                         # IN  output column
+    cat_boundaries : int64, cat_threshold : uint32                               # IN  bitsets of
+        the categorical nodes of all trees (a node's ``threshold`` indexes ``cat_boundaries``)
     out : ndarray of shape (n_rows, n_outputs), dtype float64                     # IN and OUT
     """
     n_trees = tree_class.shape[0]
@@ -60,7 +72,8 @@ def predict_raw(X, split_feature, threshold, decision_type, left_child, right_ch
             while node >= 0:
                 k = n0 + node
                 x = np.float64(X[i, split_feature[k]])
-                if _goes_left_raw(x, threshold[k], decision_type[k]):
+                if _goes_left_raw(x, threshold[k], decision_type[k], cat_boundaries,
+                                  cat_threshold):
                     node = left_child[k]
                 else:
                     node = right_child[k]
@@ -68,7 +81,8 @@ def predict_raw(X, split_feature, threshold, decision_type, left_child, right_ch
 
 
 def predict_raw_naive(X, split_feature, threshold, decision_type, left_child, right_child,
-                      leaf_value, node_offsets, leaf_offsets, tree_class, out):
+                      leaf_value, node_offsets, leaf_offsets, tree_class, cat_boundaries,
+                      cat_threshold, out):
     """Plain-Python twin of :func:`predict_raw`, used by tests."""
     for i in range(X.shape[0]):
         for t in range(len(tree_class)):
@@ -77,6 +91,13 @@ def predict_raw_naive(X, split_feature, threshold, decision_type, left_child, ri
             while node >= 0:
                 k = n0 + node
                 x = float(X[i, split_feature[k]])
+                if int(decision_type[k]) & 1:
+                    j = int(threshold[k])
+                    left = (not np.isnan(x) and -1.0 < x < INT32_LIMIT
+                            and in_bitset_naive(cat_threshold, int(cat_boundaries[j]),
+                                                int(cat_boundaries[j + 1]), int(x)))
+                    node = left_child[k] if left else right_child[k]
+                    continue
                 mt = (int(decision_type[k]) >> 2) & 3
                 dl = bool(int(decision_type[k]) & 2)
                 if np.isnan(x) and mt != 2:
@@ -107,7 +128,8 @@ def _csr_value(indptr, indices, data, i, f):
 
 @njit
 def predict_raw_sparse(indptr, indices, data, split_feature, threshold, decision_type, left_child,
-                       right_child, leaf_value, node_offsets, leaf_offsets, tree_class, out):
+                       right_child, leaf_value, node_offsets, leaf_offsets, tree_class,
+                       cat_boundaries, cat_threshold, out):
     """:func:`predict_raw` on CSR rows (sorted indices, no duplicates); values not stored are 0.
 
     Each node looks its feature up by binary search in the row's indices, so no dense copy of
@@ -125,7 +147,8 @@ def predict_raw_sparse(indptr, indices, data, split_feature, threshold, decision
             while node >= 0:
                 k = n0 + node
                 x = _csr_value(indptr, indices, data, i, split_feature[k])
-                if _goes_left_raw(x, threshold[k], decision_type[k]):
+                if _goes_left_raw(x, threshold[k], decision_type[k], cat_boundaries,
+                                  cat_threshold):
                     node = left_child[k]
                 else:
                     node = right_child[k]
@@ -134,7 +157,7 @@ def predict_raw_sparse(indptr, indices, data, split_feature, threshold, decision
 
 def predict_raw_sparse_naive(indptr, indices, data, split_feature, threshold, decision_type,
                              left_child, right_child, leaf_value, node_offsets, leaf_offsets,
-                             tree_class, out, n_features=None):
+                             tree_class, cat_boundaries, cat_threshold, out, n_features=None):
     """Twin of :func:`predict_raw_sparse`: densify the rows, then :func:`predict_raw_naive`."""
     n_rows = len(indptr) - 1
     n_features = n_features or (int(max(indices)) + 1 if len(indices) else 1)
@@ -144,12 +167,14 @@ def predict_raw_sparse_naive(indptr, indices, data, split_feature, threshold, de
         for k in range(indptr[i], indptr[i + 1]):
             X[i, indices[k]] = data[k]
     predict_raw_naive(X, split_feature, threshold, decision_type, left_child, right_child,
-                      leaf_value, node_offsets, leaf_offsets, tree_class, out)
+                      leaf_value, node_offsets, leaf_offsets, tree_class, cat_boundaries,
+                      cat_threshold, out)
 
 
 @njit
 def predict_binned(X_binned, split_feature, threshold_bin, default_left, missing_type,
-                   default_bin, nan_bin, left_child, right_child, leaf_value, out):
+                   default_bin, nan_bin, left_child, right_child, leaf_value, cat_boundaries,
+                   cat_threshold, out):
     """Add one tree's output for every row of a binned chunk to ``out``.
 
     Parameters
@@ -159,6 +184,9 @@ def predict_binned(X_binned, split_feature, threshold_bin, default_left, missing
     default_bin, nan_bin : int32 (of each node's split feature);
     left_child, right_child : int32 -- arrays of shape (n_nodes,)                # IN
     leaf_value : ndarray of shape (n_leaves,), dtype float64                    # IN
+    cat_boundaries : int64, cat_threshold : uint32                             # IN  bin bitsets
+        of the categorical nodes (``missing_type`` 3, see
+        :func:`oocgbdt.kernels.routing.goes_left_bin`)
     out : ndarray of shape (n_rows,), dtype float64                             # IN and OUT
     """
     n_nodes = split_feature.shape[0]
@@ -170,7 +198,7 @@ def predict_binned(X_binned, split_feature, threshold_bin, default_left, missing
         while node >= 0:
             b = X_binned[i, split_feature[node]]
             if goes_left_bin(b, threshold_bin[node], default_left[node], missing_type[node],
-                             default_bin[node], nan_bin[node]):
+                             default_bin[node], nan_bin[node], cat_boundaries, cat_threshold):
                 node = left_child[node]
             else:
                 node = right_child[node]
@@ -178,18 +206,16 @@ def predict_binned(X_binned, split_feature, threshold_bin, default_left, missing
 
 
 def predict_binned_naive(X_binned, split_feature, threshold_bin, default_left, missing_type,
-                         default_bin, nan_bin, left_child, right_child, leaf_value, out):
+                         default_bin, nan_bin, left_child, right_child, leaf_value,
+                         cat_boundaries, cat_threshold, out):
     """Plain-Python twin of :func:`predict_binned`, used by tests."""
     for i in range(X_binned.shape[0]):
         node = 0 if len(split_feature) else -1
         while node >= 0:
             b = int(X_binned[i, split_feature[node]])
-            if missing_type[node] == 2 and b == nan_bin[node]:
-                left = bool(default_left[node])
-            elif missing_type[node] == 1 and b == default_bin[node]:
-                left = bool(default_left[node])
-            else:
-                left = b <= threshold_bin[node]
+            left = goes_left_bin_naive(b, threshold_bin[node], default_left[node],
+                                       missing_type[node], default_bin[node], nan_bin[node],
+                                       cat_boundaries, cat_threshold)
             node = left_child[node] if left else right_child[node]
         out[i] += leaf_value[~node]
 
@@ -197,7 +223,8 @@ def predict_binned_naive(X_binned, split_feature, threshold_bin, default_left, m
 @njit
 def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split_start,
                       split_n_bins, split_raw, threshold_bin, default_left, missing_type,
-                      default_bin, nan_bin, left_child, right_child, routed, out_leaf):
+                      default_bin, nan_bin, left_child, right_child, cat_boundaries,
+                      cat_threshold, routed, out_leaf):
     """The leaf of every row of a chunk in a finished tree, given the rows grouped as the tree's
     growth routed them: ``order[seg_begin[s]:seg_begin[s] + seg_count[s]]`` are the rows of one
     leaf at the last pass (a :class:`~oocgbdt.core.partition.TreeRows` segment).
@@ -219,6 +246,8 @@ def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split
         per-feature bins: the feature, 0, its bins, True)
     threshold_bin, default_left, missing_type, default_bin, nan_bin, left_child, right_child
         # IN  per node, as for :func:`predict_binned`
+    cat_boundaries, cat_threshold                                            # IN  bin bitsets
+        of the categorical nodes, as for :func:`predict_binned`
     routed : ndarray of shape (n_nodes,), dtype bool                         # IN  per node: a
         pass routed the split's rows (:attr:`oocgbdt.core.grower.TreeGrower.routed`; all False
         is always correct, and decides every row at its segment's last split)
@@ -226,7 +255,8 @@ def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split
     """
     n_nodes = left_child.shape[0]
     nodes = (split_column, split_start, split_n_bins, split_raw, threshold_bin, default_left,
-             missing_type, default_bin, nan_bin, left_child, right_child)
+             missing_type, default_bin, nan_bin, left_child, right_child, cat_boundaries,
+             cat_threshold)
     for s in range(seg_begin.shape[0]):
         b = seg_begin[s]
         end = b + seg_count[s]

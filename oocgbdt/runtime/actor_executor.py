@@ -27,6 +27,7 @@ import time
 
 from distributed.protocol import pickle as _pickle
 
+from oocgbdt.core.executor import fit_threads
 from oocgbdt.runtime.handles import ALL, find_refs, walk
 from oocgbdt.runtime.progress import caller_bar
 from oocgbdt.runtime.queue import OperationQueue
@@ -37,6 +38,8 @@ __all__ = ["ActorExecutor", "LIVENESS_SECONDS"]
 #: Seconds between checks, while the caller waits for a shard, that every shard's worker is
 #: still there (see ActorExecutor._result).
 LIVENESS_SECONDS = 2.0
+#: Seconds between runs of the callbacks of arrived rounds while the caller waits for the loop.
+POLL_SECONDS = 0.05
 #: Seconds ActorExecutor.close waits, for all shards together, for them to clear their values.
 CLOSE_SECONDS = 10.0
 
@@ -64,9 +67,12 @@ class ActorExecutor(OperationQueue):
     client : distributed.Client
     workers : list of str, optional
         Worker addresses to use (default: every worker of the client's cluster).
+    num_threads : int, default 0
+        Threads of each shard (the ``num_threads`` parameter, see
+        :func:`oocgbdt.core.executor.fit_threads`); 0: its worker's threads.
     """
 
-    def __init__(self, client, workers=None):
+    def __init__(self, client, workers=None, num_threads=0):
         self.client = client
         info = client.scheduler_info()["workers"]
         self.workers = list(workers) if workers is not None else sorted(info)
@@ -74,7 +80,8 @@ class ActorExecutor(OperationQueue):
         self._seq = [0 for _ in self.workers]        # next batch number per shard
         self._inflight = [[] for _ in self.workers]  # (future, ops) of batches sent
         self._gone = set()  # shards whose worker a call found gone (see _lost)
-        futures = [client.submit(Shard, i, info[w]["nthreads"], actor=True, workers=[w],
+        futures = [client.submit(Shard, i, fit_threads(num_threads, info[w]["nthreads"]),
+                                 actor=True, workers=[w],
                                  pure=False, allow_other_workers=False)
                    for i, w in enumerate(self.workers)]
         self._actor_futures = futures
@@ -126,15 +133,23 @@ class ActorExecutor(OperationQueue):
         return [o for o, f in enumerate(self._actor_futures)
                 if o in self._gone or f.status != "finished"]
 
-    def _result(self, fut, o=None):
+    def _result(self, fut, o=None, poll=None):
         """``fut.result()``, checking every :data:`LIVENESS_SECONDS` that every shard's worker
         is still there. A shard waiting for values that a lost shard would have pushed would
         otherwise wait forever (and the caller with it). When a call fails or a worker is lost,
-        the other shards are told to stop (:meth:`Shard.fail`), then this raises."""
+        the other shards are told to stop (:meth:`Shard.fail`), then this raises. ``poll``, if
+        given, is called about every :data:`POLL_SECONDS` while waiting (the callbacks of the
+        rounds that arrived, :mod:`oocgbdt.runtime.progress`)."""
+        deadline = time.monotonic() + LIVENESS_SECONDS
         while True:
             try:
-                return fut.result(timeout=LIVENESS_SECONDS)
+                return fut.result(timeout=LIVENESS_SECONDS if poll is None else POLL_SECONDS)
             except TimeoutError:
+                if poll is not None:
+                    poll()
+                    if time.monotonic() < deadline:
+                        continue
+                    deadline = time.monotonic() + LIVENESS_SECONDS
                 lost = self._lost()
                 if not lost:
                     continue
@@ -164,7 +179,8 @@ class ActorExecutor(OperationQueue):
         from distributed import wait
         while True:
             try:
-                wait(futures, timeout=LIVENESS_SECONDS)
+                with self.client.as_current():  # wait() asks the current client
+                    wait(futures, timeout=LIVENESS_SECONDS)
                 return
             except TimeoutError:
                 lost = self._lost()
@@ -242,7 +258,8 @@ class ActorExecutor(OperationQueue):
         :meth:`owner_of_partition`) into the shards; returns their Refs. The futures can then be
         released."""
         from distributed import wait
-        wait(futures)
+        with self.client.as_current():  # wait() asks the current client, not the futures'
+            wait(futures)
         self.wait()
         n = len(futures)
         refs = [self._new(self.owner_of_partition(i, n)) for i in range(n)]
@@ -273,7 +290,7 @@ class ActorExecutor(OperationQueue):
             values.update(zip(by_owner[o], _pickle.loads(self._result(c, o))))
         return walk(handles, lambda r: values[r.id])
 
-    def boost(self, partitions, eval_sets, boost_kwargs):
+    def boost(self, partitions, eval_sets, boost_kwargs, callbacks=None):
         """Run :func:`~oocgbdt.core.boosting.boost` on every shard at once (SPMD, see
         :class:`SpmdExecutor`) over these handles; returns shard 0's result.
 
@@ -286,16 +303,19 @@ class ActorExecutor(OperationQueue):
         n = len(self.shards)
         results, errors = [], []
         with caller_bar(self.client, boost_kwargs["params"]["n_estimators"],
-                        bool(boost_kwargs.get("verbose"))) as bar:
+                        bool(boost_kwargs.get("verbose")), callbacks=callbacks,
+                        metrics=boost_kwargs["metrics"]) as bar:
             kwargs = [dict(boost_kwargs, verbose=False) for _ in range(n)]
             if bar is not None:
                 kwargs[0]["progress_topic"] = bar.topic
+                kwargs[0]["progress_rounds"] = callbacks is not None
             calls = [self._call(o, "boost", _pickle.dumps((partitions, eval_sets, kwargs[o], n)))
                      for o in range(n)]
             try:
                 for o, c in enumerate(calls):
                     try:
-                        results.append(self._result(c, o))
+                        poll = bar.poll if o == 0 and bar is not None else None
+                        results.append(self._result(c, o, poll=poll))
                     except PeerFailed as e:
                         errors.append(e)
                     except Exception as e:

@@ -13,20 +13,23 @@ partitions.
 from __future__ import annotations
 
 from oocgbdt.core.boosting import boost
-from oocgbdt.core.executor import LocalExecutor
+from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.runtime.heap import training_heap
-from oocgbdt.runtime.progress import EventBar, caller_bar
+from oocgbdt.runtime.progress import EventBar, RoundEvents, caller_bar
 
 __all__ = ["run_boosting", "boost_on_worker"]
 
 
-def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None):
+def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None, rounds=False):
     """Task body: the boosting loop next to the data, on the worker's threads; its progress
     bar, given a topic, is the caller's (:mod:`oocgbdt.runtime.progress`)."""
     from distributed import get_worker
-    executor = LocalExecutor(n_threads=get_worker().state.nthreads)
+    executor = LocalExecutor(n_threads=fit_threads(boost_kwargs["params"]["num_threads"],
+                                                   get_worker().state.nthreads))
     if progress_topic is not None:
         boost_kwargs = dict(boost_kwargs, progress=lambda total: EventBar(progress_topic))
+        if rounds:
+            boost_kwargs["on_round"] = RoundEvents(progress_topic)
     try:
         with training_heap():
             return boost(executor, partitions, eval_sets=eval_sets, **boost_kwargs)
@@ -34,7 +37,18 @@ def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None):
         executor.close()
 
 
-def run_boosting(client, executor, partitions, eval_sets, boost_kwargs):
+def _wait_polling(future, poll, seconds=0.05):
+    """``future.result()``, calling ``poll()`` about every ``seconds`` while waiting."""
+    if poll is None:
+        return future.result()
+    while True:
+        try:
+            return future.result(timeout=seconds)
+        except TimeoutError:
+            poll()
+
+
+def run_boosting(client, executor, partitions, eval_sets, boost_kwargs, callbacks=None):
     """Run the boosting loop over loaded partitions; returns its
     :class:`~oocgbdt.core.boosting.BoostResult`.
 
@@ -50,17 +64,23 @@ def run_boosting(client, executor, partitions, eval_sets, boost_kwargs):
     boost_kwargs : dict
         Keyword arguments of :func:`~oocgbdt.core.boosting.boost` (``params``, ``objective``,
         ``metrics``, ``bin_mapper``, ``bundler``, ``verbose``, ``key``).
+    callbacks : CallbackList, optional
+        Run here, in the caller's process, once per round (:mod:`oocgbdt.core.callback`).
     """
     if client is None:
-        return boost(executor, partitions, eval_sets=eval_sets, **boost_kwargs)
+        on_round = None if callbacks is None else callbacks.after_round
+        return boost(executor, partitions, eval_sets=eval_sets, on_round=on_round,
+                     **boost_kwargs)
     if executor is not None:
-        return executor.boost(partitions, eval_sets, boost_kwargs)
+        return executor.boost(partitions, eval_sets, boost_kwargs, callbacks=callbacks)
     params, objective = boost_kwargs["params"], boost_kwargs["objective"]
-    with caller_bar(client, params["n_estimators"], boost_kwargs["verbose"]) as bar:
-        result = client.submit(
+    with caller_bar(client, params["n_estimators"], boost_kwargs["verbose"],
+                    callbacks=callbacks, metrics=boost_kwargs["metrics"]) as bar:
+        future = client.submit(
             boost_on_worker, partitions, eval_sets, dict(boost_kwargs, verbose=False),
-            None if bar is None else bar.topic,
-            key=f"{boost_kwargs['key']}-boost", pure=False).result()
+            None if bar is None else bar.topic, callbacks is not None,
+            key=f"{boost_kwargs['key']}-boost", pure=False)
+        result = _wait_polling(future, None if bar is None else bar.poll)
         if bar is not None:
             bar.finish(result, objective.num_tree_per_iteration)
     return result

@@ -32,7 +32,7 @@ def compute_placed(client, executor, tasks):
     return futures
 
 
-def load_partitions(task_sets, client, executor=None):
+def load_partitions(task_sets, client, executor=None, n_threads=None):
     """Run the loading tasks of every set (one :class:`~oocgbdt.core.partition.PartitionData`
     per partition).
 
@@ -60,7 +60,7 @@ def load_partitions(task_sets, client, executor=None):
         A shard's worker was lost while the partitions loaded.
     """
     if client is None:
-        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+        with ThreadPoolExecutor(n_threads or os.cpu_count() or 1) as pool:
             loaded = {s: list(dask.compute(*t, scheduler="threads", pool=pool))
                       for s, t in task_sets.items()}
         return loaded, [partition_conflict_stats(ch) for ch in loaded["train"]]

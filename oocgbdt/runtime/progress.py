@@ -8,13 +8,15 @@ bar here.
 """
 from __future__ import annotations
 
+import queue
 import threading
 import uuid
 from contextlib import contextmanager
 
-from oocgbdt.core.boosting import progress_bar, round_postfix
+from oocgbdt.core.boosting import progress_bar, round_postfix, stop_by_callback
+from oocgbdt.core.callback import EvalResult, evaluation_result_list
 
-__all__ = ["EventBar", "caller_bar"]
+__all__ = ["EventBar", "RoundEvents", "caller_bar"]
 
 
 class EventBar:
@@ -37,21 +39,44 @@ class EventBar:
         pass
 
 
+class RoundEvents:
+    """The loop's ``on_round`` on a worker: each round's evaluation list is logged as an event
+    on ``topic``, for the caller's callbacks (:func:`caller_bar`). Never stops the loop itself:
+    the caller's callbacks decide, and the caller drops what was trained after their stop."""
+
+    def __init__(self, topic: str):
+        from distributed import get_worker
+        self.topic = topic
+        self.worker = get_worker()
+
+    def __call__(self, rnd, evaluation_result_list):
+        self.worker.log_event(self.topic, ["round", [int(rnd), [list(e) for e in
+                                                                evaluation_result_list]]])
+        return None
+
+
 @contextmanager
-def caller_bar(client, total: int, enabled: bool):
+def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
     """Within the block, a tqdm bar of ``total`` rounds in this process follows the events of
-    the yielded topic (None when not ``enabled``). The yielded object's ``finish(result,
-    n_out)`` sets the bar to the rounds and metrics of the loop's
-    :class:`~oocgbdt.core.boosting.BoostResult` (its last events may still be on their way)."""
-    if not enabled:
+    the yielded topic (None when not ``enabled`` and there are no ``callbacks``). The yielded
+    object's ``finish(result, n_out)`` sets the bar to the rounds and metrics of the loop's
+    :class:`~oocgbdt.core.boosting.BoostResult` (its last events may still be on their way).
+
+    With ``callbacks`` (a :class:`~oocgbdt.core.callback.CallbackList`), the loop's rounds also
+    arrive as events (:class:`RoundEvents`); ``poll()`` runs the callbacks of the rounds that
+    arrived, on the calling thread, and ``finish`` runs those of the rounds whose events are
+    still on their way (from the result's ``evals_result``) and ends the result at a
+    callback's stop (:func:`oocgbdt.core.boosting.stop_by_callback`)."""
+    if not enabled and callbacks is None:
         yield None
         return
     topic = f"oocgbdt-progress-{uuid.uuid4().hex}"
-    bar = progress_bar(total)
+    bar = progress_bar(total, verbose=enabled)
     # Events are applied on the client's event loop thread, finish on the caller's: once
     # finished, an event still on its way must not move the bar past the loop's result.
     lock = threading.Lock()
     finished = []
+    rounds = queue.Queue()
 
     def apply(event):
         kind, value = event[1]
@@ -62,15 +87,39 @@ def caller_bar(client, total: int, enabled: bool):
                 bar.update(value)
             elif kind == "postfix":
                 bar.set_postfix(value, refresh=False)
+            elif kind == "round":
+                rounds.put((value[0], [EvalResult(*e) for e in value[1]]))
 
     class Handle:
         def __init__(self):
             self.topic = topic
             self.bar = bar
+            self.next_round = 0  # the round whose callbacks run next
+
+        def poll(self):
+            while callbacks is not None:
+                try:
+                    rnd, results = rounds.get_nowait()
+                except queue.Empty:
+                    return
+                if rnd == self.next_round:
+                    self.next_round += 1
+                    callbacks.after_round(rnd, results)
 
         def finish(self, result, n_out):
             with lock:
                 finished.append(True)
+                if callbacks is not None:
+                    self.poll()
+                    n_rounds = len(result.trees) // int(n_out)
+                    for rnd in range(self.next_round, n_rounds):
+                        if callbacks.stopped is not None:
+                            break
+                        callbacks.after_round(rnd, evaluation_result_list(
+                            result.evals_result, metrics, rnd))
+                    self.next_round = n_rounds
+                    if callbacks.stopped is not None:
+                        stop_by_callback(result, callbacks.stopped, n_out)
                 postfix = round_postfix(result.evals_result)
                 if postfix:
                     bar.set_postfix(postfix, refresh=False)

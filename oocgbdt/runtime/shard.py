@@ -18,7 +18,7 @@ from distributed.protocol import pickle as _pickle
 from oocgbdt.core.executor import LocalExecutor
 from oocgbdt.runtime.handles import ALL, Key, Ref, find_refs, walk
 from oocgbdt.runtime.heap import training_heap
-from oocgbdt.runtime.progress import EventBar
+from oocgbdt.runtime.progress import EventBar, RoundEvents
 
 __all__ = ["Shard", "PeerFailed"]
 
@@ -303,16 +303,28 @@ class Shard:
 
     def load(self, ids, keys, dead=()):
         """Take the values of the finished Dask tasks ``keys`` under ``ids``: from this worker's
-        memory when they were computed here (the caller asks for that), else fetched."""
-        from distributed import Future, get_client, get_worker
+        memory when they were computed here (the caller asks for that), else fetched from the
+        workers holding them through this worker's own RPC (not a client on the worker: see
+        :meth:`_call_peer`; a worker's client would become the process's default one)."""
+        from distributed import get_worker
+        from distributed.utils_comm import gather_from_workers
         self._drop(dead)
-        data = get_worker().data
-        remote = [k for k in keys if k not in data]
+        worker = get_worker()
+        remote = [k for k in keys if k not in worker.data]
         fetched = {}
         if remote:
-            client = get_client()
-            fetched = dict(zip(remote, client.gather([Future(k, client=client) for k in remote])))
-        self.store.update((i, fetched[k] if k in fetched else data[k]) for i, k in zip(ids, keys))
+            async def gather():
+                who_has = await worker.scheduler.who_has(keys=remote)
+                return await gather_from_workers(who_has, rpc=worker.rpc, who=worker.address)
+
+            fetched, missing, failed, lost = asyncio.run_coroutine_threadsafe(
+                gather(), worker.loop.asyncio_loop).result()
+            if missing or failed:
+                raise RuntimeError(f"shard {self.index}: could not fetch {len(missing) + len(failed)}"
+                                   f" partition(s) from workers {sorted(lost)}: "
+                                   f"{list(missing) + list(failed)}")
+        self.store.update((i, fetched[k] if k in fetched else worker.data[k])
+                          for i, k in zip(ids, keys))
 
     def seconds(self):
         """Seconds spent per task function name on this shard (see LocalExecutor.seconds)."""
@@ -366,8 +378,11 @@ class Shard:
         as_ref = lambda k: Ref(k.owner, k.id)  # no finalizer: the caller owns these ids
         boost_kwargs = dict(boost_kwargs)
         topic = boost_kwargs.pop("progress_topic", None)
+        rounds = boost_kwargs.pop("progress_rounds", False)
         if topic is not None:
             boost_kwargs["progress"] = lambda total: EventBar(topic)
+            if rounds:
+                boost_kwargs["on_round"] = RoundEvents(topic)
         executor = SpmdExecutor(self, n_shards)
         try:
             result = boost(executor, walk(partitions, as_ref),

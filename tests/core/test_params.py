@@ -97,7 +97,7 @@ def test_every_alias_resolves(alias):
         "lambda_l1": 0.25, "lambda_l2": 2.0, "min_gain_to_split": 0.125, "max_bin": 63,
         "min_data_in_bin": 5, "bin_construct_sample_cnt": 1000, "use_missing": False,
         "zero_as_missing": True, "feature_pre_filter": False, "boost_from_average": False,
-        "seed": 42, "metric": ["l2"], "early_stopping_rounds": 5, "first_metric_only": True,
+        "seed": 42, "num_threads": 3, "metric": ["l2"], "early_stopping_rounds": 5, "first_metric_only": True,
         "verbose": True, "chunk_rows": 100, "split_every": 3, "feature_fraction": 0.5,
         "feature_fraction_seed": 9, "feature_screening": "stochastic", "screening_alpha": 0.5,
         "screening_beta": 2.0, "screening_ratio": 0.7, "screening_warmup": 3,
@@ -106,6 +106,8 @@ def test_every_alias_resolves(alias):
         "enable_bundle": False, "max_conflict_rate": 0.25, "grow_policy": "depthwise",
         "max_leaves_per_pass": 4, "lookahead_leaves": 3, "histogram_pool_size": 64.0, "cache": "disk",
         "cache_path": "/tmp/oocgbdt-cache", "cache_memory_fraction": 0.25, "partition_rows": 1000,
+        "categorical_feature": [0, 2], "max_cat_to_onehot": 6, "max_cat_threshold": 16,
+        "cat_l2": 1.5, "cat_smooth": 2.5, "min_data_per_group": 7,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value

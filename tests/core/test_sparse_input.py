@@ -40,7 +40,8 @@ def test_predict_raw_sparse_matches_dense():
     left = np.array([1, ~0, ~2, 1, ~0, ~1], np.int32)   # child pointers are per tree
     right = np.array([2, ~1, ~3, 2, ~2, ~3], np.int32)
     args = (split_feature, threshold, decision_type, left, right, rng.normal(size=8),
-            np.array([0, 3, 6], np.int64), np.array([0, 4, 8], np.int64), np.array([0, 1], np.int32))
+            np.array([0, 3, 6], np.int64), np.array([0, 4, 8], np.int64), np.array([0, 1], np.int32),
+            np.zeros(1, np.int64), np.zeros(0, np.uint32))
     ref = np.zeros((500, 2))
     predict_raw(X, *args, ref)
     got = np.zeros((500, 2))

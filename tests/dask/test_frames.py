@@ -163,10 +163,13 @@ def two_workers():
         yield c
 
 
-def test_pandas_dask_and_converted_zarr_give_the_same_model(two_workers, tmp_path):
-    """One frame with text columns, three containers: the same map and the same trees."""
+@pytest.mark.parametrize("categorical", [None, "auto"])
+def test_pandas_dask_and_converted_zarr_give_the_same_model(two_workers, tmp_path, categorical):
+    """One frame with text columns, three containers: the same map and the same trees, with
+    the codes split as numbers (None) or as categories ("auto": the coded columns)."""
     from oocgbdt.io.convert import convert
 
+    PARAMS = dict(globals()["PARAMS"], categorical_feature=categorical)
     df, y = make_frame()
     text = df[["x", "city", "count", "flag"]].assign(
         kind=df["kind"].astype(object), y=y)  # text columns only: CSV keeps no dtype
@@ -186,6 +189,9 @@ def test_pandas_dask_and_converted_zarr_give_the_same_model(two_workers, tmp_pat
     assert from_pandas == from_dask
     assert from_pandas == from_zarr
     assert from_pandas == from_dataset
+    is_cat = [bool(t.decision_type[i] & 1) for t in from_pandas.trees
+              for i in range(len(t.split_feature))]
+    assert any(is_cat) == (categorical == "auto")  # the coded columns reach the split engine
     expected = from_pandas.predict(features)
     lazy = from_dask.predict(ddf.drop(columns="y"))
     np.testing.assert_array_equal(lazy.compute(scheduler="threads"), expected)

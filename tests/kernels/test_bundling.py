@@ -16,6 +16,9 @@ from oocgbdt.kernels.histogram import build_histogram
 from oocgbdt.kernels.routing import split_rows
 from oocgbdt.kernels.predict import predict_binned
 
+#: the bitset arguments of numerical nodes (never read)
+NC = (np.zeros(1, np.int64), np.zeros(0, np.uint32))
+
 
 def _layout(bundles, n_bins, default_bins):
     """feature_bundle, feature_start, feature_raw, fill, column bins for given bundles."""
@@ -222,11 +225,13 @@ def test_split_rows_and_predict_on_bundles_match_unbundled():
         for t in range(n_bins[f] - 1):
             for dl in (False, True):
                 a, b, c = order.copy(), order.copy(), order.copy()
-                n1 = split_rows(X[:, f], order, 50, 300, t, dl, missing[f], default[f], n_bins[f] - 1, a)
+                n1 = split_rows(X[:, f], order, 50, 300, t, dl, missing[f], default[f], n_bins[f] - 1,
+                                *NC, a)
                 n2 = split_rows_bundled(Xc[:, col[f]], order, 50, 300, t, dl, missing[f], default[f],
-                                        n_bins[f] - 1, start[f], n_bins[f], raw[f], b)
+                                        n_bins[f] - 1, *NC, start[f], n_bins[f], raw[f], b)
                 n3 = split_rows_bundled_naive(Xc[:, col[f]], order, 50, 300, t, dl, missing[f],
-                                              default[f], n_bins[f] - 1, start[f], n_bins[f], raw[f], c)
+                                              default[f], n_bins[f] - 1, *NC, start[f], n_bins[f],
+                                              raw[f], c)
                 assert n1 == n2 == n3
                 np.testing.assert_array_equal(a, b)
                 np.testing.assert_array_equal(a, c)
@@ -238,9 +243,9 @@ def test_split_rows_and_predict_on_bundles_match_unbundled():
     rc = np.array([2, ~1, ~3, ~4], np.int32)
     leaf = rng.normal(size=5)
     ref, got, naive = np.zeros(500), np.zeros(500), np.zeros(500)
-    predict_binned(X, sf, tb, dlf, missing[sf], default[sf], n_bins[sf] - 1, lc, rc, leaf, ref)
+    predict_binned(X, sf, tb, dlf, missing[sf], default[sf], n_bins[sf] - 1, lc, rc, leaf, *NC, ref)
     args = (col[sf], start[sf], n_bins[sf].astype(np.int64), raw[sf], tb, dlf, missing[sf],
-            default[sf], n_bins[sf] - 1, lc, rc, leaf)
+            default[sf], n_bins[sf] - 1, lc, rc, leaf, *NC)
     predict_binned_bundled(Xc, *args, got)
     predict_binned_bundled_naive(Xc, *args, naive)
     np.testing.assert_array_equal(got, ref)

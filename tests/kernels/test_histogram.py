@@ -104,8 +104,10 @@ def test_split_rows_matches_naive(missing_type, default_left):
     begin, count = 40, 200
     out = order.copy()
     ref = order.copy()
-    k = split_rows(col, order, begin, count, 5, default_left, missing_type, 3, nb - 1, out)
-    k_ref = split_rows_naive(col, order, begin, count, 5, default_left, missing_type, 3, nb - 1, ref)
+    k = split_rows(col, order, begin, count, 5, default_left, missing_type, 3, nb - 1,
+                   np.zeros(1, np.int64), np.zeros(0, np.uint32), out)
+    k_ref = split_rows_naive(col, order, begin, count, 5, default_left, missing_type, 3, nb - 1,
+                             np.zeros(1, np.int64), np.zeros(0, np.uint32), ref)
     assert k == k_ref
     np.testing.assert_array_equal(out, ref)
     # rows outside the segment untouched; the segment is a permutation of itself

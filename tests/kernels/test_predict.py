@@ -52,6 +52,7 @@ def test_predict_raw_matches_naive_with_missing_values():
     X[0, 0] = K_ZERO_THRESHOLD / 2
     args = [f[k] for k in ("split_feature", "threshold", "decision_type", "left_child",
                            "right_child", "leaf_value", "node_offsets", "leaf_offsets", "tree_class")]
+    args += [np.zeros(1, np.int64), np.zeros(0, np.uint32)]
     out = np.zeros((300, 3))
     ref = np.zeros((300, 3))
     predict_raw(X, *args, out)
@@ -69,7 +70,8 @@ def test_predict_binned_matches_naive():
     Xb = rng.integers(0, 10, size=(200, 5)).astype(np.uint8)
     args = (f["split_feature"], rng.integers(0, 9, m).astype(np.int32), rng.random(m) < 0.5,
             rng.integers(0, 3, m).astype(np.uint8), rng.integers(0, 10, m).astype(np.int32),
-            np.full(m, 9, np.int32), f["left_child"], f["right_child"], f["leaf_value"])
+            np.full(m, 9, np.int32), f["left_child"], f["right_child"], f["leaf_value"],
+            np.zeros(1, np.int64), np.zeros(0, np.uint32))
     out = np.zeros(200)
     ref = np.zeros(200)
     predict_binned(Xb, *args, out)

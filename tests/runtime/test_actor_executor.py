@@ -93,6 +93,28 @@ def test_steps_across_shards_match_local(client):
         actors.close()
 
 
+def test_values_computed_on_another_worker_are_fetched_without_a_client_on_the_worker(client):
+    """A shard takes a partition computed on the other worker by fetching it over its worker's
+    RPC. No client is made on a worker: an in-process worker's client would be this process's
+    default client and, once closed, leave Dask's scheduler setting on a cluster that is gone
+    (later ``.compute()`` calls then fail with "no Client active")."""
+    from distributed.client import _get_global_client
+    values = [np.arange(5.0) + i for i in range(4)]
+    actors = ActorExecutor(client)
+    try:
+        n = len(values)
+        other = [actors.workers[1 - actors.owner_of_partition(i, n)] for i in range(n)]
+        futures = [client.submit(np.add, v, 0.0, workers=[w], pure=False)
+                   for v, w in zip(values, other)]
+        refs = actors.adopt(futures)
+        assert [r.owner for r in refs] == [actors.owner_of_partition(i, n) for i in range(n)]
+        for got, want in zip(actors.gather(refs), values):
+            np.testing.assert_array_equal(got, want)
+        assert _get_global_client() is None
+    finally:
+        actors.close()
+
+
 class _Tracked:
     """A value that counts its live instances (per process)."""
     alive = 0
@@ -621,7 +643,8 @@ def test_the_progress_bar_of_a_cluster_fit_is_the_callers(n_workers, monkeypatch
     X = rng.normal(size=(3000, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(float)
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,
-                      dashboard_address=":0") as cluster, Client(cluster) as c:
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
         oocgbdt.train(dict(objective="binary", num_leaves=5, chunk_rows=500, n_estimators=12,
                            verbose=True), X, y, eval_set=[(X, y)], client=c)
     shown = [(here, b) for verbose, here, b in made if verbose]
