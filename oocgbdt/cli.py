@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -188,7 +189,8 @@ def _cmd_convert(args) -> int:
                  sep=_unescape_sep(args.sep), header=header, weight=args.weight, drop=args.drop,
                  n_features=args.n_features, zero_based=zero_based,
                  dropna_label=args.dropna_label, overwrite=args.overwrite,
-                 sparse={"auto": "auto", "sparse": True, "dense": False}[args.layout])
+                 sparse={"auto": "auto", "sparse": True, "dense": False}[args.layout],
+                 categorical=_categorical_arg(args.categorical, fmt), echo=print)
     seconds = time.perf_counter() - t0
     n_chunks = len(ds.X.chunks[0])
     print(f"Converted '{source}' ({fmt}) in {seconds:.1f} s: {_n(ds.n_rows)} rows x "
@@ -196,8 +198,22 @@ def _cmd_convert(args) -> int:
           f"{', weight column ' + repr(args.weight) if ds.weight is not None else ''}, "
           f"{_n(n_chunks)} chunk{'s' if n_chunks != 1 else ''} of up to {_n(ds.chunk_rows)} rows"
           f"{', stored sparse (CSR)' if ds.sparse else ''}.")
+    if ds.categorical_features:
+        coded = [f"{ds.feature_names[i]} ({len(c)})"
+                 for i, c in zip(ds.categorical_features, ds.pandas_categorical)]
+        print(f"Category codes (categories) in column(s): {', '.join(coded[:20])}"
+              f"{' ...' if len(coded) > 20 else ''}.")
     print(f"Wrote {ds.path}")
     return 0
+
+
+def _categorical_arg(text, fmt):
+    """``--categorical``: ``auto`` (every text column), ``none``, or COL,COL,..."""
+    if text is None:
+        return "auto" if fmt not in ("libsvm", "svm") else None
+    if text.strip().lower() in ("auto", "none", ""):
+        return None if text.strip().lower() in ("none", "") else "auto"
+    return [c.strip() for c in text.split(",") if c.strip()]
 
 
 # ------------------------------------------------------------------------------------------
@@ -270,9 +286,13 @@ def _cmd_train(args) -> int:
     from oocgbdt.dask.training import train
 
     t0 = time.perf_counter()
+    # A dataset with category codes is passed by path: training reads its category map (kept
+    # in the model) and maps a validation set's own codes to it by value.
+    coded = ds.categorical_features or any(v.categorical_features for v in valids)
+    as_x = lambda d: str(d.path) if coded else d.X  # noqa: E731
     try:
-        booster = train(params, ds.X, ds.y, sample_weight=ds.weight,
-                        eval_set=[(v.X, v.y) for v in valids] or None,
+        booster = train(params, as_x(ds), ds.y, sample_weight=ds.weight,
+                        eval_set=[(as_x(v), v.y) for v in valids] or None,
                         eval_names=names or None,
                         eval_sample_weight=[v.weight for v in valids] or None,
                         feature_names=list(ds.feature_names), client=client, verbose=verbose)
@@ -331,11 +351,16 @@ def _zarr_features(path: Path, booster):
     """Lazy features of a Zarr dataset/array, with a warning when names differ from the model's."""
     from oocgbdt.io.predictions import open_features
 
+    from oocgbdt.io.dataset import dataset_categories
+
     X, names = open_features(path)
     if (names is not None and len(names) == booster.n_features
             and list(names) != [str(n) for n in booster.feature_names]):
         print("oocgbdt predict: warning: the feature names of DATA differ from the model's; "
               "columns are matched by position.", file=sys.stderr)
+    if dataset_categories(path) is not None or (names is not None
+                                                  and booster.pandas_categorical_features):
+        return str(path)  # its category codes are mapped to the model's by value
     return X
 
 
@@ -384,11 +409,22 @@ def _cmd_predict(args) -> int:
         predictions = booster.predict(_zarr_features(data, booster), **kw)  # lazy
     else:
         suffix = "".join(data.suffixes).lower()
-        if any(s in suffix for s in (".parquet", ".pq", ".svm", ".libsvm", ".svmlight", ".zarr")):
-            raise CLIError(f"DATA '{data}': predict reads CSV/TSV files and Zarr stores; convert "
-                           f"this file first with `oocgbdt convert`.")
-        features = _csv_features(data, booster, args)
-        predictions = (booster.predict(X, **kw) for X in features.blocks(args.chunk_rows))
+        if any(s in suffix for s in (".svm", ".libsvm", ".svmlight", ".zarr")):
+            raise CLIError(f"DATA '{data}': predict reads CSV/TSV and Parquet files and Zarr "
+                           f"stores; convert this file first with `oocgbdt convert`.")
+        if any(s in suffix for s in (".parquet", ".pq")):
+            from oocgbdt.io.predictions import parquet_features
+            features = parquet_features(data, booster.feature_names, label=args.label,
+                                        drop=args.drop or ())
+            if features.ignored:
+                print(f"oocgbdt predict: note: ignoring column(s) the model does not use: "
+                      f"{[str(c) for c in features.ignored][:20]}", file=sys.stderr)
+        else:
+            features = _csv_features(data, booster, args)
+        categories = dict(zip(booster.pandas_categorical_features,
+                              booster.pandas_categorical or []))
+        predictions = (booster.predict(X, **kw)
+                       for X in features.blocks(args.chunk_rows, categories))
     n_rows = write_predictions(
         out, predictions, prediction_columns(n_out, args.raw_score), chunk_rows=args.chunk_rows,
         attrs={"model": str(model_path), "data": str(data), "raw_score": bool(args.raw_score),
@@ -585,7 +621,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rows per stored chunk and per parsed block (default 100,000)")
     p.add_argument("--weight", metavar="COL", help="column of sample weights")
     p.add_argument("--drop", metavar="COL", nargs="+", action="extend",
-                   help="columns to leave out (ids, text); repeatable")
+                   help="columns to leave out (ids the model should not see); repeatable")
+    p.add_argument("--categorical", metavar="auto|none|COL,...", default=None,
+                   help="columns stored as category codes (0, 1, ... in the sorted order of "
+                        "their values; the map is kept in the dataset and the model): auto "
+                        "(default) = every text column; none; or a comma-separated list")
     p.add_argument("--n-features", type=_positive_int, metavar="N",
                    help="LibSVM: number of features (default: the largest index in the file)")
     p.add_argument("--zero-based", choices=("auto", "true", "false"), default="auto",
@@ -656,7 +696,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "DATA: a Zarr dataset written by `oocgbdt convert` (or any Zarr array of "
                     "features), or a CSV/TSV file of features (read in blocks of CHUNK_ROWS rows; "
                     "with a header naming the model's features, columns are matched by name and "
-                    "others ignored, else by position).\n"
+                    "others ignored, else by position), or a .parquet file (columns matched by "
+                    "name). Text columns are coded through the model's category map, by value; "
+                    "values the model never saw are missing.\n"
                     "OUT: a .csv/.tsv file (header line, then one row per input row; values "
                     "written with 17 significant digits, so they read back exactly) or, for any "
                     "other name, a Zarr array of float64 (n_rows,) or (n_rows, num_class).\n"
@@ -666,14 +708,15 @@ def build_parser() -> argparse.ArgumentParser:
                "  oocgbdt predict model.json test.zarr predictions.csv\n"
                "  oocgbdt predict model.json test.csv predictions.zarr --label target")
     p.add_argument("model", metavar="MODEL", help="model file (JSON) from `oocgbdt train`")
-    p.add_argument("data", metavar="DATA", help="Zarr dataset/array folder, or a CSV/TSV file")
+    p.add_argument("data", metavar="DATA", help="Zarr dataset/array folder, or a CSV/TSV or "
+                   "Parquet file")
     p.add_argument("out", metavar="OUT", help="output: *.csv / *.tsv, else a Zarr array folder")
     p.add_argument("--raw-score", action="store_true", help="raw scores instead of predictions")
     p.add_argument("--num-iteration", type=_positive_int, metavar="N",
                    help="use the first N rounds (default: the best iteration, else all)")
-    p.add_argument("--label", metavar="NAME", help="CSV input: label column to leave out")
+    p.add_argument("--label", metavar="NAME", help="CSV/Parquet input: label column to leave out")
     p.add_argument("--drop", metavar="COL", nargs="+", action="extend",
-                   help="CSV input: other columns to leave out; repeatable")
+                   help="CSV/Parquet input: other columns to leave out; repeatable")
     p.add_argument("--sep", metavar="SEP", help="CSV input field separator (default as for convert)")
     hdr = p.add_mutually_exclusive_group()
     hdr.add_argument("--header", action="store_true", help="CSV input has a header row "
@@ -730,11 +773,16 @@ def build_parser() -> argparse.ArgumentParser:
 # ------------------------------------------------------------------------------------------
 
 
+#: ``name=value (CLI: --flag ...)`` in the library's messages: the command line shows the flag.
+_PYTHON_AND_FLAG = re.compile(r"\b[a-z_]+=(?:\[[^\]]*\]|[^\s(]*?) \(CLI: ([^)]+)\)")
+
+
 def _one_line(exc: BaseException) -> str:
     text = str(exc)
     if isinstance(exc, KeyError) and exc.args:
         text = str(exc.args[0])
     text = " ".join(text.split())
+    text = _PYTHON_AND_FLAG.sub(r"\1", text)  # CLI terms, not Python syntax
     return text or type(exc).__name__
 
 

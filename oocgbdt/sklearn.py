@@ -16,11 +16,12 @@ from functools import partial
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import (_num_features, _num_samples, check_is_fitted,
-                                      validate_data)
+from sklearn.utils.validation import (_check_feature_names, _check_n_features, _num_features,
+                                      _num_samples, check_is_fitted, validate_data)
 
+from oocgbdt.core.categories import categorical_columns, is_frame
 from oocgbdt.dask.inputs import (align_rows, as_dask_array, as_row_chunked, distinct_values,
-                                 is_lazy, map_rows)
+                                 is_dask_frame, is_lazy, map_rows)
 from oocgbdt.dask.training import train
 from oocgbdt.params import (ALIASES, DEFAULT_CHUNK_ROWS, MULTICLASS_OBJECTIVES, check_param,
                             resolve_params)
@@ -286,6 +287,29 @@ class _GBDTModel(BaseEstimator):
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
                              f"is None.")
+        if is_dask_frame(X):
+            # Columns from the metadata; rows, categories and y are checked by train, which
+            # counts the partitions once.
+            if X.ndim != 2:
+                raise ValueError("X must be 2-D of shape (n_samples, n_features), got a Dask "
+                                 "Series; pass a Dask DataFrame (series.to_frame()).")
+            _check_feature_names(self, X._meta, reset=True)
+            self.n_features_in_ = len(X.columns)
+            return X, y, sample_weight
+        if _coded_frame(X):
+            # Category and text columns are coded by train, through a map kept in the model.
+            if _num_samples(X) != _num_samples(y):
+                raise ValueError(f"y has {_num_samples(y)} rows but X has {_num_samples(X)} "
+                                 f"rows; they must match.")
+            _check_feature_names(self, X, reset=True)
+            _check_n_features(self, X, reset=True)
+            if isinstance(self, RegressorMixin):
+                with _name_conversion_errors("y"):
+                    y = np.asarray(y, dtype=np.float64)
+            if sample_weight is not None and not is_lazy(sample_weight):
+                with _name_conversion_errors("sample_weight"):
+                    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            return X, y, sample_weight
         if is_lazy(X) or is_lazy(y):
             Xd = as_row_chunked(X, "X")
             # Shape and chunk sizes of y (and its dtype, for regression), no compute.
@@ -315,6 +339,11 @@ class _GBDTModel(BaseEstimator):
         check_is_fitted(self, "booster_")
         if is_lazy(X):
             return X
+        if _coded_frame(X) or (is_frame(X) and self.booster_.pandas_categorical):
+            # Coded by value through the model's map (Booster.predict); names as scikit-learn.
+            _check_feature_names(self, X, reset=False)
+            _check_n_features(self, X, reset=False)
+            return X
         _check_X_shape_and_kind(X, "X")
         with _name_conversion_errors("X"):
             # float32 stays float32, other input becomes float64: values are compared with
@@ -338,7 +367,11 @@ class _GBDTModel(BaseEstimator):
                     raise ValueError(f"eval_set[{i}] must be an (X, y) pair, got "
                                      f"{type(pair).__name__}.")
                 Xe, ye = pair
-                if not is_lazy(Xe):
+                if _coded_frame(Xe):
+                    with _named(f"eval_set[{i}] X"):
+                        _check_feature_names(self, Xe, reset=False)
+                        _check_n_features(self, Xe, reset=False)
+                elif not is_lazy(Xe):
                     _check_X_shape_and_kind(Xe, f"eval_set[{i}] X")
                     try:
                         n_e = _num_features(Xe)
@@ -373,6 +406,11 @@ class _GBDTModel(BaseEstimator):
         """Split counts per feature, shape (n_features,) (LightGBM's default importance)."""
         check_is_fitted(self, "booster_")
         return self.booster_.feature_importance("split")
+
+
+def _coded_frame(X) -> bool:
+    """A pandas DataFrame with ``category``, string or object columns (coded by ``train``)."""
+    return is_frame(X) and bool(categorical_columns(X.dtypes))
 
 
 def _check_X_shape_and_kind(X, name):

@@ -443,3 +443,87 @@ def test_export_writes_a_model_lightgbm_predicts_alike(tmp_path, capsys):
     assert np.abs(Booster.load_model(out).predict(X) - theirs.predict(X)).max() <= 1e-15
     assert main(["export", str(src), str(out)]) != 0  # exists: --overwrite needed
     assert "already exists" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# text columns: convert -> train -> predict with no hand encoding
+# --------------------------------------------------------------------------------------------
+
+
+def _text_frame(n, seed):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "dist": rng.normal(size=n).round(4),
+        "carrier": rng.choice(["UA", "AA", "DL", "B6"], size=n),
+        "origin": rng.choice(["JFK", "LGA", "EWR"], size=n),
+    })
+    frame.loc[rng.random(n) < 0.05, "carrier"] = None
+    frame["delay"] = (frame["dist"] * 3 + (frame["carrier"] == "DL") * 2
+                      + (frame["origin"] == "LGA") + 0.1 * rng.normal(size=n)).round(4)
+    return frame
+
+
+def test_text_columns_convert_train_predict_match_the_python_api(tmp_path, capsys):
+    train_csv, valid_csv = tmp_path / "train.csv", tmp_path / "valid.csv"
+    train = _text_frame(500, 0)
+    train.to_csv(train_csv)  # with pandas' unnamed index column, left out by convert
+    valid = _text_frame(150, 1)
+    valid.loc[:9, "carrier"] = "ZZ"  # never seen in training: missing at predict
+    valid.loc[:, "origin"] = valid["origin"].where(valid["origin"] != "EWR", None)
+    valid.to_csv(valid_csv, index=False)
+    assert main(["convert", str(train_csv), str(tmp_path / "train.zarr"), "--label", "delay",
+                 "--chunk-rows", "128"]) == 0
+    out = capsys.readouterr().out
+    assert "'Unnamed: 0'" in out and "carrier (4)" in out and "origin (3)" in out
+    # The validation file converted alone has other categories: mapped to training's by value.
+    assert main(["convert", str(valid_csv), str(tmp_path / "valid.zarr"), "--label", "delay",
+                 "--chunk-rows", "64"]) == 0
+    model = tmp_path / "m.json"
+    assert main(["train", str(tmp_path / "train.zarr"), "--model", str(model),
+                 "--valid", str(tmp_path / "valid.zarr"),
+                 "--param", "n_estimators=5", "num_leaves=7", "min_data_in_leaf=5",
+                 "--quiet"]) == 0
+    booster = Booster.load_model(model)
+    features = valid.drop(columns="delay")
+    import oocgbdt
+    api = oocgbdt.train(dict(n_estimators=5, num_leaves=7, min_data_in_leaf=5),
+                        train.drop(columns="delay"), train["delay"],
+                        eval_set=[(features, valid["delay"])])
+    assert booster.pandas_categorical == api.pandas_categorical == [
+        ["AA", "B6", "DL", "UA"], ["EWR", "JFK", "LGA"]]
+    assert booster == api
+    assert booster.evals_result["valid_0"] == api.evals_result["valid_0"]
+    expected = api.predict(features)
+    valid_parquet = tmp_path / "valid.parquet"
+    valid[["origin", "delay", "dist", "carrier"]].astype({"origin": "category"}).to_parquet(
+        valid_parquet)  # columns in another order, a category column: matched by name and value
+    for data in (valid_csv, tmp_path / "valid.zarr", valid_parquet):
+        pred = tmp_path / f"pred-{data.suffix[1:]}.csv"
+        args = ["predict", str(model), str(data), str(pred)]
+        assert main(args + (["--label", "delay"] if data.suffix != ".zarr" else [])) == 0
+        np.testing.assert_array_equal(_read_csv_exact(pred).iloc[:, 0].to_numpy(), expected)
+
+
+def test_text_errors_name_cli_flags(tmp_path, capsys):
+    src = tmp_path / "t.csv"
+    _text_frame(60, 0).to_csv(src, index=False)
+    assert main(["convert", str(src), str(tmp_path / "o.zarr"), "--label", "delay",
+                 "--categorical", "none"]) == 2
+    line = _err_line(capsys, "convert")
+    assert "['carrier', 'origin'] hold text" in line and "--categorical carrier,origin" in line
+    assert "categorical=" not in line and "drop=" not in line  # CLI terms, not Python syntax
+    assert main(["convert", str(src), str(tmp_path / "o.zarr"), "--label", "delay",
+                 "--categorical", "carrier"]) == 2
+    assert "--categorical origin" in _err_line(capsys, "convert")
+    assert main(["convert", str(src), str(tmp_path / "o.zarr"), "--label", "delay",
+                 "--categorical", "carrier,origin"]) == 0
+    capsys.readouterr()
+    assert main(["train", str(tmp_path / "o.zarr"), "--model", str(tmp_path / "m.json"),
+                 "--param", "n_estimators=2", "--quiet"]) == 0
+    capsys.readouterr()
+    bad = tmp_path / "bad.csv"
+    _text_frame(20, 1).assign(dist="far").to_csv(bad, index=False)
+    assert main(["predict", str(tmp_path / "m.json"), str(bad), str(tmp_path / "p.csv"),
+                 "--label", "delay"]) == 2
+    line = _err_line(capsys, "predict")
+    assert "['dist'] hold text" in line and "--drop" not in line

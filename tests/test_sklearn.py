@@ -454,6 +454,69 @@ def test_classifier_matches_lgbmclassifier_multiclass(shared_data):
     assert ours.feature_importances_.sum() == _n_splits(ours.booster_)
 
 
+# ---------------------------------------------------------------------------------------------
+# DataFrames with category and text columns
+# ---------------------------------------------------------------------------------------------
+
+
+def _table(n=600, seed=0):
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "x": rng.normal(size=n),
+        "shop": rng.choice(["north", "south", "east"], size=n),
+        "tier": pd.Categorical(rng.choice(["gold", "silver", "bronze"], size=n),
+                               categories=["gold", "silver", "bronze"]),
+        "n": pd.array(rng.integers(0, 4, n), dtype="Int64"),
+    })
+    y = df["x"] + (df["shop"] == "east") * 2 + (df["tier"] == "gold") - 0.5
+    return df, y.to_numpy()
+
+
+@pytest.mark.parametrize("Est", [GBDTRegressor, GBDTClassifier])
+def test_dataframe_with_text_columns_fits_and_predicts_by_value(Est):
+    import pandas as pd
+    df, y = _table()
+    target = y if Est is GBDTRegressor else np.where(y > 0, "up", "down")
+    est = Est(n_estimators=5, num_leaves=7).fit(df, target, eval_set=[(df.iloc[:100], target[:100])])
+    assert list(est.feature_names_in_) == list(df.columns) == est.booster_.feature_names
+    assert est.n_features_in_ == 4
+    np.testing.assert_array_equal(est.feature_importances_,
+                                  est.booster_.feature_importance("split"))
+    assert est.booster_.pandas_categorical == [
+        sorted(df["shop"].unique()), list(df["tier"].cat.categories)]
+    other = df.copy()
+    other["tier"] = other["tier"].cat.reorder_categories(["bronze", "gold", "silver"])
+    other["shop"] = other["shop"].astype("category")  # text given as a category column
+    np.testing.assert_array_equal(est.predict(other), est.predict(df))
+    # Oracle for unseen values: the rows with the column missing, as NumPy codes.
+    codes = np.column_stack([df["x"], pd.Categorical(df["shop"], categories=sorted(
+        df["shop"].unique())).codes, df["tier"].cat.codes, df["n"].astype(float)])
+    codes[:, 1] = np.nan
+    unseen = df.assign(shop="west")
+    np.testing.assert_array_equal(est.booster_.predict(unseen), est.booster_.predict(codes))
+    with pytest.raises(ValueError, match="shop"):
+        est.predict(df.drop(columns="shop"))
+
+
+def test_dask_dataframe_fits_as_the_pandas_frame():
+    import pandas as pd
+    dd = pytest.importorskip("dask.dataframe")
+    from distributed import Client, LocalCluster
+    df, y = _table()
+    labels = np.where(y > 0, "up", "down")
+    local = GBDTClassifier(n_estimators=5, num_leaves=7).fit(df, labels)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as lc, Client(lc, set_as_default=False) as c:
+        est = GBDTClassifier(n_estimators=5, num_leaves=7).fit(
+            dd.from_pandas(df, npartitions=3), dd.from_pandas(pd.Series(labels), npartitions=3),
+            client=c)
+        assert list(est.feature_names_in_) == list(df.columns)
+        assert est.booster_ == local.booster_
+        lazy = est.predict(dd.from_pandas(df, npartitions=2))
+        np.testing.assert_array_equal(lazy.compute(scheduler="sync"), local.predict(df))
+
+
 def test_lightgbm_keywords_are_parameters_as_in_lgbmmodel(shared_data):
     """LightGBM's own names as keywords, as LGBMModel takes them: kept by get_params,
     set_params and clone, searched over by GridSearchCV, and training as LightGBM does with

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from oocgbdt._dtypes import as_float_if_frame
+from oocgbdt.core.categories import check_frame_columns, encode_frame, is_frame, json_categories
 from oocgbdt.core.lightgbm_model import (from_lightgbm_string, is_lightgbm_text,
                                          lightgbm_transform, to_lightgbm_string)
 from oocgbdt.core.objectives import get_objective
@@ -109,9 +110,10 @@ class Booster:
         ``"binary sigmoid:1"``); when set, predictions use LightGBM's transform for it
         (:func:`oocgbdt.core.lightgbm_model.lightgbm_transform`) and the LightGBM export
         writes it back.
-    pandas_categorical : list or None, optional
-        The categories of pandas categorical columns (LightGBM's ``pandas_categorical``),
-        written to and read from the LightGBM format's last line.
+    pandas_categorical : list of list, optional
+        See the attribute.
+    pandas_categorical_features : list of int, optional
+        See the attribute.
 
     Attributes
     ----------
@@ -126,12 +128,20 @@ class Booster:
         With Exclusive Feature Bundling, the original features of each bundle (histogram
         column) used in training; informational only: trees, thresholds, prediction and
         importances are in the original features.
+    pandas_categorical : list of list, or None
+        The category map of training (LightGBM's name and meaning): for each coded column, in
+        column order, its category values in code order (:mod:`oocgbdt.core.categories`).
+        None when training had no ``category``, string or object column.
+    pandas_categorical_features : list of int
+        Positions of the columns ``pandas_categorical`` codes, ascending (empty without a map).
+        A DataFrame given to :meth:`predict` has these columns coded by value through the map.
     """
 
     def __init__(self, trees, init_score, params, n_features, feature_names=None,
                  feature_infos=None, best_iteration=None, evals_result=None, best_score=None,
                  screening_history=None, screening_scores=None, bundles=None,
-                 objective_line=None, pandas_categorical=None):
+                 objective_line=None, pandas_categorical=None,
+                 pandas_categorical_features=None):
         self.trees = list(trees)
         self.init_score = np.asarray(init_score, dtype=np.float64).reshape(-1)
         self.params = dict(params)
@@ -149,7 +159,14 @@ class Booster:
                                              dtype=np.float64))
         self.bundles_ = None if bundles is None else [[int(f) for f in b] for b in bundles]
         self.objective_line = objective_line
-        self.pandas_categorical = pandas_categorical
+        self.pandas_categorical = (None if pandas_categorical is None
+                                   else [list(c) for c in pandas_categorical])
+        self.pandas_categorical_features = [int(i) for i in (pandas_categorical_features or [])]
+        if len(self.pandas_categorical_features) != len(self.pandas_categorical or []):
+            raise ValueError(f"pandas_categorical has {len(self.pandas_categorical or [])} "
+                             f"category list(s) for {len(self.pandas_categorical_features)} "
+                             f"coded column(s) in pandas_categorical_features; give one per "
+                             f"column.")
         self._packed = {}
 
     # ---- structure -----------------------------------------------------------------------
@@ -224,6 +241,8 @@ class Booster:
 
     # ---- prediction ----------------------------------------------------------------------
     def _check_X(self, X, name="X"):
+        if is_frame(X):
+            X = self._encode_frame(X, name)
         X = as_float_if_frame(X)
         if X.ndim != 2:
             raise ValueError(f"{name} must be 2-D of shape (n_samples, {self.n_features}), "
@@ -234,6 +253,18 @@ class Booster:
         if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool):
             raise TypeError(f"{name} must have a numeric dtype, got dtype {X.dtype}.")
         return X
+
+    def _encode_frame(self, frame, name="X"):
+        """A pandas DataFrame as float32 features: its columns checked against
+        ``feature_names``, the coded columns mapped by value through ``pandas_categorical``."""
+        if frame.ndim != 2 or frame.shape[1] != self.n_features:
+            return frame  # _check_X names the shape
+        check_frame_columns(frame, self.feature_names, name)
+        if self.pandas_categorical is None and all(
+                isinstance(d, np.dtype) and d.kind in "biuf" for d in frame.dtypes):
+            return frame
+        return encode_frame(frame, self.pandas_categorical_features,
+                            self.pandas_categorical or [], name)
 
     def _rows(self, X):
         """``X`` checked: a canonical CSR matrix, or a C-contiguous dense array. Values are
@@ -359,8 +390,12 @@ class Booster:
         ----------
         X : ndarray, scipy.sparse matrix, dask.array.Array (NumPy or scipy.sparse chunks), zarr.Array or path of a Zarr store, shape (n_samples, n_features)
             Float features; NaN is a missing value. Values are compared with the thresholds
-            in float64, as LightGBM does (float32 input is widened exactly). Sparse rows are
-            walked from their stored entries (values not stored are 0). Lazy input is
+            in float64, as LightGBM does (float32 input is widened exactly). A pandas
+            DataFrame (or a Dask DataFrame, lazily) must have the model's columns (by name when
+            both have names); its ``category``, string and object columns are coded by value
+            through ``pandas_categorical``: categories in another order map to the model's
+            codes, and values training never saw are missing (NaN), as in LightGBM. Sparse rows
+            are walked from their stored entries (values not stored are 0). Lazy input is
             predicted by one ``map_blocks`` task per row chunk (:mod:`oocgbdt.dask.predict`);
             nothing is computed at call time.
         raw_score : bool, default False
@@ -394,7 +429,9 @@ class Booster:
         Raises
         ------
         ValueError
-            ``X`` is not 2-D or has another number of features than the training data;
+            ``X`` is not 2-D or has another number of features than the training data; a
+            DataFrame's columns are missing, extra or in another order than the model's
+            features, or a column trained on numbers holds text.
             ``pred_leaf`` and ``pred_contrib`` both set.
         TypeError
             ``X`` is not numeric, or is lazy and the Dask layer is not imported; an unknown
@@ -461,7 +498,9 @@ class Booster:
             "screening_scores": self.screening_scores_,
             "bundles": self.bundles_,
             "objective_line": self.objective_line,
-            "pandas_categorical": self.pandas_categorical,
+            "pandas_categorical": (None if self.pandas_categorical is None
+                                   else json_categories(self.pandas_categorical)),
+            "pandas_categorical_features": self.pandas_categorical_features,
             "trees": [t.to_dict() for t in self.trees],
         })
 
@@ -485,7 +524,9 @@ class Booster:
                    d.get("feature_infos"), d.get("best_iteration"), d.get("evals_result"),
                    d.get("best_score"), d.get("screening_history"),
                    None if scores is None else _decode_floats(scores), d.get("bundles"),
-                   d.get("objective_line"), d.get("pandas_categorical"))
+                   d.get("objective_line"),
+                   # Absent from files written before category maps existed.
+                   d.get("pandas_categorical"), d.get("pandas_categorical_features"))
 
     def model_to_string(self, format="json", start_iteration=0, num_iteration=None) -> str:
         """The model as text: oocgbdt's JSON, or LightGBM's text model format.

@@ -1,16 +1,28 @@
 """This module contains input normalization: every accepted input becomes a row-chunked Dask array.
 
 Data flow position: the first step of training and prediction. Accepted: NumPy arrays, scipy.sparse
-matrices, Dask arrays (NumPy or scipy.sparse chunks), Zarr arrays, and paths to Zarr stores (an
-array, or an oocgbdt dataset group whose ``X`` is used, dense or sparse). Output:
+matrices, pandas DataFrames, Dask arrays (NumPy or scipy.sparse chunks), Dask DataFrames and
+Series, Zarr arrays, and paths to Zarr stores (an array, or an oocgbdt dataset group whose ``X``
+is used, dense or sparse). Output:
 ``dask.array.Array`` chunked along rows only (columns in one chunk), known chunk sizes, float32
 for features; sparse inputs stay sparse (CSR chunks), never densified. Every check here is cheap (metadata only) except
-:func:`check_values`, which is one small reduction over ``y`` and the weights.
+:func:`check_values`, which is one small reduction over ``y`` and the weights, and the one
+compute that a Dask DataFrame may need (:func:`frame_inputs`).
+
+Tables: the ``category``, string and object columns of a DataFrame are coded by value through
+a category map (:mod:`oocgbdt.core.categories`, LightGBM's ``pandas_categorical``), found on
+the training frame and used for its eval sets and at predict time. A pandas frame's map comes
+from its own columns; a Dask DataFrame's ``category`` columns must have known categories (their
+order is the code order; ``ddf.categorize()`` makes them known), and the sorted distinct values
+of its string columns and the lengths of its partitions are found by one compute for all of
+the fit's Dask collections, cached by collection so that they are never computed twice.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import dask
@@ -20,17 +32,243 @@ import scipy.sparse as sp
 import zarr
 
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
+from oocgbdt.core.categories import (auto_categorical, categorical_columns, check_frame_columns,
+                                     encode_frame, frame_categories, is_frame, merge_categories)
+from oocgbdt.io.dataset import Dataset
 from oocgbdt.runtime.cluster import find_client
 
-__all__ = ["is_lazy", "is_sparse", "as_dask_array", "as_row_chunked", "align_rows", "check_values",
-           "TrainingInputs", "training_inputs", "check_labels_and_weights", "check_group",
-           "query_chunks", "align_to_queries", "map_rows",
-           "distinct_values"]
+__all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs",
+           "partition_lengths", "remap_codes", "dataset_map", "dataset_map_of", "as_dask_array",
+           "as_row_chunked", "align_rows", "check_values", "TrainingInputs", "training_inputs",
+           "check_labels_and_weights", "check_group", "query_chunks", "align_to_queries",
+           "map_rows", "distinct_values"]
 
 
 def is_lazy(obj) -> bool:
-    """True for inputs that the Dask layer reads lazily (Dask arrays, Zarr arrays and paths)."""
-    return isinstance(obj, (da.Array, zarr.Array, str, os.PathLike))
+    """True for inputs that the Dask layer reads lazily (Dask arrays and DataFrames, Zarr arrays
+    and paths)."""
+    return (isinstance(obj, (da.Array, zarr.Array, str, os.PathLike, Dataset))
+            or is_dask_frame(obj))
+
+
+def is_dask_frame(obj) -> bool:
+    """True for a Dask DataFrame or Series."""
+    if type(obj).__module__.split(".")[0] not in ("dask", "dask_expr") or isinstance(obj, da.Array):
+        return False
+    import dask.dataframe as dd
+    return isinstance(obj, (dd.DataFrame, dd.Series))
+
+
+def _is_dask_table(obj) -> bool:
+    """True for a Dask DataFrame (not a Series)."""
+    import dask.dataframe as dd
+    return isinstance(obj, dd.DataFrame)
+
+
+# ---- tables ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CategoryMap:
+    """How a table's columns become features.
+
+    Attributes
+    ----------
+    feature_names : list of str
+        The column names.
+    coded : tuple of int
+        Positions of the columns coded through ``categories`` (``category``, string, object).
+    auto : tuple of int
+        The coded columns that ``categorical_feature="auto"`` splits as categories (ordered
+        ``category`` columns are coded but split as numbers, as in LightGBM).
+    categories : list of list
+        LightGBM's ``pandas_categorical``: one list of values per coded column, in code order.
+    """
+
+    feature_names: list
+    coded: tuple = ()
+    auto: tuple = ()
+    categories: list = field(default_factory=list)
+
+
+#: Partition lengths of Dask collections by collection name (deterministic: a name is a hash of
+#: the graph), so that a collection's rows are counted once however often it is converted.
+_LENGTHS: OrderedDict = OrderedDict()
+_LENGTHS_KEPT = 64
+
+
+def _collection_key(obj):
+    return getattr(obj, "_name", None) or dask.base.tokenize(obj)
+
+
+def partition_lengths(collections, compute=dask.compute, extra=()) -> tuple:
+    """Rows per partition of each Dask DataFrame or Series in ``collections``, counted in one
+    compute (with ``extra`` Dask objects computed alongside) unless known already.
+
+    Returns
+    -------
+    (lengths, extra_values)
+        ``lengths``: one tuple of int per collection; ``extra_values``: the computed ``extra``.
+    """
+    todo = [c for c in collections if _collection_key(c) not in _LENGTHS]
+    unique = list({_collection_key(c): c for c in todo}.values())
+    counts = [c.map_partitions(len, meta=(None, "int64")) for c in unique]
+    values = compute(*counts, *extra) if (counts or extra) else ()
+    for c, n in zip(unique, values[:len(unique)]):
+        _LENGTHS[_collection_key(c)] = tuple(int(v) for v in n)
+        while len(_LENGTHS) > _LENGTHS_KEPT:
+            _LENGTHS.popitem(last=False)
+    return [_LENGTHS[_collection_key(c)] for c in collections], list(values[len(unique):])
+
+
+def _encode_partition(part, coded, categories):
+    return encode_frame(part, coded, categories)  # by position
+
+
+def frame_inputs(X, name="X", *, category_map=None, compute=dask.compute, also=()):
+    """A pandas or Dask DataFrame as features: (float32 array, :class:`CategoryMap`).
+
+    Parameters
+    ----------
+    X : pandas.DataFrame or dask.dataframe.DataFrame
+    name : str
+        The argument's name in error messages.
+    category_map : CategoryMap, optional
+        The training frame's map (eval sets and prediction): the columns are checked against
+        its names and coded by value through its categories. None: found from ``X``.
+    compute : callable
+        ``compute(*collections) -> tuple``, for a Dask DataFrame's string values and partition
+        lengths (one call).
+    also : sequence of Dask DataFrames or Series
+        Other collections of the fit whose partition lengths are counted in the same call.
+
+    Returns
+    -------
+    (ndarray or dask.array.Array of float32, CategoryMap)
+        A Dask DataFrame gives a Dask array with one row chunk per partition.
+
+    Raises
+    ------
+    ValueError
+        A Dask ``category`` column with unknown categories (the message says to call
+        ``ddf.categorize()``); columns that differ from ``category_map``'s; text in a column
+        trained on numbers.
+    """
+    names = [str(c) for c in X.columns]
+    if category_map is not None:
+        check_frame_columns(X, category_map.feature_names, name)
+        cmap = category_map
+        strings = []
+    else:
+        coded = tuple(categorical_columns(X.dtypes))
+        strings = [i for i in coded if getattr(X.dtypes.iloc[i], "name", "") != "category"]
+        cmap = CategoryMap(names, coded, auto_categorical(X.dtypes), [])
+    if not is_dask_frame(X):
+        cats = cmap.categories if category_map is not None else frame_categories(X, cmap.coded)
+        cmap = CategoryMap(cmap.feature_names, cmap.coded, cmap.auto, cats)
+        return encode_frame(X, cmap.coded, cmap.categories, name), cmap
+    if category_map is None:
+        unknown = [names[i] for i in cmap.coded
+                   if i not in strings and not X.iloc[:, i].cat.known]
+        if unknown:
+            raise ValueError(
+                f"{name} is a Dask DataFrame whose category column(s) {unknown} have "
+                f"unknown categories; their order gives the codes, so make them known first: "
+                f"{name} = {name}.categorize(columns={unknown}) (one pass over "
+                f"those columns), or give the columns a CategoricalDtype with the categories.")
+    extra = [X.iloc[:, i].dropna().unique() for i in strings]
+    (lengths, *_), found = partition_lengths([X, *also], compute, extra)
+    if category_map is None:
+        found = dict(zip(strings, found))
+        cats = [merge_categories([list(found[i])]) if i in found
+                else frame_categories(X._meta, [i])[0] for i in cmap.coded]
+        cmap = CategoryMap(cmap.feature_names, cmap.coded, cmap.auto, cats)
+    m = len(names)
+    meta = np.empty((0, m), dtype=X_DTYPE)
+    blocks = X.to_delayed()
+    encode = dask.delayed(partial(_encode_partition, coded=cmap.coded,
+                                  categories=cmap.categories), pure=True)
+    arrays = [da.from_delayed(encode(b), shape=(n, m), dtype=X_DTYPE, meta=meta)
+              for b, n in zip(blocks, lengths) if n]
+    if not arrays:
+        arrays = [da.zeros((0, m), dtype=X_DTYPE)]
+    return (da.concatenate(arrays, axis=0) if len(arrays) > 1 else arrays[0]), cmap
+
+
+def _remap_block(block, tables):
+    block = np.array(block, dtype=X_DTYPE, copy=True)
+    for j, table in tables:
+        col = block[:, j]
+        ok = np.isfinite(col)
+        codes = col[ok].astype(np.int64)
+        valid = (codes >= 0) & (codes < table.shape[0])
+        out = np.full(codes.shape[0], np.nan, dtype=X_DTYPE)
+        out[valid] = table[codes[valid]]
+        col[ok] = out
+    return block
+
+
+def remap_codes(X, source: CategoryMap, target: CategoryMap, name="X"):
+    """Category codes of ``X`` made with ``source``'s map, as ``target``'s codes, by value
+    (a converted dataset predicted or scored with a model whose map came from other data).
+
+    Parameters
+    ----------
+    X : dask.array.Array of float32, shape (n_samples, n_features), dense
+    source, target : CategoryMap
+
+    Returns
+    -------
+    dask.array.Array
+        ``X`` itself when the maps agree; else a lazy copy whose coded columns hold the target's
+        code of each value (NaN for a value the target does not know).
+
+    Raises
+    ------
+    ValueError
+        A column coded in one map and not in the other.
+    """
+    src = dict(zip(source.coded, source.categories))
+    dst = dict(zip(target.coded, target.categories))
+    if set(src) != set(dst):
+        names = target.feature_names or source.feature_names
+        differ = sorted(set(src) ^ set(dst))
+        raise ValueError(f"{name} holds category codes in column(s) "
+                         f"{[names[i] if i < len(names) else i for i in differ]} where the model "
+                         f"has {'numbers' if set(src) - set(dst) else 'categories'} (or the "
+                         f"reverse); convert it with the same --categorical columns as the "
+                         f"training data.")
+    from oocgbdt.core.categories import encode_column
+    tables = [(j, encode_column(np.asarray(src[j], dtype=object), dst[j]))
+              for j in sorted(dst) if list(src[j]) != list(dst[j])]
+    if not tables:
+        return X
+    return X.map_blocks(_remap_block, tables, dtype=X_DTYPE)
+
+
+def _dask_series_array(v, name):
+    """A Dask Series (or one-column DataFrame) as a 1-D Dask array with known chunks, skipping
+    empty partitions as :func:`frame_inputs` does (lengths from the cache, else one compute)."""
+    if _is_dask_table(v):
+        if len(v.columns) != 1:
+            raise ValueError(f"{name} must be 1-D of shape (n_samples,), got a Dask DataFrame "
+                             f"with {len(v.columns)} columns.")
+        v = v.iloc[:, 0]
+    (lengths,), _ = partition_lengths([v])
+    dtype = v.dtype if isinstance(v.dtype, np.dtype) else np.dtype(object)
+    if getattr(v.dtype, "kind", "O") in "biuf" and not isinstance(v.dtype, np.dtype):
+        dtype = np.dtype(np.float64)  # nullable numbers: pd.NA as NaN
+    to_numpy = dask.delayed(partial(_series_values, dtype=dtype), pure=True)
+    arrays = [da.from_delayed(to_numpy(b), shape=(n,), dtype=dtype)
+              for b, n in zip(v.to_delayed(), lengths) if n]
+    if not arrays:
+        return da.zeros((0,), dtype=dtype)
+    return da.concatenate(arrays) if len(arrays) > 1 else arrays[0]
+
+
+def _series_values(s, dtype):
+    if dtype.kind == "f":
+        return s.to_numpy(dtype=dtype, na_value=np.nan)
+    return s.to_numpy(dtype=dtype)
 
 
 def is_sparse(arr) -> bool:
@@ -84,6 +322,11 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
     """
     if isinstance(obj, (str, os.PathLike)):
         obj = _open_zarr(obj, name)
+    if isinstance(obj, Dataset):
+        obj = obj.X
+    if is_dask_frame(obj):
+        obj = (_dask_series_array(obj, name) if ndim == 1 or not _is_dask_table(obj)
+               else frame_inputs(obj, name)[0])
     if isinstance(obj, zarr.Array):
         arr = da.from_zarr(obj)
     elif isinstance(obj, da.Array):
@@ -214,6 +457,17 @@ class TrainingInputs:
     queries : dict or None
         Ranking: ``{set name: query sizes}`` (int64) of the sets given groups; their arrays are
         rechunked so that every chunk holds whole queries (:func:`align_to_queries`).
+    feature_names : list of str or None
+        As given, else a DataFrame's column names (or a dataset's names), else None.
+    categorical_auto : tuple of int
+        Features that ``categorical_feature="auto"`` splits as categories: a DataFrame's
+        unordered ``category``, string and object columns (or a dataset's coded columns).
+    pandas_categorical : list of list or None
+        LightGBM's category map: for each coded column, in column order, its category values in
+        code order (None without coded columns).
+    pandas_categorical_features : tuple of int
+        Positions of the coded columns (``pandas_categorical[k]`` maps column
+        ``pandas_categorical_features[k]``).
     """
 
     X: da.Array
@@ -222,6 +476,10 @@ class TrainingInputs:
     evals: list
     lazy: bool
     queries: dict | None = None
+    feature_names: list | None = None
+    categorical_auto: tuple = ()
+    pandas_categorical: list | None = None
+    pandas_categorical_features: tuple = ()
 
     @property
     def sets(self) -> list:
@@ -231,15 +489,38 @@ class TrainingInputs:
 
 
 def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
-                    feature_names, chunk_rows) -> TrainingInputs:
+                    feature_names, chunk_rows, compute=dask.compute) -> TrainingInputs:
     """Check and normalize the inputs of a fit (see :func:`oocgbdt.dask.training.train`); cheap,
-    metadata only.
+    metadata only, except for Dask DataFrames: one ``compute`` call counts the rows of every
+    partition of the fit's Dask DataFrames and Series and finds the distinct values of X's
+    string columns (:func:`frame_inputs`).
 
     Raises
     ------
     ValueError, TypeError
         Naming the argument, what was expected and what was found.
     """
+    eval_list = list(eval_set or []) if isinstance(eval_set, (list, tuple)) else []
+    frames = [v for v in [X, y, sample_weight] + [p for e in eval_list
+                                                   if isinstance(e, (tuple, list)) for p in e]
+              + list(eval_sample_weight if isinstance(eval_sample_weight, (list, tuple)) else [])
+              if is_dask_frame(v)]
+    if frames and not is_dask_frame(X):
+        partition_lengths(frames, compute)  # once, for all of them
+    cmap = dataset_map(X) if isinstance(X, (str, os.PathLike)) else None
+    if isinstance(X, Dataset):
+        # An opened dataset: its map and names, and its labels and weights unless given.
+        cmap = _map_of(X)
+        y = X.y if y is None else y
+        sample_weight = X.weight if sample_weight is None else sample_weight
+        X = X.X
+    if is_frame(X) or is_dask_frame(X):
+        if is_dask_frame(X) and not _is_dask_table(X):
+            raise ValueError("X must be 2-D of shape (n_samples, n_features), got a Dask Series; "
+                             "pass a Dask DataFrame (series.to_frame()).")
+        X, cmap = frame_inputs(X, "X", compute=compute, also=[f for f in frames if f is not X])
+        if feature_names is None:
+            feature_names = cmap.feature_names
     Xd = as_row_chunked(X, "X", chunk_rows)
     yd = align_rows(Xd, y, "y", chunk_rows)
     if yd is None:
@@ -271,7 +552,19 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
     for i, pair in enumerate(eval_set):
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise ValueError(f"eval_set[{i}] must be an (X, y) pair, got {type(pair).__name__}.")
-        Xe = as_row_chunked(pair[0], f"eval_set[{i}] X", chunk_rows)
+        Xe = pair[0]
+        if cmap is not None and (is_frame(Xe) or is_dask_frame(Xe)):
+            Xe = frame_inputs(Xe, f"eval_set[{i}] X", category_map=cmap, compute=compute)[0]
+        elif (emap := dataset_map_of(Xe)) is not None:
+            # A dataset converted on its own: its codes, by value, as X's (and no codes where
+            # X has none, nor numbers where X has codes).
+            Xe = as_row_chunked(getattr(Xe, "X", Xe), f"eval_set[{i}] X", chunk_rows)
+            if emap.coded or (cmap is not None and cmap.coded):
+                Xe = remap_codes(Xe, emap, cmap or CategoryMap([]), f"eval_set[{i}] X")
+        elif cmap is not None and cmap.coded and not is_lazy(Xe) and _has_text(Xe):
+            raise TypeError(f"eval_set[{i}] X holds text; pass it as a DataFrame with X's "
+                            f"columns, so that its categories are coded as X's.")
+        Xe = as_row_chunked(Xe, f"eval_set[{i}] X", chunk_rows)
         if Xe.shape[1] != n_features:
             raise ValueError(f"eval_set[{i}] X has {Xe.shape[1]} features but X has "
                              f"{n_features}; they must match.")
@@ -281,7 +574,47 @@ def training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weigh
             we = align_rows(Xe, eval_sample_weight[i], f"eval_sample_weight[{i}]", chunk_rows)
         evals.append((eval_names[i], Xe, ye, we))
     lazy = any(is_lazy(v) for v in [X, y, sample_weight] + [p for e in eval_set for p in e])
-    return TrainingInputs(Xd, yd, wd, evals, lazy)
+    if cmap is not None and feature_names is None and cmap.feature_names:
+        feature_names = list(cmap.feature_names)
+    return TrainingInputs(Xd, yd, wd, evals, lazy, feature_names=feature_names,
+                          categorical_auto=() if cmap is None else tuple(cmap.auto),
+                          pandas_categorical=(list(cmap.categories) if cmap and cmap.coded
+                                              else None),
+                          pandas_categorical_features=() if cmap is None else tuple(cmap.coded))
+
+
+def _has_text(X) -> bool:
+    kind = getattr(getattr(X, "dtype", None), "kind", None)
+    return kind in ("U", "S", "O")
+
+
+def _map_of(ds) -> CategoryMap:
+    """The map of an opened dataset (its names; no coded column when it has none)."""
+    return CategoryMap(list(ds.feature_names), tuple(ds.categorical_features),
+                       tuple(ds.categorical_features), list(ds.pandas_categorical or []))
+
+
+def dataset_map(path):
+    """The category map stored in an oocgbdt dataset at ``path`` (None: not a dataset, or no
+    coded column)."""
+    from oocgbdt.io.dataset import dataset_categories
+    found = dataset_categories(path)
+    if found is None:
+        return None
+    names, coded, categories = found
+    return CategoryMap(list(names), tuple(coded), tuple(coded), list(categories))
+
+
+def dataset_map_of(obj):
+    """The category map of an oocgbdt dataset given opened or by path (with no coded column
+    when it has none); None for anything else (a Zarr array, a NumPy array, ...)."""
+    if isinstance(obj, (str, os.PathLike)):
+        from oocgbdt.io.dataset import _as_path, _is_dataset_dir
+        if not _is_dataset_dir(_as_path(obj)):
+            return None
+        from oocgbdt.io.dataset import open_dataset
+        obj = open_dataset(obj)
+    return _map_of(obj) if isinstance(obj, Dataset) else None
 
 
 def check_group(group, n_rows, name="group"):
@@ -349,7 +682,7 @@ def align_to_queries(inputs: TrainingInputs, group, eval_group, chunk_rows) -> T
         out[name] = tuple(None if a is None else a.rechunk({0: rows}) for a in (X_, y_, w_))
     evals = [(name,) + out[name] for name, *_ in inputs.evals]
     X, y, w = out["train"]
-    return TrainingInputs(X, y, w, evals, inputs.lazy, groups or None)
+    return replace(inputs, X=X, y=y, weight=w, evals=evals, queries=groups or None)
 
 
 def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None:

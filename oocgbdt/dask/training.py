@@ -67,7 +67,7 @@ def _client_compute(client):
     return lambda *arrays: tuple(client.compute(list(arrays), sync=True))
 
 
-def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
+def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=None,
           eval_sample_weight=None, feature_names=None, client=None, verbose=None, group=None,
           eval_group=None, init_model=None, callbacks=None) -> Booster:
     """Train a gradient-boosted tree model.
@@ -77,11 +77,19 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     params : dict
         LightGBM-style parameters (names and aliases in :mod:`oocgbdt.params`), e.g.
         ``{"objective": "binary", "num_leaves": 31, "learning_rate": 0.1, "n_estimators": 100}``.
-    X : ndarray, dask.array.Array, zarr.Array or path of a Zarr store, shape (n_samples, n_features)
-        Numeric features (cast to float32); NaN marks a missing value. Dask arrays chunked along
-        columns are rechunked to whole rows.
-    y : array-like of shape (n_samples,)
-        Labels: any finite value for regression, 0/1 for binary, 0..num_class-1 for multiclass.
+    X : ndarray, pandas.DataFrame, dask.array.Array, dask.dataframe.DataFrame, zarr.Array or path of a Zarr store, shape (n_samples, n_features)
+        Features (cast to float32); NaN marks a missing value. Dask arrays chunked along
+        columns are rechunked to whole rows. A DataFrame's column names are the feature names
+        (unless ``feature_names`` is given); its ``category``, string and object columns are
+        coded by value (0, 1, 2, ... in the order of the categories; string columns' sorted
+        distinct values; missing as NaN) and the map is kept as the Booster's
+        ``pandas_categorical`` for prediction. A Dask DataFrame's partition lengths and string
+        values are found by one compute; its ``category`` columns must have known
+        categories (``ddf.categorize()``). An opened dataset (``oocgbdt.io.dataset.Dataset``)
+        or the path of one gives its category map (its coded columns) and feature names.
+    y : array-like, pandas or Dask Series of shape (n_samples,)
+        Required, except with an opened dataset as ``X``, whose labels (and weights, unless
+        ``sample_weight`` is given) are used. Labels: any finite value for regression, 0/1 for binary, 0..num_class-1 for multiclass.
     sample_weight : array-like of shape (n_samples,), optional
         Finite, non-negative row weights.
     eval_set : list of (X, y) pairs, optional
@@ -178,8 +186,13 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                  else get_objective(params))
     metrics = get_metrics(params["metric"], objective, params) + [CallableMetric(f)
                                                                   for f in fevals]
+    client = find_client(client)
+    # A Dask DataFrame's partition lengths and string categories: one compute, on the client's
+    # cluster when there is one.
     inputs = training_inputs(X, y, sample_weight, eval_set, eval_names, eval_sample_weight,
-                             feature_names, int(params["chunk_rows"]))
+                             feature_names, int(params["chunk_rows"]),
+                             _threaded_compute(fit_threads(params["num_threads"]))
+                             if client is None else _client_compute(client))
     params = _resolve_categorical(params, inputs, feature_names)
     if group is not None or eval_group is not None:
         inputs = align_to_queries(inputs, group, eval_group, int(params["chunk_rows"]))
@@ -195,7 +208,6 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
                              first_round + int(params["n_estimators"]))
     learning_rates = callbacks.learning_rates()  # before any work: errors come first
     cache_path, stored, dir_existed = check_cache_path(params)  # before any work
-    client = find_client(client)
     local = client is None and not inputs.lazy
     if client is not None:
         # Before the first compute on the cluster: a cluster still starting (jobs queued) has
@@ -227,11 +239,13 @@ def train(params, X, y, *, sample_weight=None, eval_set=None, eval_names=None,
     if init_booster is not None:
         trees, init_score = list(init_booster.trees) + list(trees), init_booster.init_score
     booster = Booster(trees, init_score, fit["params"], inputs.X.shape[1],
-                      feature_names=feature_names, feature_infos=bin_mapper.feature_infos_,
+                      feature_names=inputs.feature_names, feature_infos=bin_mapper.feature_infos_,
                       best_iteration=result.best_iteration, evals_result=result.evals_result,
                       best_score=result.best_score, screening_history=result.screening_history,
                       screening_scores=result.screening_scores,
-                      bundles=None if bundler is None else [b.tolist() for b in bundler.bundles_])
+                      bundles=None if bundler is None else [b.tolist() for b in bundler.bundles_],
+                      pandas_categorical=inputs.pandas_categorical,
+                      pandas_categorical_features=inputs.pandas_categorical_features)
     booster.tree_stats = result.tree_stats
     booster.bundle_report = fit["bundle_report"]
     booster.cache_report = fit["cache_report"]

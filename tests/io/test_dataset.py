@@ -297,3 +297,23 @@ def test_warns_about_huge_chunks(tmp_path):
         wr = DatasetWriter(tmp_path / "w", 4000, chunk_rows=100_000)
     wr.abort()
     assert _leftovers(tmp_path) == []
+
+
+def test_write_dataset_codes_a_frame_like_training(tmp_path):
+    """A DataFrame with text written to Zarr holds the features training makes of the frame
+    (oracle: pandas' codes) and the same map."""
+    from oocgbdt.dask.inputs import frame_inputs
+    rng = np.random.default_rng(3)
+    n = 400
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.choice(["x", "y", "z"], size=n),
+                       "c": pd.Categorical(rng.choice(["q", "p"], size=n), categories=["q", "p"])})
+    y = df["a"] + (df["b"] == "y") * 2
+    ds = write_dataset(tmp_path / "d.zarr", df, y, chunk_rows=100)
+    assert ds.categorical_features == (1, 2)
+    assert ds.pandas_categorical == [["x", "y", "z"], ["q", "p"]]
+    codes = pd.Categorical(df["b"], categories=["x", "y", "z"]).codes
+    np.testing.assert_array_equal(ds.X[:, 1].compute(), codes.astype(np.float32))
+    np.testing.assert_array_equal(ds.X[:, 2].compute(), df["c"].cat.codes.to_numpy(np.float32))
+    X, cmap = frame_inputs(df)
+    np.testing.assert_array_equal(ds.X.compute(), X)
+    assert cmap.categories == ds.pandas_categorical and cmap.coded == ds.categorical_features

@@ -165,8 +165,11 @@ def test_csv_features_names_text_columns(tmp_path, frame):
     src = tmp_path / "d.csv"
     frame.assign(b=["x"] * 30).to_csv(src, index=False)
     features = csv_features(src, ["a", "b", "c"], label="label", drop=["id"])
-    with pytest.raises(ValueError, match=r"non-numeric column\(s\) \['b'\]"):
+    with pytest.raises(ValueError, match=r"\['b'\] hold text, but the model was trained on numbers"):
         list(features.blocks(chunk_rows=10))
+    # With the model's map, the text is coded by value: "x" is category 1 of ["w", "x"].
+    blocks = np.concatenate(list(features.blocks(chunk_rows=10, categories={1: ["w", "x"]})))
+    np.testing.assert_array_equal(blocks[:, 1], np.ones(30, dtype=np.float32))
 
 
 def test_open_features(tmp_path):
