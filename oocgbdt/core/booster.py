@@ -18,7 +18,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from oocgbdt._dtypes import as_float_if_frame
-from oocgbdt.core.categories import check_frame_columns, encode_frame, is_frame, json_categories
+from oocgbdt.core.categories import (categorical_columns, check_frame_columns, encode_frame,
+                                     is_frame, json_categories)
 from oocgbdt.core.lightgbm_model import (from_lightgbm_string, is_lightgbm_text,
                                          lightgbm_transform, to_lightgbm_string)
 from oocgbdt.core.objectives import get_objective
@@ -135,6 +136,9 @@ class Booster:
     pandas_categorical_features : list of int
         Positions of the columns ``pandas_categorical`` codes, ascending (empty without a map).
         A DataFrame given to :meth:`predict` has these columns coded by value through the map.
+        Empty with a map (a model read from LightGBM's text, which does not keep them): the
+        DataFrame's ``category``, string and object columns, in order, as LightGBM's Python
+        package takes them.
     """
 
     def __init__(self, trees, init_score, params, n_features, feature_names=None,
@@ -162,7 +166,8 @@ class Booster:
         self.pandas_categorical = (None if pandas_categorical is None
                                    else [list(c) for c in pandas_categorical])
         self.pandas_categorical_features = [int(i) for i in (pandas_categorical_features or [])]
-        if len(self.pandas_categorical_features) != len(self.pandas_categorical or []):
+        if self.pandas_categorical_features and (len(self.pandas_categorical_features)
+                                                 != len(self.pandas_categorical or [])):
             raise ValueError(f"pandas_categorical has {len(self.pandas_categorical or [])} "
                              f"category list(s) for {len(self.pandas_categorical_features)} "
                              f"coded column(s) in pandas_categorical_features; give one per "
@@ -263,8 +268,15 @@ class Booster:
         if self.pandas_categorical is None and all(
                 isinstance(d, np.dtype) and d.kind in "biuf" for d in frame.dtypes):
             return frame
-        return encode_frame(frame, self.pandas_categorical_features,
-                            self.pandas_categorical or [], name)
+        features = self.pandas_categorical_features
+        if self.pandas_categorical and not features:
+            features = categorical_columns(frame.dtypes)
+            if len(features) != len(self.pandas_categorical):
+                raise ValueError(f"{name} has {len(features)} category, string or object "
+                                 f"column(s), but the model's pandas_categorical maps "
+                                 f"{len(self.pandas_categorical)}; give the columns as in "
+                                 f"training.")
+        return encode_frame(frame, features, self.pandas_categorical or [], name)
 
     def _rows(self, X):
         """``X`` checked: a canonical CSR matrix, or a C-contiguous dense array. Values are

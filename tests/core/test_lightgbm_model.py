@@ -249,3 +249,23 @@ def test_tiny_initial_scores_still_give_equal_raw_scores(init):
     booster._packed.clear()
     theirs = lgb.Booster(model_str=booster.model_to_string(format="lightgbm"))
     assert np.array_equal(theirs.predict(X, raw_score=True), booster.predict(X, raw_score=True))
+
+
+def test_a_lightgbm_model_read_in_codes_a_frames_category_columns_as_lightgbm():
+    """LightGBM's text keeps the category lists but not their columns: a DataFrame's category
+    columns, in order, take them, as LightGBM's Python package does (the oracle)."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(5)
+    n = 800
+    df = pd.DataFrame({"x": rng.normal(size=n),
+                       "c": pd.Categorical(rng.choice(["p", "q", "r", "s"], size=n)),
+                       "z": rng.normal(size=n)})
+    y = df["x"].to_numpy() + (df["c"] == "q").to_numpy() * 2 + rng.normal(size=n) * 0.1
+    theirs = lgb.train(dict(objective="regression", num_leaves=7, verbose=-1, min_data_per_group=5,
+                            cat_smooth=1), lgb.Dataset(df, y), num_boost_round=5)
+    ours = Booster.model_from_string(theirs.model_to_string())
+    assert ours.pandas_categorical == [["p", "q", "r", "s"]]
+    query = df.iloc[:50].copy()
+    query["c"] = pd.Categorical(query["c"].astype(str), categories=["s", "r", "q", "p"])
+    np.testing.assert_array_equal(ours.predict(query, raw_score=True),
+                                  theirs.predict(query, raw_score=True))
