@@ -109,3 +109,11 @@ def test_objectives_quick(shared_data, monkeypatch, capsys):
     assert [(r[0], r[1]) for r in rows] == [("california_housing", "quantile"),
                                             ("house_16H", "quantile"), ("nycflights13", "poisson")]
     assert rc == 0 and all(r[6] == "pass" for r in rows)
+
+
+def test_continued_quick(shared_data, monkeypatch, capsys):
+    from benchmarks import continued
+    monkeypatch.setenv("OOCGBDT_DATA", str(shared_data))
+    rc = continued.main(3)
+    out = capsys.readouterr().out
+    assert rc == 0 and "3 + 3 rounds == 6 rounds: yes" in out, out
