@@ -23,7 +23,7 @@ from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
 
 __all__ = [
     "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_set_init_scores", "partition_gradients", "partition_compact_columns", "partition_root",
-    "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "partition_split_many", "partition_apply_tree",
+    "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "partition_split_many", "binned_leaves", "partition_apply_tree",
     "partition_leaf_counts",
     "histograms_only", "histogram_rows",
     "sum_histograms", "finish_root", "finish_split_many", "pass_records",
@@ -546,6 +546,26 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
 
 # ---- finished trees and evaluation --------------------------------------------------------------------------
 
+
+def binned_leaves(X, t) -> np.ndarray:
+    """Each row's leaf (int32, shape (n_rows,)) in the tree of binned arrays ``t``
+    (:meth:`~oocgbdt.core.tree.Tree.binned_arrays`, bundled or not), every row walked: the walk
+    adds leaf numbers into zeros."""
+    leaf = np.zeros(X.shape[0], dtype=np.float64)
+    numbers = np.arange(t["leaf_value"].shape[0], dtype=np.float64)
+    if "split_column" in t:
+        predict_binned_bundled(X, t["split_column"], t["split_start"], t["split_n_bins"],
+                               t["split_raw"], t["threshold_bin"], t["default_left"],
+                               t["missing_type"], t["default_bin"], t["nan_bin"],
+                               t["left_child"], t["right_child"], numbers,
+                               t["cat_boundaries"], t["cat_threshold"], leaf)
+    else:
+        predict_binned(X, t["split_feature"], t["threshold_bin"], t["default_left"],
+                       t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
+                       t["right_child"], numbers, t["cat_boundaries"], t["cat_threshold"], leaf)
+    return leaf.astype(np.int32)
+
+
 def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
                      rows: TreeRows | None = None) -> PartitionData:
     """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores,
@@ -581,22 +601,9 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
                           t["default_bin"], t["nan_bin"], t["left_child"], t["right_child"],
                           t["cat_boundaries"], t["cat_threshold"], routed, leaf)
     else:
-        # One walk gives each row's leaf (the walk adds leaf numbers into zeros); the score then
-        # gets its leaf's value, the same single addition per row as adding the value in the walk.
-        leaf = np.zeros(X.shape[0], dtype=np.float64)
-        numbers = np.arange(n_leaves, dtype=np.float64)
-        if "split_column" in t:
-            predict_binned_bundled(X, t["split_column"], t["split_start"], t["split_n_bins"],
-                                   t["split_raw"], t["threshold_bin"], t["default_left"],
-                                   t["missing_type"], t["default_bin"], t["nan_bin"],
-                                   t["left_child"], t["right_child"], numbers,
-                                   t["cat_boundaries"], t["cat_threshold"], leaf)
-        else:
-            predict_binned(X, t["split_feature"], t["threshold_bin"], t["default_left"],
-                           t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
-                           t["right_child"], numbers, t["cat_boundaries"], t["cat_threshold"],
-                           leaf)
-        leaf = leaf.astype(np.intp)
+        # One walk gives each row's leaf; the score then gets its leaf's value, the same single
+        # addition per row as adding the value in the walk.
+        leaf = binned_leaves(X, t).astype(np.intp)
     raw = data.raw_score.copy()
     raw[class_idx] += t["leaf_value"][leaf]
     counted = leaf if data.rows is None else leaf[data.rows]

@@ -42,11 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from oocgbdt.core.executor import tree_reduce
-from oocgbdt.core.partition import partition_bins
+from oocgbdt.core.partition import binned_leaves, partition_bins
 from oocgbdt.kernels.percentile import (HI_LEVELS, float_keys, key_neighbors, key_values,
                                         radix_histogram)
-from oocgbdt.kernels.predict import predict_binned
-from oocgbdt.kernels.bundling import predict_binned_bundled
 
 __all__ = [
     "PercentileRows",
@@ -97,28 +95,11 @@ def percentile_rows_of_labels(data, objective, row_offset: int, lo_levels: int) 
     return PercentileRows(np.zeros(y.shape[0], dtype=np.int32), float_keys(y), lo, w)
 
 
-def _tree_leaves(X, t) -> np.ndarray:
-    """Each row's leaf in the tree of binned arrays ``t`` (every row walked)."""
-    leaf = np.zeros(X.shape[0], dtype=np.float64)
-    numbers = np.arange(t["leaf_value"].shape[0], dtype=np.float64)
-    if "split_column" in t:
-        predict_binned_bundled(X, t["split_column"], t["split_start"], t["split_n_bins"],
-                               t["split_raw"], t["threshold_bin"], t["default_left"],
-                               t["missing_type"], t["default_bin"], t["nan_bin"],
-                               t["left_child"], t["right_child"], numbers,
-                               t["cat_boundaries"], t["cat_threshold"], leaf)
-    else:
-        predict_binned(X, t["split_feature"], t["threshold_bin"], t["default_left"],
-                       t["missing_type"], t["default_bin"], t["nan_bin"], t["left_child"],
-                       t["right_child"], numbers, t["cat_boundaries"], t["cat_threshold"], leaf)
-    return leaf.astype(np.int32)
-
-
 def percentile_rows_of_tree(data, tree_arrays: dict, class_idx: int, objective, row_offset: int,
                             lo_levels: int) -> PercentileRows:
     """The round's rows (``data.rows``, else every row) by leaf of the new tree, valued by their
     residual ``y - score`` (the score before the tree), for leaf renewal."""
-    leaf = _tree_leaves(partition_bins(data), tree_arrays)
+    leaf = binned_leaves(partition_bins(data), tree_arrays)
     if data.rows is not None:
         keep = np.full(leaf.shape[0], -1, dtype=np.int32)
         keep[data.rows] = leaf[data.rows]
