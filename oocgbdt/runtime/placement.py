@@ -69,7 +69,11 @@ def load_partitions(task_sets, client, executor=None, n_threads=None):
     else:
         loaded = {s: compute_placed(client, executor, t) for s, t in task_sets.items()}
         executor.wait_placed([f for v in loaded.values() for f in v])  # raises if a worker is lost
-    stats = client.gather(client.map(partition_conflict_stats, loaded["train"], pure=False))
+    stats = client.map(partition_conflict_stats, loaded["train"], pure=False)
+    if executor is not None:
+        # They read the pinned partitions: a worker lost meanwhile would leave them waiting.
+        executor.wait_placed(stats)
+    stats = client.gather(stats)
     if executor is not None:
         loaded = {s: executor.adopt(v) for s, v in loaded.items()}
     return loaded, stats

@@ -574,6 +574,16 @@ if __name__ == "__main__":
                 kill()
                 return futures
             placement.compute_placed = killing
+        elif phase == "placed":  # the partitions loaded, before their statistics are read
+            from oocgbdt.runtime.actor_executor import ActorExecutor
+            waited = ActorExecutor.wait_placed
+
+            def killing_once(self, futures):
+                waited(self, futures)
+                if not getattr(killing_once, "done", False):
+                    killing_once.done = True
+                    kill()
+            ActorExecutor.wait_placed = killing_once
         else:  # "loaded": the partitions are on the shards, before the loop starts
             load = training.load_partitions
 
@@ -592,15 +602,16 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("phase", ["boosting", "loading", "loaded"])
+@pytest.mark.parametrize("phase", ["boosting", "loading", "placed", "loaded"])
 def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
     """A worker process dies in the middle of a fit: the fit raises within seconds, naming the
     lost worker, instead of waiting forever (or raising the closed connection's bare
     ``CommClosedError``). ``boosting``: killed 6 s after the fit starts, while the shards run
     passes (the liveness checks of ``ActorExecutor._result``). ``loading``: killed once the
     partitions' tasks are pinned to the shards' workers (the pinned tasks would wait for the
-    dead worker's address). ``loaded``: killed after loading, before the loop (while the
-    workers' heap is released). Each runs in a process of its own, killed with its cluster if
+    dead worker's address). ``placed``: killed once they are loaded, before their bundling
+    statistics are read (tasks reading partitions pinned to a dead worker). ``loaded``: killed
+    after loading, before the loop (while the workers' heap is released). Each runs in a process of its own, killed with its cluster if
     it hangs."""
     import os
     import signal
