@@ -618,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     hdr.add_argument("--no-header", action="store_true", help="there is no header row (columns are "
                      "numbered 0, 1, ...; features are named Column_0, ...)")
     p.add_argument("--chunk-rows", type=_positive_int, metavar="N", default=None,
-                   help="rows per stored chunk and per parsed block (default 100,000)")
+                   help=f"rows per stored chunk and per parsed block (default {DEFAULT_CHUNK_ROWS:,})")
     p.add_argument("--weight", metavar="COL", help="column of sample weights")
     p.add_argument("--drop", metavar="COL", nargs="+", action="extend",
                    help="columns to leave out (ids the model should not see); repeatable")
