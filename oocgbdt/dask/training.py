@@ -33,6 +33,7 @@ import numpy as np
 from oocgbdt.core.booster import Booster
 from oocgbdt.core.callback import CallbackList
 from oocgbdt.core.categorical import resolve_categorical_feature
+from oocgbdt.core.node_sampling import check_interaction_constraints
 from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.core.metrics import CallableMetric, get_metrics
 from oocgbdt.core.objectives import CustomObjective, get_objective
@@ -443,6 +444,8 @@ def _resolve_categorical(params, inputs, feature_names):
     if cat and is_sparse(inputs.X):
         raise ValueError(f"categorical_feature ({list(cat)}) needs dense X; sparse training "
                          f"input with categorical features is not supported")
+    # interaction_constraints' indices against the data, before any work
+    check_interaction_constraints(params.get("interaction_constraints"), int(inputs.X.shape[1]))
     return dict(params, categorical_feature=list(cat))
 
 
