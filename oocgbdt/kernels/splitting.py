@@ -32,6 +32,10 @@ feature_histogram.hpp``: ``FindBestThreshold``, ``FindBestThresholdSequentially`
   before the tree and the next passes use it (``SerialTreeLearner::SplitInner``,
   ``update_cnt``); so does oocgbdt, from the row counts that routing adds to each child's
   histogram (:mod:`oocgbdt.kernels.histogram`).
+* extra_trees (``rand_states``): each searched feature draws one threshold bin from its own
+  LightGBM ``Random`` stream (``BeforeNumerical``: ``NextInt(0, num_bin - 2)`` when
+  ``num_bin > 2``, else bin 0); both scans then evaluate that threshold alone, after the same
+  count and hessian checks (which may end the scan before it: then the feature has no split).
 * Not reproduced: with a Zero-type feature (``zero_as_missing``) whose most frequent bin is 0
   but not its zero bin, LightGBM's scan F leaves bin 0 out of the left sums (it is not stored)
   although its rows go left; here bin 0 is summed on the left, where its rows go.

@@ -3,8 +3,8 @@ Random's Sample, and the checks of interaction_constraints."""
 import numpy as np
 import pytest
 
-import oocgbdt
-from oocgbdt.core.node_sampling import LightGBMRandom, NodeSampler, allowed_features
+from oocgbdt.core.node_sampling import (LightGBMRandom, NodeSampler, allowed_features,
+                                        check_interaction_constraints)
 from oocgbdt.params import resolve_params
 
 
@@ -47,10 +47,8 @@ def test_no_rule_means_no_sampler():
 
 
 def test_interaction_constraints_checks():
-    X = np.random.default_rng(0).normal(size=(200, 3))
-    y = X[:, 0]
     with pytest.raises(ValueError, match="interaction_constraints.*3"):
-        oocgbdt.train(dict(interaction_constraints=[[0, 3]], n_estimators=1), X, y)
+        check_interaction_constraints([[0, 3]], 3)
     with pytest.raises(ValueError, match="interaction_constraints"):
         resolve_params(dict(interaction_constraints=[[0, -1]]))
     with pytest.raises(TypeError, match="interaction_constraints"):

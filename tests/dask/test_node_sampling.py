@@ -55,6 +55,12 @@ def _paths(tree):
     return out
 
 
+def test_bad_interaction_constraints_index_fails_before_training():
+    X = np.random.default_rng(0).normal(size=(200, 3))
+    with pytest.raises(ValueError, match="interaction_constraints.*3"):
+        oocgbdt.train(dict(interaction_constraints=[[0, 3]], n_estimators=1), X, X[:, 0])
+
+
 def test_interaction_constraints_equal_lightgbm_and_no_path_crosses_groups(binary, tmp_path):
     X, y = binary
     ours, model = _both(X, y, dict(interaction_constraints=GROUPS))
