@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from oocgbdt.kernels.splitting import lcg_next_int_naive
+from oocgbdt.kernels.splitting import lcg_next_int_naive, lcg_step
 
 __all__ = ["LightGBMRandom", "NodeSampler", "allowed_features", "check_interaction_constraints"]
 
@@ -70,7 +70,7 @@ class LightGBMRandom:
 
     def next_float(self) -> float:
         """``NextFloat()``: ``((x >> 16) & 0x7FFF) / 32768`` after one step."""
-        self.state = (214013 * self.state + 2531011) & _MASK32
+        self.state = lcg_step(self.state)
         return ((self.state >> 16) & 0x7FFF) / 32768.0
 
     def sample(self, n: int, k: int) -> list:

@@ -477,7 +477,9 @@ def _lookahead(params, n_workers, mode):
     if params["lookahead_leaves"] is not None:
         return params
     ahead = (params["grow_policy"] == "leafwise" and params["max_leaves_per_pass"] == 1
-             and not params["histogram_pool_size"] > 0)
+             and not params["histogram_pool_size"] > 0
+             # per-node random draws follow the order of the searches
+             and not params["extra_trees"] and not params["feature_fraction_bynode"] < 1.0)
     return dict(params, lookahead_leaves=2 if ahead and (n_workers > 1 or mode == "disk") else 0)
 
 

@@ -45,7 +45,7 @@ import numpy as np
 from oocgbdt.kernels._jit import njit
 
 __all__ = ["find_best_thresholds", "find_best_thresholds_naive", "leaf_gain", "leaf_output",
-           "lcg_next_int", "lcg_next_int_naive"]
+           "lcg_next_int", "lcg_next_int_naive", "lcg_step"]
 
 K_EPSILON = 1e-15
 
@@ -64,11 +64,15 @@ def lcg_next_int(state, lo, hi):
     return (state[0] & 0x7FFFFFFF) % (hi - lo) + lo
 
 
+def lcg_step(x: int) -> int:
+    """One step of LightGBM's generator on a Python int state."""
+    return (_LCG_A * int(x) + _LCG_C) & _LCG_MASK
+
+
 def lcg_next_int_naive(state, lo, hi):
-    """Python twin of :func:`lcg_next_int` (arbitrary-precision integers, masked)."""
-    x = (_LCG_A * int(state[0]) + _LCG_C) % (1 << 32)
-    state[0] = x
-    return (x & 0x7FFFFFFF) % (hi - lo) + lo
+    """Python twin of :func:`lcg_next_int` (``state``: any one-item sequence)."""
+    state[0] = lcg_step(state[0])
+    return (int(state[0]) & 0x7FFFFFFF) % (hi - lo) + lo
 
 
 @njit
