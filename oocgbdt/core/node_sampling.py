@@ -44,7 +44,8 @@ import numpy as np
 
 from oocgbdt.kernels.splitting import lcg_next_int_naive, lcg_step
 
-__all__ = ["LightGBMRandom", "NodeSampler", "allowed_features", "check_interaction_constraints"]
+__all__ = ["LightGBMRandom", "NodeSampler", "allowed_features", "check_interaction_constraints",
+           "merge_block_samplers"]
 
 _MASK32 = 0xFFFFFFFF
 
