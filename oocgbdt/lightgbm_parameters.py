@@ -221,9 +221,6 @@ REFUSED = {
     "pos_bagging_fraction": _NOT_YET + " (balanced bagging)",
     "neg_bagging_fraction": _NOT_YET + " (balanced bagging)",
     "bagging_by_query": _NOT_YET + " (bagging whole queries)",
-    "feature_fraction_bynode": _NOT_YET,
-    "extra_trees": _NOT_YET,
-    "extra_seed": _NOT_YET + " (extra_trees)",
     "early_stopping_min_delta": _NOT_YET,
     "max_delta_step": _NOT_YET,
     "linear_lambda": "linear trees are not implemented (linear_tree)",
@@ -245,7 +242,6 @@ REFUSED = {
     "cegb_penalty_feature_lazy": "cost-effective gradient boosting is not implemented",
     "cegb_penalty_feature_coupled": "cost-effective gradient boosting is not implemented",
     "path_smooth": _NOT_YET,
-    "interaction_constraints": _NOT_YET,
     "input_model": "continue a model with init_model= (train, the estimators' fit): a Booster "
                    "or a model file, oocgbdt's or LightGBM's",
     "output_model": "save the model with Booster.save_model(path) or `oocgbdt train --output`",

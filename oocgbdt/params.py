@@ -381,6 +381,33 @@ def _to_number_list_or_none(kind):
     return convert
 
 
+def _to_int_groups(name, value):
+    """``interaction_constraints``: None, a list of lists of int feature indices, or LightGBM's
+    text form ``"[0,1,2],[2,3]"``; an empty list means none."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = [[int(v) for v in part.strip(" []").split(",") if v.strip()]
+                     for part in text.replace("],", "]|").split("|") if part.strip()]
+        except ValueError:
+            raise _type_error(name, "a list of lists of int feature indices", value) from None
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        raise _type_error(name, "None or a list of lists of int feature indices", value)
+    out = []
+    for group in value:
+        if isinstance(group, np.ndarray):
+            group = group.tolist()
+        if not isinstance(group, (list, tuple, set, frozenset)):
+            raise _type_error(name, "a list of lists of int feature indices (found an item "
+                              "that is not a list)", group)
+        out.append(sorted({_to_int(name, _unwrap(v)) for v in group}))
+    return out or None
+
+
 _CONVERTERS = {
     "int": _to_int,
     "float": _to_float,
@@ -394,6 +421,7 @@ _CONVERTERS = {
     "categorical": _to_categorical,
     "list of float or None": _to_number_list_or_none("float"),
     "list of int or None": _to_number_list_or_none("int"),
+    "list of lists of int or None": _to_int_groups,
 }
 
 
@@ -871,7 +899,35 @@ _TABLE = [
     Param(
         "feature_fraction_seed", 2, (), "int", _range(0, integer=True),
         "Seed of feature_fraction's draws (LightGBM's default 2), together with seed: draws "
-        "are keyed by (seed, feature_fraction_seed, round).",
+        "are keyed by (seed, feature_fraction_seed, round); alone, it seeds "
+        "feature_fraction_bynode's LightGBM random stream.",
+    ),
+    Param(
+        "feature_fraction_bynode", 1.0, ("sub_feature_bynode", "colsample_bynode"), "float",
+        _range(0.0, 1.0, lo_open=True),
+        "Share of the tree's features each node may split on, drawn per node as LightGBM "
+        "does (its random stream, seeded by feature_fraction_seed, in its call order); 1.0 "
+        "uses all. Leaves are then split in their turn (lookahead_leaves is 0).",
+    ),
+    Param(
+        "extra_trees", False, ("extra_tree",), "bool", _any,
+        "Extremely randomized trees: each feature is split at one threshold per node, drawn "
+        "as LightGBM draws it (one random stream per feature, seeded extra_seed + its index "
+        "among the non-trivial features). Leaves are then split in their turn "
+        "(lookahead_leaves is 0).",
+    ),
+    Param(
+        "extra_seed", 6, (), "int", _range(0, integer=True),
+        "Seed of extra_trees' threshold draws (LightGBM's default 6).",
+    ),
+    Param(
+        "interaction_constraints", None, (), "list of lists of int or None",
+        lambda v: (None if v is None or all(f >= 0 for g in v for f in g)
+                   else f"must hold feature indices >= 0, got {v!r}"),
+        "Lists of feature indices allowed to interact: a branch of a tree may use features "
+        "of one list only (features in several lists join them), and a feature in no list "
+        "is never used (LightGBM's col_sampler.hpp). Indices must be below the number of "
+        "features. None: no constraint.",
     ),
     Param(
         "early_stopping_rounds", None,
@@ -1044,8 +1100,19 @@ def _check_grow_policy(params):
         )
 
 
+def _check_node_draws(params):
+    ahead = params["lookahead_leaves"]
+    if ahead and (params["extra_trees"] or params["feature_fraction_bynode"] < 1.0):
+        raise ValueError(
+            f"lookahead_leaves={ahead} cannot be combined with extra_trees or "
+            f"feature_fraction_bynode < 1: their random draws follow the order in which leaves "
+            f"are searched, so leaves are split in their turn. Leave lookahead_leaves at None "
+            f"or 0."
+        )
+
+
 _JOINT_CHECKS = [_check_num_class, _check_objective_params, _check_metric_objective, _check_screening,
-                 _check_sampling, _check_grow_policy]
+                 _check_sampling, _check_grow_policy, _check_node_draws]
 
 
 # --------------------------------------------------------------------------------------------

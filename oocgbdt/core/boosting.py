@@ -23,6 +23,7 @@ from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, p
                                 partition_set_queries)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
+from oocgbdt.core.node_sampling import NodeSampler
 from oocgbdt.core.percentile import (lo_levels_for, percentile_rows_of_labels,
                                      percentile_rows_of_tree, weighted_percentiles)
 from oocgbdt.core.screening import FeatureScreener
@@ -273,6 +274,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     # their histograms (and so which children are subtracted, a rounding difference) would
     # depend on it. With a bounded pool, splits are made in their turn only.
     lookahead = (params["lookahead_leaves"] or 0) if max_cached is None else 0
+    node_sampler = NodeSampler.from_params(params, meta.feature_mask)
+    if node_sampler is not None and node_sampler.draws:
+        # Per-node draws follow the order of the searches: leaves are searched in their turn.
+        lookahead = 0
     sampler = None
     if sampling_enabled(params):
         rows = executor.gather(executor.map(partition_n_rows, partitions, key=f"{key}-nrows"))
@@ -316,7 +321,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                                          2 * int(params["num_leaves"]),
                                          executor=executor, split_every=split_every, key=tree_key,
                                          max_cached=max_cached, feature_blocks=round_blocks,
-                                         replicate=replicate)
+                                         replicate=replicate,
+                                         node=None if node_sampler is None
+                                         else node_sampler.for_tree(round_meta.feature_mask))
                 grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
                                     params["max_depth"], grow_policy=params["grow_policy"],
                                     max_leaves_per_pass=params["max_leaves_per_pass"],
@@ -326,6 +333,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                                       else float(learning_rates[rnd]), k,
                                       bin_categories=getattr(bin_mapper, "bin_categories_", None))
                 tree_rows = source.rows  # each partition's rows by leaf: applying the tree reads them
+                if node_sampler is not None:
+                    node_sampler = source.node  # its streams go on with the next tree
                 source.close()
                 if source.feature_gains is not None:
                     round_gains = np.maximum(round_gains, source.feature_gains)

@@ -28,6 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from oocgbdt.core.executor import EVERYWHERE, LocalExecutor, reduce_levels
+from oocgbdt.core.node_sampling import merge_block_samplers
 from oocgbdt.core.partition import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, partition_root,
                                 partition_split_many, finish_root, finish_split_many, histogram_rows,
                                 histograms_only,
@@ -102,6 +103,11 @@ class HistogramSource:
         its own copy of the partials, so that the split records and the kept histograms are
         already everywhere (see :class:`~oocgbdt.runtime.spmd.SpmdExecutor`). The same values
         as one final step.
+    node : NodeSampler or None
+        Per-node feature rules and their random streams (:mod:`oocgbdt.core.node_sampling`),
+        for this tree (:meth:`~oocgbdt.core.node_sampling.NodeSampler.for_tree`); every final
+        step gets it with the branch features of the leaves it searches, and the source keeps
+        the sampler each pass returns (:attr:`node`, read by the loop for the next tree).
 
     Attributes
     ----------
@@ -121,7 +127,7 @@ class HistogramSource:
 
     def __init__(self, partitions, class_idx, meta, params, max_leaves, *, executor=None,
                  split_every=8, key="oocgbdt", max_cached=None, feature_blocks=None,
-                 replicate=False):
+                 replicate=False, node=None):
         self.executor = executor if executor is not None else LocalExecutor()
         self.partitions = list(partitions)
         self.class_idx = class_idx
@@ -146,6 +152,8 @@ class HistogramSource:
         self.max_hist_kept = 0
         self.feature_gains = None
         self._split_gains = {}      # split leaf -> its children's per-feature gains (uncommitted)
+        self.node = node
+        self._branch = {0: ()}      # leaf -> features on its branch (interaction constraints)
 
     def _record(self, gains):
         self.feature_gains = gains if self.feature_gains is None else np.maximum(self.feature_gains, gains)
@@ -181,8 +189,8 @@ class HistogramSource:
         self._rows = b.map(partition_root, self.partitions, [self.class_idx] * n, [self.meta] * n,
                            [self.max_leaves] * n, key=f"{self.key}-root")
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
-        found = b.submit(finish_root, parts, self.meta, self.params, key=f"{self.key}-find-root",
-                         place=self._final)
+        found = b.submit(finish_root, parts, self.meta, self.params, self.node,
+                         key=f"{self.key}-find-root", place=self._final)
         res = b.submit(pass_records, found, key=f"{self.key}-records-root", place=self._final)
         hist = b.submit(pass_histogram, found, key=f"{self.key}-hist-root", place=self._final)
         if self.feature_blocks is not None:  # views on the root's shard, pushed where searched
@@ -192,7 +200,7 @@ class HistogramSource:
         self.n_passes += 1
         self.n_hist_built += 1
         self._drop_partials()  # queued before the wait: see _drop_partials
-        totals, split, gains = b.gather(res)
+        totals, split, gains, self.node = b.gather(res)
         self._record(gains)
         self._keep(0, split)
         self._bound_pool()
@@ -254,6 +262,8 @@ class HistogramSource:
         todo = []
         for idx, (leaf, right_leaf, split, search) in enumerate(requests):
             parent = self._hist.pop(leaf, None)
+            branch = self._branch.get(leaf, ()) + (int(split.feature),)
+            self._branch[leaf] = self._branch[right_leaf] = branch
             if search:
                 todo.append((idx, leaf, right_leaf, split, parent))
         if not todo:
@@ -274,26 +284,29 @@ class HistogramSource:
                            [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
+        branches = tuple(self._branch[t[1]] for t in todo) if self.node is not None else None
         if self.feature_blocks is None:
             found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
-                             key=f"{tag}-find", place=self._final)
+                             self.node, branches, key=f"{tag}-find", place=self._final)
             res = b.submit(pass_records, found, key=f"{tag}-records", place=self._final)
             for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
                 for side, child in ((0, leaf), (1, right_leaf)):
                     self._hist[child] = b.submit(pass_histogram, found, i, side,
                                                  key=f"{tag}-hist-{child}", place=self._final)
         else:
-            res = self._finish_blocks(parents, parts, plan, todo, tag)
+            res = self._finish_blocks(parents, parts, plan, todo, tag, branches)
         built = plan.built()
         self.n_passes += 1
         self.n_hist_built += len(built)
         self.n_hist_subtracted += 2 * len(todo) - len(built)
         self._drop_partials()  # queued before the wait: see _drop_partials
         if self.feature_blocks is None:
-            records, gains = b.gather(res)
+            records, gains, self.node = b.gather(res)
         else:
             got = b.gather(res)
             records, gains = merge_block_records([g[0] for g in got], [g[1] for g in got])
+            if self.node is not None:
+                self.node = merge_block_samplers([g[2] for g in got], self.node)
         for (idx, leaf, right_leaf, _, _), (left, right), g in zip(todo, records, gains):
             self._split_gains[leaf] = g
             out[idx] = (left, right)
@@ -302,7 +315,7 @@ class HistogramSource:
         self._bound_pool()
         return out
 
-    def _finish_blocks(self, parents, parts, plan, todo, tag):
+    def _finish_blocks(self, parents, parts, plan, todo, tag, branches):
         """Queue one finish step per feature block, on the block's place: it sums the
         block's slices of ``parts`` (the same additions, in the same order, as one final sum)
         and searches the block's features of every split's children, whose block slices it
@@ -315,7 +328,7 @@ class HistogramSource:
         for k, (lo, hi, block_meta) in enumerate(self.feature_blocks):
             seg_parents = [None if p is None else p[k] for p in parents]
             found = b.submit(finish_split_many, seg_parents, slices[k], plan, block_meta, self.params,
-                             key=f"{tag}-find-{k}", place=k)
+                             self.node, branches, key=f"{tag}-find-{k}", place=k)
             res.append(b.submit(pass_records, found, key=f"{tag}-records-{k}", place=k))
             for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
                 for side, child in ((0, leaf), (1, right_leaf)):

@@ -448,22 +448,31 @@ def _without_totals_rows(hist: np.ndarray, meta: FeatureMeta) -> np.ndarray:
     return hist[:meta.n_hist_bins] if hist.shape[0] > meta.n_hist_bins else hist
 
 
-def finish_root(parts, meta: FeatureMeta, params: SplitParams):
-    """Final task of the root pass: ``((totals, best split or None, feature_gains), histogram)``.
+def finish_root(parts, meta: FeatureMeta, params: SplitParams, node=None):
+    """Final task of the root pass: ``((totals, best split or None, feature_gains, node),
+    histogram)``.
 
     ``parts`` are the last level's partial histograms (or partition results), summed here once.
-    ``feature_gains`` (n_features,) is each feature's best split gain (``-inf``: none). The
-    first item is what the client reads (small; :func:`pass_records`); the second is the root's
-    histogram, shape (n_hist_bins, 2), kept for later passes (:func:`pass_histogram`), without
-    the totals rows of :func:`partition_root`.
+    ``feature_gains`` (n_features,) is each feature's best split gain (``-inf``: none). ``node``
+    is the :class:`~oocgbdt.core.node_sampling.NodeSampler` (or None), returned advanced past
+    the root's draws. The first item is what the client reads (small; :func:`pass_records`);
+    the second is the root's histogram, shape (n_hist_bins, 2), kept for later passes
+    (:func:`pass_histogram`), without the totals rows of :func:`partition_root`.
     """
     hist = sum_histograms(parts)
     totals = leaf_totals(hist, meta)
     kept = _without_totals_rows(hist, meta)
     if totals.count < 2 * params.min_data_in_leaf:  # LightGBM's BeforeFindBestSplit, see below
-        return (totals, None, np.full(meta.n_bins.shape[0], -np.inf)), kept
-    split, gains = best_split(hist, totals, meta, params)
-    return (totals, split, gains), kept
+        return (totals, None, np.full(meta.n_bins.shape[0], -np.inf), node), kept
+    node_mask = None
+    states = None
+    if node is not None:
+        (node_mask,), node = node.node_masks((), meta.n_bins.shape[0], 1)
+        states = node.extra_copy()
+    split, gains = best_split(hist, totals, meta, params, node_mask, states)
+    if node is not None:
+        node = node.with_extra(states)
+    return (totals, split, gains, node), kept
 
 
 def pass_records(result):
@@ -481,7 +490,8 @@ def pass_histogram(result, *index):
     return hist
 
 
-def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params: SplitParams):
+def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params: SplitParams,
+                      node=None, branches=None):
     """Final task of a split pass: both children's best splits for every split of ``plan``, and
     both children's histograms.
 
@@ -494,10 +504,17 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         The last reduction level's stacked partial histograms (or partition results), summed here.
     plan : SplitPlan
     meta, params : FeatureMeta, SplitParams
+    node : NodeSampler or None
+        Per-node feature rules (:mod:`oocgbdt.core.node_sampling`): each searched split draws
+        its children's node masks, the smaller child's first (fewer true rows; the right one on
+        a tie), and searches them in that order (the extra_trees streams advance per search).
+    branches : sequence of tuple of int, one per split, or None
+        The features on the branch of each split's children (the parent's branch and the
+        split's feature): what ``interaction_constraints`` read.
 
     Returns
     -------
-    ((records, feature_gains), children)
+    ((records, feature_gains, node), children)
         ``records``: list of ``(left SplitInfo or None, right SplitInfo or None)``, one per
         split, searched with the children's true row counts (read off their histograms; the
         split's own SplitInfo estimates them from hessians); ``feature_gains``: ndarray of
@@ -505,7 +522,8 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         over its two children (``-inf``: none; per split, so that a grower splitting leaves
         ahead of their turn counts only the splits it applies, see
         :meth:`~oocgbdt.core.histogram_source.HistogramSource.commit`). This first item is
-        what the client reads (:func:`pass_records`). ``children``: per split, ``[left, right]``
+        what the client reads (:func:`pass_records`), with ``node`` advanced past the pass's
+        draws (None without one). ``children``: per split, ``[left, right]``
         histograms of shape (n_hist_bins, 2), float64, the built one summed from ``parts`` and
         its sibling as parent minus it, made once here for the search and kept for later passes
         without a copy (:func:`pass_histogram`).
@@ -535,13 +553,25 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
             records.append((None, None))
             continue
         child_meta = split.child_meta(meta)  # features without a valid split here are skipped below
-        left, left_gains = best_split(pair[0], replace(split.left, count=counts[0]), child_meta,
-                                      params)
-        right, right_gains = best_split(pair[1], replace(split.right, count=counts[1]),
-                                        child_meta, params)
+        masks = [None, None]
+        states = None
+        # LightGBM searches the smaller child first (SerialTreeLearner::Split).
+        order = (0, 1) if counts[0] < counts[1] else (1, 0)
+        if node is not None:
+            drawn, node = node.node_masks(branches[i], meta.n_bins.shape[0], 2)
+            masks[order[0]], masks[order[1]] = drawn
+            states = node.extra_copy()
+        found = [None, None]
+        for side in order:
+            child = split.left if side == 0 else split.right
+            found[side] = best_split(pair[side], replace(child, count=counts[side]), child_meta,
+                                     params, masks[side], states)
+        if node is not None:
+            node = node.with_extra(states)
+        (left, left_gains), (right, right_gains) = found
         gains[i] = np.maximum(left_gains, right_gains)
         records.append((left, right))
-    return (records, gains), children
+    return (records, gains, node), children
 
 
 # ---- finished trees and evaluation --------------------------------------------------------------------------

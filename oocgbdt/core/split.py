@@ -343,7 +343,7 @@ def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
 
 
 def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
-               params: SplitParams):
+               params: SplitParams, node_mask=None, rand_states=None):
     """Best split of a leaf over the searchable features.
 
     Ties between features go to the lower feature index (LightGBM ``SplitInfo::operator>``).
@@ -355,10 +355,20 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     totals : LeafTotals of the leaf
     meta : FeatureMeta
     params : SplitParams
+    node_mask : ndarray of shape (n_features,), dtype bool, or None
+        The features this leaf may split on (``interaction_constraints``,
+        ``feature_fraction_bynode``; :mod:`oocgbdt.core.node_sampling`). Every feature of
+        ``meta`` is still searched, so ``splittable`` and the gains cover them all, as in
+        LightGBM's ``ComputeBestSplitForFeature``; only the choice is restricted. None: all.
+    rand_states : ndarray of shape (n_features,), dtype int64, or None
+        extra_trees: each feature's random stream state, advanced in place by the search
+        (:func:`oocgbdt.kernels.splitting.find_best_thresholds`). None: every threshold.
 
     Returns
     -------
     split : SplitInfo, or None when no split is valid
+        With ``node_mask``: a record with gain ``-inf`` (never applied) when splits are valid
+        but none on an allowed feature.
     feature_gains : ndarray of shape (n_features,), dtype float64
         Each feature's best split gain in this leaf: ``-inf`` where it was not searched or has no
         valid split (feature screening learns from these).
@@ -376,7 +386,7 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
                          totals.sum_gradients, totals.sum_hessians, totals.count,
                          params.lambda_l1, params.lambda_l2,
                          params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
-                         params.min_gain_to_split, per_feature)
+                         params.min_gain_to_split, per_feature, rand_states)
     cat_bins = None
     if cat_mask is not None and cat_mask.any():
         cat_bins = np.zeros((meta.n_bins.shape[0], max(1, params.max_cat_threshold)),
@@ -387,11 +397,18 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
                                      params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
                                      params.min_gain_to_split, params.max_cat_to_onehot,
                                      params.max_cat_threshold, params.cat_l2, params.cat_smooth,
-                                     params.min_data_per_group, per_feature, cat_bins)
+                                     params.min_data_per_group, per_feature, cat_bins, rand_states)
     gains = per_feature[:, 0].copy()
-    f = int(np.argmax(gains))
+    chosen = gains if node_mask is None else np.where(node_mask, gains, -np.inf)
+    f = int(np.argmax(chosen))
     rec = per_feature[f]
-    if not np.isfinite(rec[0]):
+    if not np.isfinite(chosen[f]):
+        if node_mask is not None and np.isfinite(gains).any():
+            # Valid splits, none allowed here: no split (LightGBM's kMinScore), but the record
+            # still carries the splittable features, which a feature block's merge needs.
+            return SplitInfo(gain=-np.inf, feature=-1, threshold_bin=0, default_left=False,
+                             left=LeafTotals(0.0, 0.0, 0.0), right=totals,
+                             splittable=np.isfinite(gains)), gains
         return None, gains
     left = LeafTotals(float(rec[3]), float(rec[4]), float(rec[5]))
     right = LeafTotals(totals.sum_gradients - left.sum_gradients,

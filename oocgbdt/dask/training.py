@@ -33,6 +33,7 @@ import numpy as np
 from oocgbdt.core.booster import Booster
 from oocgbdt.core.callback import CallbackList
 from oocgbdt.core.categorical import resolve_categorical_feature
+from oocgbdt.core.node_sampling import check_interaction_constraints
 from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.core.metrics import CallableMetric, get_metrics
 from oocgbdt.core.objectives import CustomObjective, get_objective
@@ -443,6 +444,8 @@ def _resolve_categorical(params, inputs, feature_names):
     if cat and is_sparse(inputs.X):
         raise ValueError(f"categorical_feature ({list(cat)}) needs dense X; sparse training "
                          f"input with categorical features is not supported")
+    # interaction_constraints' indices against the data, before any work
+    check_interaction_constraints(params.get("interaction_constraints"), int(inputs.X.shape[1]))
     return dict(params, categorical_feature=list(cat))
 
 
@@ -474,7 +477,9 @@ def _lookahead(params, n_workers, mode):
     if params["lookahead_leaves"] is not None:
         return params
     ahead = (params["grow_policy"] == "leafwise" and params["max_leaves_per_pass"] == 1
-             and not params["histogram_pool_size"] > 0)
+             and not params["histogram_pool_size"] > 0
+             # per-node random draws follow the order of the searches
+             and not params["extra_trees"] and not params["feature_fraction_bynode"] < 1.0)
     return dict(params, lookahead_leaves=2 if ahead and (n_workers > 1 or mode == "disk") else 0)
 
 

@@ -14,13 +14,16 @@ Sources (LightGBM 4.7, facts restated in ``docs/categorical.md``):
   is not in the set (``Common::ConstructBitset`` / ``Common::FindInBitset``,
   ``include/LightGBM/utils/common.h``);
 * the split search is ``FeatureHistogram::FindBestThresholdCategoricalInner``
-  (``src/treelearner/feature_histogram.cpp``) without extra_trees, monotone constraints,
-  max_delta_step or path smoothing.
+  (``src/treelearner/feature_histogram.cpp``) without monotone constraints, max_delta_step or
+  path smoothing; with extra_trees (``USE_RAND``), one candidate drawn per feature and leaf:
+  one-vs-rest, the bin ``1 + NextInt % (n_bins - 1)``; many-vs-many, the prefix length
+  ``NextInt(0, max_threshold) + 1`` (no draw, length 1, when ``max_threshold`` is 0).
 """
 import numpy as np
 
 from oocgbdt.kernels._jit import njit
-from oocgbdt.kernels.splitting import K_EPSILON, _round_int, leaf_gain
+from oocgbdt.kernels.splitting import (K_EPSILON, _round_int, lcg_next_int, lcg_next_int_naive,
+                                       leaf_gain)
 
 __all__ = ["map_categories", "map_categories_naive", "in_bitset", "in_bitset_naive",
            "construct_bitset", "find_best_categorical", "find_best_categorical_naive",
@@ -112,7 +115,7 @@ def in_bitset_naive(bits, lo, hi, pos):
 @njit(error_model="numpy")
 def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1, l2, min_data,
                           min_hess, min_gain_shift, max_cat_to_onehot, max_cat_threshold, cat_l2,
-                          cat_smooth, min_data_per_group, res, out_bins):
+                          cat_smooth, min_data_per_group, res, out_bins, rand_state=None):
     """Best split of one categorical feature of a leaf.
 
     Parameters
@@ -129,6 +132,8 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
         count, number of bins on the left
     out_bins : ndarray of shape (>= max(1, max_cat_threshold),), int64   # OUT the left bins,
         in LightGBM's order (``res[4]`` of them)
+    rand_state : ndarray of shape (1,), int64, or None       # IN/OUT extra_trees: the
+        feature's LightGBM ``Random`` state, advanced by its draw; None: every candidate
 
     Bin 0 (NaN, negative and rare categories) is never on the left. One-vs-rest when
     ``n_bins <= max_cat_to_onehot``; else bins with ``RoundInt(hess * cnt_factor) >=
@@ -141,8 +146,13 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
     res[3] = 0.0
     res[4] = 0.0
     best_gain = -np.inf
+    extra = rand_state is not None
     if n_bins <= max_cat_to_onehot:
         best_t = -1
+        rand_t = -1
+        if rand_state is not None:
+            # NextInt(1 - offset, n_bins - offset) in LightGBM's stored bins: bin 1 + r % (n - 1)
+            rand_t = lcg_next_int(rand_state, 1, n_bins) if n_bins > 1 else 0
         for t in range(1, n_bins):
             g = hist[lo + t, 0]
             h = hist[lo + t, 1]
@@ -156,6 +166,8 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
             if other_h < min_hess:
                 continue
             other_g = sum_g - g
+            if extra and t != rand_t:
+                continue
             gain = leaf_gain(other_g, other_h, l1, l2) + leaf_gain(g, h + K_EPSILON, l1, l2)
             if gain <= min_gain_shift:
                 continue
@@ -192,6 +204,11 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
         ctr[j + 1] = c
     l2c = l2 + cat_l2
     max_num_cat = min(max_cat_threshold, (n_used + 1) // 2)
+    rand_i = 0
+    if rand_state is not None:
+        max_threshold = max(min(max_num_cat, n_used) - 1, 0)
+        if max_threshold > 0:
+            rand_i = lcg_next_int(rand_state, 0, max_threshold)
     best_i = -1
     best_dir = 1
     for d in range(2):
@@ -224,6 +241,9 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
                 i += 1
                 continue
             group_cnt = 0.0
+            if extra and i != rand_i:
+                i += 1
+                continue
             right_g = sum_g - acc_g
             gain = leaf_gain(acc_g, acc_h, l1, l2c) + leaf_gain(right_g, right_h, l1, l2c)
             if gain > min_gain_shift and gain > best_gain:
@@ -244,11 +264,12 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
 def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1, l2,
                                 min_data, min_hess, min_gain_shift, max_cat_to_onehot,
                                 max_cat_threshold, cat_l2, cat_smooth, min_data_per_group, res,
-                                out_bins):
+                                out_bins, rand_state=None):
     """NumPy twin of :func:`find_best_categorical`: every candidate left set is listed first
     (one-vs-rest: each bin; many-vs-many: the prefixes allowed by the group rules, from the
     ascending order of NumPy's stable argsort, then from the descending one), then each is
-    checked and scored on its own, and the first best wins."""
+    checked and scored on its own, and the first best wins. With ``rand_state`` (extra_trees)
+    only the candidates of the drawn bin or prefix length are kept."""
     h = hist[lo:lo + n_bins]
     est = np.floor(h[:, 1] * cnt_factor + 0.5)
 
@@ -260,17 +281,23 @@ def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_fact
     res[0] = -np.inf
     candidates = []  # (left bins, one-vs-rest)
     if n_bins <= max_cat_to_onehot:
+        if rand_state is not None and n_bins > 1:
+            rand_t = lcg_next_int_naive(rand_state, 1, n_bins)
         for t in range(1, n_bins):
             hl = h[t, 1]
             if (est[t] < min_data or hl < min_hess or count - est[t] < min_data
                     or sum_h2 - hl - K_EPSILON < min_hess):
                 continue
-            candidates.append(([t], True))
+            if rand_state is None or t == rand_t:
+                candidates.append(([t], True))
     else:
         used = np.array([t for t in range(1, n_bins) if est[t] >= cat_smooth], dtype=np.int64)
         ctr = h[used, 0] / (h[used, 1] + cat_smooth)
         asc = used[np.argsort(ctr, kind="stable")]
         max_num_cat = min(max_cat_threshold, (len(used) + 1) // 2)
+        rand_i = 0
+        if rand_state is not None and max(min(max_num_cat, len(used)) - 1, 0) > 0:
+            rand_i = lcg_next_int_naive(rand_state, 0, min(max_num_cat, len(used)) - 1)
         for order in (asc, asc[::-1]):
             group = 0.0
             for i in range(min(len(order), max_num_cat)):
@@ -287,7 +314,8 @@ def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_fact
                 if group < min_data_per_group:
                     continue
                 group = 0.0
-                candidates.append((list(left), False))
+                if rand_state is None or i == rand_i:
+                    candidates.append((list(left), False))
     best = -np.inf
     for left, onehot in candidates:
         lg = h[left, 0].sum()
@@ -311,7 +339,7 @@ def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_fact
 def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g, sum_h, count,
                                  l1, l2, min_data, min_hess, min_gain_to_split,
                                  max_cat_to_onehot, max_cat_threshold, cat_l2, cat_smooth,
-                                 min_data_per_group, out, out_bins):
+                                 min_data_per_group, out, out_bins, rand_states=None):
     """:func:`find_best_categorical` of every feature of ``feature_mask`` (the categorical ones
     a leaf searches), with the leaf terms of ``FeatureHistogram::FindBestThreshold``.
 
@@ -325,6 +353,8 @@ def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g,
         features only: split gain (``-inf``: none), number of left bins, 0 (default_left is
         false), left sum of gradients, left sum of hessians, left estimated count
     out_bins : ndarray of shape (n_features, max(1, max_cat_threshold)), int64   # OUT left bins
+    rand_states : ndarray of shape (n_features,), int64, or None    # IN/OUT extra_trees: each
+        feature's LightGBM ``Random`` state (see :func:`find_best_categorical`)
     """
     if not sum_h + l2 > 0.0:
         for f in range(n_bins.shape[0]):
@@ -344,10 +374,16 @@ def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g,
         out[f, 1:] = 0.0
         if n_bins[f] <= 1:
             continue
-        find_best_categorical(hist, bin_offsets[f], n_bins[f], sum_g, sum_h2, count, cnt_factor,
-                              l1, l2, min_data, min_hess, min_gain_shift, max_cat_to_onehot,
-                              max_cat_threshold, cat_l2, cat_smooth, min_data_per_group, res,
-                              out_bins[f])
+        if rand_states is None:
+            find_best_categorical(hist, bin_offsets[f], n_bins[f], sum_g, sum_h2, count,
+                                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift,
+                                  max_cat_to_onehot, max_cat_threshold, cat_l2, cat_smooth,
+                                  min_data_per_group, res, out_bins[f])
+        else:
+            find_best_categorical(hist, bin_offsets[f], n_bins[f], sum_g, sum_h2, count,
+                                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift,
+                                  max_cat_to_onehot, max_cat_threshold, cat_l2, cat_smooth,
+                                  min_data_per_group, res, out_bins[f], rand_states[f:f + 1])
         if res[0] > -np.inf:
             out[f, 0] = res[0] - parent_gain
             out[f, 1] = res[4]

@@ -32,6 +32,10 @@ feature_histogram.hpp``: ``FindBestThreshold``, ``FindBestThresholdSequentially`
   before the tree and the next passes use it (``SerialTreeLearner::SplitInner``,
   ``update_cnt``); so does oocgbdt, from the row counts that routing adds to each child's
   histogram (:mod:`oocgbdt.kernels.histogram`).
+* extra_trees (``rand_states``): each searched feature draws one threshold bin from its own
+  LightGBM ``Random`` stream (``BeforeNumerical``: ``NextInt(0, num_bin - 2)`` when
+  ``num_bin > 2``, else bin 0); both scans then evaluate that threshold alone, after the same
+  count and hessian checks (which may end the scan before it: then the feature has no split).
 * Not reproduced: with a Zero-type feature (``zero_as_missing``) whose most frequent bin is 0
   but not its zero bin, LightGBM's scan F leaves bin 0 out of the left sums (it is not stored)
   although its rows go left; here bin 0 is summed on the left, where its rows go.
@@ -40,9 +44,47 @@ import numpy as np
 
 from oocgbdt.kernels._jit import njit
 
-__all__ = ["find_best_thresholds", "find_best_thresholds_naive", "leaf_gain", "leaf_output"]
+__all__ = ["find_best_thresholds", "find_best_thresholds_naive", "leaf_gain", "leaf_output",
+           "lcg_next_int", "lcg_next_int_naive", "lcg_step"]
 
 K_EPSILON = 1e-15
+
+# LightGBM's Random (include/LightGBM/utils/random.h): a 32-bit linear congruential generator,
+# x <- 214013 x + 2531011 (mod 2**32); NextInt(lo, hi) = (x & 0x7FFFFFFF) % (hi - lo) + lo.
+_LCG_A = 214013
+_LCG_C = 2531011
+_LCG_MASK = 0xFFFFFFFF
+
+
+@njit
+def lcg_next_int(state, lo, hi):
+    """LightGBM's ``Random::NextInt(lo, hi)`` on ``state[0]`` (an int64 holding the
+    generator's 32-bit state, advanced in place); ``hi > lo``."""
+    state[0] = (_LCG_A * state[0] + _LCG_C) & _LCG_MASK
+    return (state[0] & 0x7FFFFFFF) % (hi - lo) + lo
+
+
+def lcg_step(x: int) -> int:
+    """One step of LightGBM's generator on a Python int state."""
+    return (_LCG_A * int(x) + _LCG_C) & _LCG_MASK
+
+
+def lcg_next_int_naive(state, lo, hi):
+    """Python twin of :func:`lcg_next_int` (``state``: any one-item sequence)."""
+    state[0] = lcg_step(state[0])
+    return (int(state[0]) & 0x7FFFFFFF) % (hi - lo) + lo
+
+
+@njit
+def _rand_threshold(rand_states, f, n_bins):
+    """extra_trees: the one threshold bin feature ``f`` may split at in this leaf, drawn from
+    its own stream as LightGBM's ``BeforeNumerical`` does (``NextInt(0, num_bin - 2)`` when
+    ``num_bin > 2``, else bin 0); -1 without extra_trees (every threshold)."""
+    if rand_states.shape[0] == 0:
+        return -1
+    if n_bins - 2 > 0:
+        return lcg_next_int(rand_states[f:f + 1], 0, n_bins - 2)
+    return 0
 
 # Every kernel here divides by hessian sums that can be exactly 0 (float32 hessians that
 # underflowed, with min_sum_hessian_in_leaf=0): IEEE arithmetic (inf, NaN) as in LightGBM's C++,
@@ -78,7 +120,7 @@ def _round_int(x):
 @njit(error_model="numpy")
 def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_right, offset,
           sum_g, sum_h, count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, margin,
-          res):
+          rand_t, res):
     # sum_h is the leaf's sum of hessians + 2 * kEpsilon (LightGBM's FindBestThreshold).
     # res: [gain, threshold_bin, left_g, left_h (+ kEpsilon), left_count]; updated when better
     # by > margin. Counts, checked against min_data and recorded, are LightGBM's estimates
@@ -104,6 +146,8 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
             lh = sum_h - acc_h
             if lh < min_hess:
                 break
+            if rand_t >= 0 and t - 1 != rand_t:
+                continue  # extra_trees: only the drawn threshold (after the count checks)
             lg = sum_g - acc_g
             gain = leaf_gain(lg, lh, l1, l2) + leaf_gain(acc_g, acc_h, l1, l2)
             if gain > min_gain_shift and gain > res[0]:
@@ -143,6 +187,8 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
             rh = sum_h - acc_h
             if rh < min_hess:
                 break
+            if rand_t >= 0 and t != rand_t:
+                continue
             rg = sum_g - acc_g
             gain = leaf_gain(acc_g, acc_h, l1, l2) + leaf_gain(rg, rh, l1, l2)
             if gain > min_gain_shift and gain > res[0] + margin:
@@ -156,7 +202,7 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
 @njit(error_model="numpy")
 def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins, most_freq_bins,
                          feature_mask, sum_g, sum_h, count, l1, l2, min_data, min_hess,
-                         min_gain_to_split, out):
+                         min_gain_to_split, out, rand_states=None):
     """Best split of every feature of one leaf.
 
     Parameters
@@ -177,13 +223,24 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
         gradients, left sum of hessians, left row count (LightGBM's estimate from hessians, as
         ``FindBestThresholdSequentially`` records it; the tree's counts are the true ones, from
         routing the rows).
+    rand_states : ndarray of shape (n_features,), dtype int64, or None    # IN/OUT extra_trees
+        Each feature's LightGBM ``Random`` state (``FeatureMetainfo::rand``, seeded
+        ``extra_seed + inner feature index``): every searched feature with more than two bins
+        draws its one candidate threshold, advancing its state in place, and is split only
+        there (``FeatureHistogram::BeforeNumerical``, ``USE_RAND``). None: every threshold.
     """
+    if rand_states is None:
+        states = np.empty(0, dtype=np.int64)
+    else:
+        states = rand_states
     if not sum_h + l2 > 0.0:
         # Every hessian of the leaf is 0 (e.g. softmax probabilities that underflowed in
         # float32): LightGBM's gains are NaN and never chosen, so the leaf has no split.
         for f in range(n_bins.shape[0]):
             out[f, 0] = -np.inf
             out[f, 1:] = 0.0
+            if feature_mask[f] and n_bins[f] > 1:
+                _rand_threshold(states, f, n_bins[f])  # LightGBM still draws
         return
     sum_h2 = sum_h + 2.0 * K_EPSILON
     cnt_factor = count / sum_h2
@@ -199,13 +256,14 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
         lo = bin_offsets[f]
         mt = missing_types[f]
         res[0] = -np.inf
+        rand_t = _rand_threshold(states, f, nb)
         if mt == 2 and nb <= 2:
             _scan(hist, lo, nb, mt, default_bins[f], True, True, False, sum_g, sum_h2, count,
-                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, 0.0, res)
+                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, 0.0, rand_t, res)
             default_left = 0.0
         else:
             _scan(hist, lo, nb, mt, default_bins[f], True, False, False, sum_g, sum_h2, count,
-                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, 0.0, res)
+                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, 0.0, rand_t, res)
             default_left = 1.0
             if mt != 0 and nb > 2:
                 best_r = res[0]
@@ -215,7 +273,8 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
                 margin = 1e-12 * abs(best_r) if best_r > -np.inf else 0.0
                 offset = mt == 2 and most_freq_bins[f] == 0
                 _scan(hist, lo, nb, mt, default_bins[f], False, False, offset, sum_g, sum_h2,
-                      count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, margin, res)
+                      count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, margin, rand_t,
+                      res)
                 if res[0] > best_r:
                     default_left = 0.0
         if res[0] > -np.inf:
@@ -229,7 +288,7 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
 
 def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default_bins,
                                most_freq_bins, feature_mask, sum_g, sum_h, count, l1, l2,
-                               min_data, min_hess, min_gain_to_split, out):
+                               min_data, min_hess, min_gain_to_split, out, rand_states=None):
     """Brute-force twin of :func:`find_best_thresholds`, used by tests.
 
     Enumerates every candidate partition (threshold, side of the missing bin) explicitly and sums
@@ -243,6 +302,9 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
     ``floor(hess * count / (sum_h + 2e-15) + 0.5)``, summed over the side the scan accumulates
     (R: the right side; F: the left side, or for a NaN feature whose most frequent bin is 0 the
     right side, NaN bin included), the other side being ``count`` minus that sum.
+
+    ``rand_states`` (extra_trees): each searched feature draws its threshold with
+    :func:`lcg_next_int_naive` and only candidates at that threshold are kept.
     """
     def gain_of(g, h):
         t = np.sign(g) * max(0.0, abs(g) - l1)
@@ -254,10 +316,13 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
     for f in range(len(n_bins)):
         out[f, 0] = -np.inf
         out[f, 1:] = 0.0
-        if not sum_h + l2 > 0:
-            continue
         nb = int(n_bins[f])
         if not feature_mask[f] or nb <= 1:
+            continue
+        rand_t = -1
+        if rand_states is not None:
+            rand_t = lcg_next_int_naive(rand_states[f:f + 1], 0, nb - 2) if nb > 2 else 0
+        if not sum_h + l2 > 0:
             continue
         h = hist[bin_offsets[f]:bin_offsets[f] + nb]
         est = np.floor(h[:, 1] * cnt_factor + 0.5)
@@ -272,6 +337,8 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
             if mt != 0 and nb > 2:
                 candidates += [(t, False, "F") for t in range(0, nb - 1)
                                if not (mt == 1 and t == dbin)]
+        if rand_t >= 0:
+            candidates = [c for c in candidates if c[0] == rand_t]
         offset = mt == 2 and int(most_freq_bins[f]) == 0
         best, best_rec = -np.inf, None
         for t, missing_left, scan in candidates:
