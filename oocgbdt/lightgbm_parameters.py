@@ -224,7 +224,6 @@ REFUSED = {
     "feature_fraction_bynode": _NOT_YET,
     "extra_trees": _NOT_YET,
     "extra_seed": _NOT_YET + " (extra_trees)",
-    "early_stopping_min_delta": _NOT_YET,
     "max_delta_step": _NOT_YET,
     "linear_lambda": "linear trees are not implemented (linear_tree)",
     "linear_tree": "linear trees are not implemented",

@@ -882,6 +882,12 @@ _TABLE = [
         _normalize_early_stopping,
     ),
     Param(
+        "early_stopping_min_delta", 0.0, (), "float", _range(0.0),
+        "Early stopping: the least change of a metric that counts as an improvement "
+        "(LightGBM's; >= 0): a round improves on the best score only when it beats it by more "
+        "than this.",
+    ),
+    Param(
         "first_metric_only", False, (), "bool", _any,
         "Use only the first metric for early stopping.",
     ),
