@@ -315,6 +315,10 @@ def _to_str_list_or_none(name, value):
         return None
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, (set, frozenset)):
+        # LightGBM's Python package joins a set's items in their iteration order (basic.py
+        # _param_dict_to_str); so does this.
+        value = list(value)
     if isinstance(value, (list, tuple)):
         for item in value:
             if not isinstance(item, str):

@@ -372,3 +372,11 @@ def test_param_docs():
     assert "Aliases: num_leaf, max_leaves" in one
     with pytest.raises(KeyError):
         param_docs(["nope"])
+
+
+def test_metric_as_a_set_or_tuple_is_a_list():
+    """LightGBM's Python package takes a set or tuple of metrics (its examples pass
+    ``{"l2", "l1"}`` and ``("l1", "l2")``), joined in iteration order."""
+    assert resolve_params({"metric": ("l1", "l2")})["metric"] == ["l1", "l2"]
+    given = {"l2", "l1"}
+    assert resolve_params({"metric": given})["metric"] == list(given)
