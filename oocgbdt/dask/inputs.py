@@ -41,7 +41,8 @@ __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs
            "partition_lengths", "remap_codes", "dataset_map", "dataset_map_of", "as_dask_array",
            "as_row_chunked", "align_rows", "check_values", "TrainingInputs", "training_inputs",
            "check_labels_and_weights", "check_group", "query_chunks", "align_to_queries",
-           "init_score_array", "init_score_inputs", "map_rows", "distinct_values"]
+           "init_score_array", "init_score_inputs", "check_init_scores", "map_rows",
+           "distinct_values"]
 
 
 def is_lazy(obj) -> bool:
@@ -689,7 +690,12 @@ def _score_columns(v, name):
     """``v`` as a NumPy or Dask array of float64, 1-D or 2-D, without reading it (a Dask
     DataFrame or Series as a Dask array, its partitions counted once)."""
     if isinstance(v, (str, os.PathLike)):
-        v = _open_zarr(v, name)
+        if not Path(v).exists():
+            raise FileNotFoundError(f"{name}: no Zarr array at {str(v)!r}.")
+        v = zarr.open(str(v), mode="r")
+        if not isinstance(v, zarr.Array):
+            raise ValueError(f"{name}: {str(v.store)!r} is a Zarr group; pass the path of an "
+                             f"array of scores.")
     if isinstance(v, zarr.Array):
         v = da.from_zarr(v)
     if is_dask_frame(v):
@@ -721,7 +727,7 @@ def init_score_array(score, X: da.Array, n_outputs: int, name="init_score") -> d
 
     Parameters
     ----------
-    score : array-like, pandas Series or DataFrame, dask.array.Array, Dask Series or DataFrame
+    score : array-like, pandas Series or DataFrame, dask.array.Array, Dask Series or DataFrame, zarr.Array or the path of one
         Shape ``(n_rows,)``, ``(n_rows, n_outputs)``, or, flattened class-major as LightGBM
         stores it, ``(n_rows * n_outputs,)`` (every row's score of class 0, then of class 1,
         ...). Source: LightGBM's ``python-package/lightgbm/basic.py`` (``set_field``: a 2-D
@@ -756,6 +762,24 @@ def init_score_array(score, X: da.Array, n_outputs: int, name="init_score") -> d
     if isinstance(v, np.ndarray):
         return da.from_array(np.ascontiguousarray(v), chunks=(X.chunks[0], (k,)))
     return v.rechunk({0: X.chunks[0], 1: -1})
+
+
+def check_init_scores(init_scores: dict, compute=dask.compute) -> None:
+    """One small reduction: reject NaN or infinite starting scores (they would make every
+    gradient of their rows NaN).
+
+    Raises
+    ------
+    ValueError
+        Naming the set (``init_score``, ``eval_init_score[i]``) and how many values are bad.
+    """
+    if not init_scores:
+        return
+    counts = compute(*[(~da.isfinite(a)).sum() for a in init_scores.values()])
+    for s, n in zip(init_scores, counts):
+        if n:
+            name = "init_score" if s == "train" else f"eval_init_score[{s.split('_')[1]}]"
+            raise ValueError(f"{name} must be finite; found {int(n)} NaN or infinite value(s).")
 
 
 def init_score_inputs(inputs: TrainingInputs, init_score, eval_init_score,

@@ -42,8 +42,8 @@ from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
 from oocgbdt.core.partition import partition_set_init_scores
-from oocgbdt.dask.inputs import (align_to_queries, check_labels_and_weights, init_score_inputs,
-                                 is_sparse, training_inputs)
+from oocgbdt.dask.inputs import (align_to_queries, check_init_scores, check_labels_and_weights,
+                                 init_score_inputs, is_sparse, training_inputs)
 from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
 from oocgbdt.dask.predict import predict as lazy_predict
@@ -240,9 +240,10 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     key = f"oocgbdt-{uuid.uuid4().hex[:8]}"
     # Label and weight checks are small reductions: run them before any cluster starts, on the
     # client's cluster when there is one (the data may only be reachable from there).
-    check_labels_and_weights(inputs, objective,
-                             _threaded_compute(fit_threads(params["num_threads"]))
-                             if client is None else _client_compute(client))
+    checks = (_threaded_compute(fit_threads(params["num_threads"])) if client is None
+              else _client_compute(client))
+    check_labels_and_weights(inputs, objective, checks)
+    check_init_scores(init_scores, checks)
     caches = []  # the fit's disk cache, once opened
     try:
         with (nullcontext(None) if local else client_for_training(client)) as c, \

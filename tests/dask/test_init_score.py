@@ -91,6 +91,20 @@ def test_dask_pandas_and_flattened_scores_give_the_numpy_model():
     assert on_two.trees == ref.trees
 
 
+def test_one_output_scores_as_series_dask_series_and_zarr(tmp_path):
+    import dask.dataframe as dd
+    import zarr
+    X, y, init, _ = _data("regression", seed=5)
+    params = dict(num_leaves=8, n_estimators=2, chunk_rows=400, verbose=False)
+    ref = oocgbdt.train(params, X, y, init_score=init)
+    z = zarr.open(str(tmp_path / "init.zarr"), mode="w", shape=init.shape, chunks=(300,),
+                  dtype="f8")
+    z[:] = init
+    for given in (pd.Series(init), dd.from_pandas(pd.Series(init), npartitions=3), z,
+                  str(tmp_path / "init.zarr")):
+        assert oocgbdt.train(params, X, y, init_score=given).trees == ref.trees
+
+
 def test_estimators_take_init_score():
     X, y, init, _ = _data("regression", seed=3)
     ours = GBDTRegressor(n_estimators=ROUNDS, num_leaves=8, enable_bundle=False).fit(
@@ -122,6 +136,10 @@ def test_wrong_init_score_is_refused_before_training():
     with pytest.raises(ValueError, match="eval_init_score has 2 entries"):
         oocgbdt.train(dict(n_estimators=2), X, y, eval_set=[(X[:10], y[:10])],
                       eval_init_score=[None, None])
+    bad = init.copy()
+    bad[[3, 5]] = [np.nan, np.inf]
+    with pytest.raises(ValueError, match="init_score must be finite; found 2"):
+        oocgbdt.train(dict(n_estimators=2), X, y, init_score=bad)
     first = oocgbdt.train(dict(n_estimators=2, verbose=False), X, y)
     with pytest.raises(ValueError, match="init_model"):
         oocgbdt.train(dict(n_estimators=2), X, y, init_score=init, init_model=first)
