@@ -65,8 +65,8 @@ _PARAMS_DOC = """
         ``eval_set`` (ValueError otherwise, as LightGBM).
     metric : str, callable, list of str and callables, or None, default None
         Evaluation metrics (default: the objective's). A callable ``(y_true, y_pred[,
-        weight]) -> (name, value, is_higher_better)`` is evaluated once per round on the
-        whole eval set gathered where the loop runs
+        weight[, group]]) -> (name, value, is_higher_better)`` is evaluated once per round on
+        the whole eval set gathered where the loop runs
         (:class:`oocgbdt.core.metrics.CallableMetric`).
     chunk_rows : int, default 65536
         Rows per chunk for in-memory input (Dask/Zarr input keeps its chunks).
