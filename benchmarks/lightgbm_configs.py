@@ -37,7 +37,9 @@ configuration (the one value changed, for both libraries).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
+import logging
 import sys
 import tempfile
 import traceback
@@ -381,6 +383,23 @@ def run_one(name, quick):
             f"{booster.num_iterations()} / {rounds_lgb}", notes + (f"; {draws}" if draws else "")]
 
 
+@contextlib.contextmanager
+def _lightgbm_log_to(logger):
+    """LightGBM's own log (the dicts leave its verbosity at info) goes to ``logger`` meanwhile:
+    warnings still show, its info lines do not crowd the table. The logger LightGBM had is
+    registered again afterwards."""
+    import lightgbm as lgb
+    import lightgbm.basic as basic
+    before = (getattr(basic, "_LOGGER", None), getattr(basic, "_INFO_METHOD_NAME", "info"),
+              getattr(basic, "_WARNING_METHOD_NAME", "warning"))
+    lgb.register_logger(logger)
+    try:
+        yield
+    finally:
+        if before[0] is not None:
+            lgb.register_logger(*before)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true",
@@ -388,7 +407,8 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", nargs="*", default=None, choices=CONFS + GUIDE,
                     help="configurations to run (default: all)")
     args = ap.parse_args(argv)
-    rows = [run_one(name, args.quick) for name in (args.configs or CONFS + GUIDE)]
+    with _lightgbm_log_to(logging.getLogger("benchmarks.lightgbm_configs")):
+        rows = [run_one(name, args.quick) for name in (args.configs or CONFS + GUIDE)]
     print_table(HEADERS, rows)
     return 1 if any(r[1] == "ERROR" for r in rows) else 0
 
