@@ -237,6 +237,27 @@ def _format_round(i: int, evals_result: dict) -> str:
     return f"[{i + 1}]\t" + "\t".join(parts)
 
 
+def _read_init_score(path, flag):
+    """A starting-score file: a Zarr array's path as given (read lazily by training), else the
+    values of LightGBM's ``.init`` text format, float64, shape (rows,) or (rows, classes).
+    None for None."""
+    if path is None:
+        return None
+    import numpy as np
+
+    p = _path(path)
+    if not p.exists():
+        raise CLIError(f"{flag} '{p}' does not exist.")
+    if p.is_dir():
+        return str(p)
+    try:
+        values = np.loadtxt(p, dtype=np.float64, ndmin=2, delimiter="\t")
+    except ValueError as exc:
+        raise CLIError(f"{flag} '{p}' is not a text file of scores (one line per row, the "
+                       f"classes' scores separated by tabs): {exc}") from None
+    return values[:, 0] if values.shape[1] == 1 else values
+
+
 def _cmd_train(args) -> int:
     from oocgbdt.params import ALIASES, resolve_params
 
@@ -268,6 +289,11 @@ def _cmd_train(args) -> int:
             print(f"oocgbdt train: warning: feature names of '{v.path}' differ from those of "
                   f"'{ds.path}'; columns are matched by position.", file=sys.stderr)
     names = [f"valid_{i}" for i in range(len(valids))]
+    init_score = _read_init_score(args.init_score, "--init-score")
+    valid_init = [_read_init_score(f, "--valid-init-score") for f in args.valid_init_score or ()]
+    if valid_init and len(valid_init) != len(valids):
+        raise CLIError(f"--valid-init-score given {len(valid_init)} time(s) for {len(valids)} "
+                       f"--valid set(s); give one per --valid, in order.")
 
     client = None
     if args.scheduler:
@@ -295,7 +321,8 @@ def _cmd_train(args) -> int:
                         eval_set=[(as_x(v), v.y) for v in valids] or None,
                         eval_names=names or None,
                         eval_sample_weight=[v.weight for v in valids] or None,
-                        feature_names=list(ds.feature_names), client=client, verbose=verbose)
+                        feature_names=list(ds.feature_names), client=client, verbose=verbose,
+                        init_score=init_score, eval_init_score=valid_init or None)
     finally:
         if client is not None:
             client.close()
@@ -663,6 +690,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--valid", metavar="VALID_DATA", action="append",
                    help="validation dataset scored every round (named valid_0, valid_1, ... in "
                         "order; the metrics drive early_stopping_rounds); repeatable")
+    p.add_argument("--init-score", metavar="FILE",
+                   help="starting raw score of every row of DATA (LightGBM's init_score; no "
+                        "boost_from_average then, and the model leaves it out of its "
+                        "predictions): a text file as LightGBM's DATA.init (one line per row; "
+                        "multiclass: the classes' scores separated by tabs) or a Zarr array of "
+                        "shape (rows,) or (rows, classes)")
+    p.add_argument("--valid-init-score", metavar="FILE", action="append",
+                   help="starting raw scores of a --valid set, as --init-score; repeatable, "
+                        "one per --valid, in order")
     p.add_argument("--objective", choices=("regression", "binary", "multiclass"),
                    help="loss to minimize (default regression)")
     p.add_argument("--num-class", type=_positive_int, metavar="K",

@@ -221,7 +221,6 @@ REFUSED = {
     "pos_bagging_fraction": _NOT_YET + " (balanced bagging)",
     "neg_bagging_fraction": _NOT_YET + " (balanced bagging)",
     "bagging_by_query": _NOT_YET + " (bagging whole queries)",
-    "early_stopping_min_delta": _NOT_YET,
     "max_delta_step": _NOT_YET,
     "linear_lambda": "linear trees are not implemented (linear_tree)",
     "linear_tree": "linear trees are not implemented",

@@ -315,6 +315,10 @@ def _to_str_list_or_none(name, value):
         return None
     if isinstance(value, str):
         return str(value)
+    if isinstance(value, (set, frozenset)):
+        # LightGBM's Python package joins a set's items in their iteration order (basic.py
+        # _param_dict_to_str); so does this.
+        value = list(value)
     if isinstance(value, (list, tuple)):
         for item in value:
             if not isinstance(item, str):
@@ -936,6 +940,12 @@ _TABLE = [
         "Stop when the eval metric has not improved for this many iterations; None (or any "
         "value <= 0, as in LightGBM) disables early stopping.",
         _normalize_early_stopping,
+    ),
+    Param(
+        "early_stopping_min_delta", 0.0, (), "float", _range(0.0),
+        "Early stopping: the least change of a metric that counts as an improvement "
+        "(LightGBM's; >= 0): a round improves on the best score only when it beats it by more "
+        "than this.",
     ),
     Param(
         "first_metric_only", False, (), "bool", _any,

@@ -23,8 +23,8 @@ from oocgbdt.core.categories import categorical_columns, is_frame
 from oocgbdt.dask.inputs import (align_rows, as_dask_array, as_row_chunked, distinct_values,
                                  is_dask_frame, is_lazy, map_rows)
 from oocgbdt.dask.training import train
-from oocgbdt.params import (ALIASES, DEFAULT_CHUNK_ROWS, MULTICLASS_OBJECTIVES, check_param,
-                            resolve_params)
+from oocgbdt.params import (ALIASES, DEFAULT_CHUNK_ROWS, DEFAULT_METRIC, MULTICLASS_OBJECTIVES,
+                            check_param, resolve_params)
 from oocgbdt.runtime.cluster import find_client, wait_for_workers
 
 __all__ = ["GBDTRegressor", "GBDTClassifier", "GBDTRanker"]
@@ -65,8 +65,8 @@ _PARAMS_DOC = """
         ``eval_set`` (ValueError otherwise, as LightGBM).
     metric : str, callable, list of str and callables, or None, default None
         Evaluation metrics (default: the objective's). A callable ``(y_true, y_pred[,
-        weight]) -> (name, value, is_higher_better)`` is evaluated once per round on the
-        whole eval set gathered where the loop runs
+        weight[, group]]) -> (name, value, is_higher_better)`` is evaluated once per round on
+        the whole eval set gathered where the loop runs
         (:class:`oocgbdt.core.metrics.CallableMetric`).
     chunk_rows : int, default 65536
         Rows per chunk for in-memory input (Dask/Zarr input keeps its chunks).
@@ -353,7 +353,9 @@ class _GBDTModel(BaseEstimator):
                                  accept_sparse=("csr", "csc", "coo"))
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
-             init_model=None, callbacks=None, group=None, eval_group=None):
+             init_model=None, callbacks=None, group=None, eval_group=None, init_score=None,
+             eval_init_score=None, eval_metric=None):
+        params = _with_eval_metric(params, self._eval_metric_names(eval_metric))
         if isinstance(init_model, _GBDTModel):
             check_is_fitted(init_model, "booster_")
             init_model = init_model.booster_
@@ -391,7 +393,8 @@ class _GBDTModel(BaseEstimator):
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
                               client=client, verbose=bool(self.verbose), init_model=init_model,
-                              callbacks=callbacks, group=group, eval_group=eval_group)
+                              callbacks=callbacks, group=group, eval_group=eval_group,
+                              init_score=init_score, eval_init_score=eval_init_score)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -401,11 +404,51 @@ class _GBDTModel(BaseEstimator):
     def _encode_y(self, y, name="y"):
         return y
 
+    def _eval_metric_names(self, eval_metric):
+        """``eval_metric`` as LightGBM's estimator passes it on (the classifier renames)."""
+        return eval_metric
+
     @property
     def feature_importances_(self):
         """Split counts per feature, shape (n_features,) (LightGBM's default importance)."""
         check_is_fitted(self, "booster_")
         return self.booster_.feature_importance("split")
+
+
+def _with_eval_metric(params, eval_metric):
+    """``params`` with ``fit``'s ``eval_metric`` merged into ``metric`` as ``LGBMModel.fit``
+    does (LightGBM's ``python-package/lightgbm/sklearn.py``): the names of ``eval_metric`` not
+    already there first (compared as given), then the estimator's metrics (the objective's
+    name, which names its default metric, when ``metric`` is None; a callable objective has
+    none), then the callables, which
+    :func:`oocgbdt.train` evaluates after the built-in metrics.
+
+    Raises
+    ------
+    TypeError
+        An ``eval_metric`` entry that is neither a str nor callable.
+    """
+    if eval_metric is None:
+        return params
+    items = list(eval_metric) if isinstance(eval_metric, (list, tuple)) else [eval_metric]
+    for i, m in enumerate(items):
+        if not (isinstance(m, str) or callable(m)):
+            raise TypeError(f"eval_metric must be a str, a callable or a list of them; entry "
+                            f"{i} is {type(m).__name__} {m!r}.")
+    key = next((k for k in params if ALIASES.get(k) == "metric"), "metric")
+    base = params.get(key)
+    if base is None:
+        # LightGBM's default metric is named by the objective (an alias of its metric), and
+        # eval_metric's names are compared with that name as given.
+        objective = params.get("objective")
+        base = [objective] if isinstance(objective, str) and objective in DEFAULT_METRIC else []
+    elif isinstance(base, str) or callable(base):
+        base = [base]
+    base = list(base)
+    names = [m for m in items if isinstance(m, str) and m not in base]
+    builtin = [m for m in base if not callable(m)]
+    callables = [m for m in base if callable(m)] + [m for m in items if callable(m)]
+    return dict(params, **{key: names + builtin + callables})
 
 
 def _coded_frame(X) -> bool:
@@ -507,16 +550,32 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
     feature_importances_ : ndarray of shape (n_features,)
 """)
 
-    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, callbacks=None, client=None, init_model=None):
+    def fit(self, X, y, sample_weight=None, *, init_score=None, eval_set=None,
+            eval_sample_weight=None, eval_init_score=None, eval_names=None, eval_metric=None,
+            callbacks=None, client=None, init_model=None):
         """Fit on ``X`` (n_samples, n_features) and ``y`` (n_samples,); returns self.
 
         ``X``, ``y`` and ``sample_weight`` may be NumPy, Dask or Zarr (or a Zarr path).
+        ``init_score`` and ``eval_init_score`` are the rows' starting raw scores (LightGBM's;
+        shapes, and the rule that predictions leave them out, in :func:`oocgbdt.train`).
+        ``eval_metric`` (LightGBM's): a metric name, a callable ``(y_true, y_pred[, weight[,
+        group]]) -> (name, value, is_higher_better)``, or a list of them, evaluated on the eval
+        sets with the estimator's ``metric`` (its names first, then the estimator's metrics,
+        the objective's default when ``metric`` is None; callables last; ``y_pred`` is
+        ``predict``'s output, raw scores for a callable objective; ``group`` is the eval set's
+        query sizes, from ``eval_group``).
         ``callbacks`` are LightGBM's (``oocgbdt.early_stopping``, ``log_evaluation``, ...; see
         :func:`oocgbdt.train`). ``client`` is the ``distributed.Client`` to train on (default:
         the current one). ``init_model`` (a Booster, a fitted estimator or a model file path;
         LightGBM's name) is a model to continue: ``n_estimators`` rounds are added to it
         (:func:`oocgbdt.train`'s ``init_model``).
+
+        Raises
+        ------
+        ValueError
+            As :func:`oocgbdt.train` (an ``init_score`` of the wrong length included).
+        TypeError
+            An ``eval_metric`` entry that is neither a str nor callable.
         """
         params = self._train_params()
         if self.class_weight is not None:
@@ -525,7 +584,8 @@ class GBDTRegressor(RegressorMixin, _GBDTModel):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight)
         params["objective"] = _regressor_objective(self.objective)
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
-                         params, init_model, callbacks)
+                         params, init_model, callbacks, init_score=init_score,
+                         eval_init_score=eval_init_score, eval_metric=eval_metric)
 
     def predict(self, X, raw_score=False, start_iteration=0, num_iteration=None,
                 pred_leaf=False, pred_contrib=False):
@@ -561,11 +621,27 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
         return map_rows(partial(_encode_labels, classes=self.classes_, name_=name), y,
                         dtype=np.float64)
 
-    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            eval_names=None, callbacks=None, client=None, init_model=None):
+    def _eval_metric_names(self, eval_metric):
+        """LGBMClassifier's renaming of ``eval_metric``'s names for the number of classes:
+        ``logloss`` and ``error`` (either kind) become the binary or multiclass metric."""
+        if eval_metric is None or callable(eval_metric):
+            return eval_metric
+        items = list(eval_metric) if isinstance(eval_metric, (list, tuple)) else [eval_metric]
+        multi = self.n_classes_ > 2
+        rename = ({"logloss": "multi_logloss", "binary_logloss": "multi_logloss",
+                   "error": "multi_error", "binary_error": "multi_error"} if multi else
+                  {"logloss": "binary_logloss", "multi_logloss": "binary_logloss",
+                   "error": "binary_error", "multi_error": "binary_error"})
+        return [rename.get(m, m) if isinstance(m, str) else m for m in items]
+
+    def fit(self, X, y, sample_weight=None, *, init_score=None, eval_set=None,
+            eval_sample_weight=None, eval_init_score=None, eval_names=None, eval_metric=None,
+            callbacks=None, client=None, init_model=None):
         """Fit on ``X`` (n_samples, n_features) and labels ``y`` (n_samples,); returns self.
 
-        Arguments as :meth:`GBDTRegressor.fit`.
+        Arguments as :meth:`GBDTRegressor.fit`; ``eval_metric``'s ``logloss`` and ``error``
+        (binary or multiclass) name the metric for the number of classes, as in
+        ``LGBMClassifier``.
 
         Raises
         ------
@@ -606,7 +682,8 @@ class GBDTClassifier(ClassifierMixin, _GBDTModel):
             sample_weight = _class_sample_weight(self.class_weight, self.classes_, y_codes,
                                                  sample_weight)
         return self._fit(X, y_codes, sample_weight, eval_set, eval_sample_weight,
-                         eval_names, client, params, init_model, callbacks)
+                         eval_names, client, params, init_model, callbacks, init_score=init_score,
+                         eval_init_score=eval_init_score, eval_metric=eval_metric)
 
     def predict_proba(self, X, raw_score=False, start_iteration=0, num_iteration=None,
                       pred_leaf=False, pred_contrib=False):
@@ -769,15 +846,16 @@ class GBDTRanker(_GBDTModel):
                       | {"eval_at", "label_gain", "lambdarank_truncation_level",
                          "lambdarank_norm"})
 
-    def fit(self, X, y, sample_weight=None, *, group=None, eval_set=None, eval_sample_weight=None,
-            eval_group=None, eval_names=None, eval_at=None, callbacks=None, client=None,
-            init_model=None):
+    def fit(self, X, y, sample_weight=None, *, init_score=None, group=None, eval_set=None,
+            eval_sample_weight=None, eval_init_score=None, eval_group=None, eval_names=None,
+            eval_metric=None, eval_at=None, callbacks=None, client=None, init_model=None):
         """Fit on ``X`` (n_samples, n_features), relevance labels ``y`` (integers >= 0) and
         ``group``, the sizes of the consecutive queries (summing to n_samples); returns self.
 
         ``eval_group``: one array of query sizes per eval set (required with ``eval_set``).
         ``eval_at``: positions of the eval metrics (default the estimator's ``eval_at``).
-        ``callbacks``, ``client`` and ``init_model`` as for :meth:`GBDTRegressor.fit`.
+        ``init_score``, ``eval_init_score``, ``eval_metric``, ``callbacks``, ``client`` and
+        ``init_model`` as for :meth:`GBDTRegressor.fit`.
 
         Raises
         ------
@@ -801,7 +879,9 @@ class GBDTRanker(_GBDTModel):
         params["lambdarank_truncation_level"] = self.lambdarank_truncation_level
         params["lambdarank_norm"] = self.lambdarank_norm
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
-                         params, init_model, callbacks, group=group, eval_group=eval_group)
+                         params, init_model, callbacks, group=group, eval_group=eval_group,
+                         init_score=init_score, eval_init_score=eval_init_score,
+                         eval_metric=eval_metric)
 
     def predict(self, X):
         """Ranking scores: ndarray (n_samples,) float64 (lazy for lazy input)."""

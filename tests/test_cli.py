@@ -527,3 +527,33 @@ def test_text_errors_name_cli_flags(tmp_path, capsys):
                  "--label", "delay"]) == 2
     line = _err_line(capsys, "predict")
     assert "['dist'] hold text" in line and "--drop" not in line
+
+
+def test_train_init_score_files_give_the_functional_model(workspace, tmp_path, capsys):
+    """--init-score (LightGBM's .init text, or a Zarr array) and --valid-init-score give the
+    model and metrics of train(init_score=..., eval_init_score=...)."""
+    import zarr
+
+    import oocgbdt
+    from oocgbdt.io.dataset import open_dataset
+    ds, valid = open_dataset(workspace / "train.zarr"), open_dataset(workspace / "valid.zarr")
+    rng = np.random.default_rng(7)
+    init, vinit = rng.normal(size=ds.n_rows), rng.normal(size=valid.n_rows)
+    np.savetxt(tmp_path / "train.init", init, fmt="%.17g")
+    z = zarr.open(str(tmp_path / "valid_init.zarr"), mode="w", shape=vinit.shape, dtype="f8")
+    z[:] = vinit
+    params = dict(n_estimators=3, num_leaves=7, min_data_in_leaf=5)
+    model = tmp_path / "m.json"
+    assert main(["train", str(workspace / "train.zarr"), "--model", str(model), "--quiet",
+                 "--valid", str(workspace / "valid.zarr"), "--init-score",
+                 str(tmp_path / "train.init"), "--valid-init-score",
+                 str(tmp_path / "valid_init.zarr"), "--param"]
+                + [f"{k}={v}" for k, v in params.items()]) == 0
+    ref = oocgbdt.train(dict(params, verbose=False), ds.X, ds.y, init_score=init,
+                        eval_set=[(valid.X, valid.y)], eval_init_score=[vinit])
+    got = Booster.load_model(model)
+    assert got.trees == ref.trees and np.all(got.init_score == 0)
+    assert got.evals_result == ref.evals_result
+    assert main(["train", str(workspace / "train.zarr"), "--model", str(tmp_path / "n.json"),
+                 "--init-score", str(tmp_path / "valid_init.zarr")]) == 2
+    assert "init_score must have shape" in _err_line(capsys, "train")

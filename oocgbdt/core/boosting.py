@@ -77,11 +77,14 @@ def compute_init_score(executor, label_stat_handles, objective, params, split_ev
 
 
 def _label_stats_and_init(executor, partitions, objective, params, split_every, key, row_offsets,
-                          weighted):
+                          weighted, from_average=True):
     """``(objective, init)``: the objective with its global label statistics
     (:meth:`~oocgbdt.core.objectives.Objective.with_label_stats`) and the init score: the
     objective's ``BoostFromScore``, a weighted percentile of the labels for the objectives that
-    renew leaves (:mod:`oocgbdt.core.percentile`), or zeros without ``boost_from_average``."""
+    renew leaves (:mod:`oocgbdt.core.percentile`), or zeros without ``boost_from_average`` or
+    when the rows start from given scores (``from_average`` False: an ``init_score`` or a model
+    to continue, as LightGBM's ``GBDT::BoostFromAverage`` skips a training set with init
+    scores)."""
     n = len(partitions)
     k = objective.num_tree_per_iteration
     handles = executor.map(partition_label_stats, partitions, [objective] * n,
@@ -89,7 +92,7 @@ def _label_stats_and_init(executor, partitions, objective, params, split_every, 
     stats = executor.gather(tree_reduce(executor, _sum_list, handles, split_every,
                                         f"{key}-labelsum"))
     objective = objective.with_label_stats(stats)
-    if not params["boost_from_average"]:
+    if not (params["boost_from_average"] and from_average):
         return objective, np.zeros(k)
     if objective.renew_alpha is None:
         return objective, np.asarray(objective.init_score_from_stats(stats),
@@ -141,10 +144,12 @@ def _sum_list(parts):
     return out
 
 
-def _improved(metric, score, best):
+def _improved(metric, score, best, min_delta=0.0):
+    """Whether ``score`` improves on ``best`` by more than ``min_delta`` (LightGBM's
+    ``early_stopping_min_delta``; ``_EarlyStoppingCallback`` in its ``callback.py``)."""
     if best is None:
         return True
-    return score > best if metric.higher_is_better else score < best
+    return (score > best + min_delta) if metric.higher_is_better else (score < best - min_delta)
 
 
 def _scatter_feature_blocks(executor, meta, n_feature_blocks):
@@ -173,7 +178,7 @@ def round_postfix(evals_result) -> dict:
 
 def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None, learning_rates=None,
-          on_round=None, continuation=None, queries=None) -> BoostResult:
+          on_round=None, continuation=None, queries=None, init_scores=False) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -214,6 +219,11 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     queries : dict or None
         Ranking: ``{"train": [...], eval name: [...]}``, each partition's query boundaries
         (int64, from 0 to its rows), in partition order.
+    init_scores : bool, default False
+        The training partitions' raw scores hold given starting scores (LightGBM's
+        ``init_score``, :func:`~oocgbdt.core.partition.partition_set_init_scores`): no initial
+        score is computed or added (LightGBM's ``GBDT::BoostFromAverage`` skips a training set
+        with init scores), and the model's ``init_score`` is zero.
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     sp = SplitParams.from_params(params)
@@ -253,16 +263,17 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     renew_weighted = renew and (
         objective.percentile_weights(np.zeros(1, np.float32), None) is not None
         or executor.gather(executor.submit(_has_weight, partitions[0], key=f"{key}-hasweight")))
+    from_average = continuation is None and not init_scores
     objective, init = _label_stats_and_init(executor, partitions, objective, params, split_every,
-                                            key, row_offsets, renew_weighted)
-    if continuation is None:
+                                            key, row_offsets, renew_weighted, from_average)
+    if from_average:
         partitions = executor.map(partition_add_score, partitions, [init] * n, key=f"{key}-init",
                                   consume=0)
         eval_chunks = {name: executor.map(partition_add_score, ec, [init] * len(ec),
                                           key=f"{key}-init-{name}", consume=0)
                        for name, ec in eval_chunks.items()}
     else:
-        init = np.zeros(n_out, dtype=np.float64)  # the model's scores are in place
+        init = np.zeros(n_out, dtype=np.float64)  # the given scores are in place
     result = BoostResult(trees=[], init_score=init, evals_result=evals_result)
     screener = FeatureScreener.from_params(params, meta.feature_mask)
     if screener is not None and continuation is not None:
@@ -463,7 +474,7 @@ def _evaluate(executor, eval_chunks, metrics, objective, evals_result, best, rnd
             if es_rounds is None or (params["first_metric_only"] and i > 0):
                 continue
             prev = best.get((name, m.name))
-            if prev is None or _improved(m, score, prev[0]):
+            if prev is None or _improved(m, score, prev[0], params["early_stopping_min_delta"]):
                 best[(name, m.name)] = (score, rnd)
             elif rnd - prev[1] >= es_rounds and stop is None:
                 stop = prev[1] + 1

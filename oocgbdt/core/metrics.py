@@ -735,8 +735,11 @@ def get_metrics(names, objective, params=None):
 
 class CallableMetric(Metric):
     """A callable eval metric, LightGBM's scikit-learn ``eval_metric`` signature:
-    ``feval(y_true, y_pred) -> (name, value, is_higher_better)``, or
-    ``feval(y_true, y_pred, weight)``; when it returns a list of such tuples, the first is kept.
+    ``feval(y_true, y_pred) -> (name, value, is_higher_better)``,
+    ``feval(y_true, y_pred, weight)`` or ``feval(y_true, y_pred, weight, group)`` (``group``:
+    the eval set's query sizes, int64, which it then needs, as LightGBM's
+    ``_EvalFunctionWrapper`` passes them); when it returns a list of such tuples, the first is
+    kept.
 
     What runs where and what it costs: the metric is not mergeable, so each eval partition sends
     its labels, predictions (``objective.transform`` of the raw scores: probabilities for
@@ -760,6 +763,10 @@ class CallableMetric(Metric):
             self.n_args = len(inspect.signature(feval).parameters)
         except (TypeError, ValueError):
             self.n_args = 2
+        if self.n_args not in (2, 3, 4):
+            raise ValueError(f"a callable metric takes (y_true, y_pred[, weight[, group]]); "
+                             f"{self.name} takes {self.n_args} arguments")
+        self.needs_queries = self.n_args == 4
 
     def __eq__(self, other):
         return type(self) is type(other) and self.feval is other.feval
@@ -767,10 +774,12 @@ class CallableMetric(Metric):
     def __hash__(self):
         return hash(id(self.feval))
 
-    def partial(self, y, raw_score, weight=None, objective=None):
+    def partial(self, y, raw_score, weight=None, objective=None, queries=None):
         y, raw_score, weight = _prepare(y, raw_score, weight)
         pred = objective.transform(raw_score) if objective is not None else _identity(raw_score)
-        return [(np.asarray(y), np.asarray(pred), None if weight is None else np.asarray(weight))]
+        sizes = None if queries is None else np.diff(np.asarray(queries, dtype=np.int64))
+        return [(np.asarray(y), np.asarray(pred), None if weight is None else np.asarray(weight),
+                 sizes)]
 
     def merge(self, a, b):
         return list(a) + list(b)
@@ -779,7 +788,10 @@ class CallableMetric(Metric):
         y = np.concatenate([p[0] for p in stats])
         pred = np.concatenate([p[1] for p in stats])
         w = None if any(p[2] is None for p in stats) else np.concatenate([p[2] for p in stats])
-        out = self.feval(y, pred) if self.n_args == 2 else self.feval(y, pred, w)
+        if self.n_args == 4:
+            out = self.feval(y, pred, w, np.concatenate([p[3] for p in stats]))
+        else:
+            out = self.feval(y, pred) if self.n_args == 2 else self.feval(y, pred, w)
         if isinstance(out, list):
             out = out[0]
         if not (isinstance(out, tuple) and len(out) == 3):

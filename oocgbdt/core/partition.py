@@ -192,13 +192,14 @@ def partition_add_score(data: PartitionData, score) -> PartitionData:
 
 
 def partition_set_init_scores(data: PartitionData, score_blocks) -> PartitionData:
-    """Add the raw scores of a model to continue from (``init_model``) to every row's raw score.
+    """Add given starting raw scores to every row's raw score: a model's predictions on the
+    raw rows (``init_model``) or the user's ``init_score``.
 
     ``score_blocks``: the partition's rows' scores, block by block in row order, each of shape
-    (rows_i,) or (rows_i, n_outputs), float64 (the model's predictions on the raw rows)."""
+    (rows_i,) or (rows_i, n_outputs), float64."""
     s = np.concatenate([np.asarray(b, dtype=Y_DTYPE).reshape(len(b), -1) for b in score_blocks])
     if s.shape != data.raw_score.shape[::-1]:
-        raise ValueError(f"init_model scores of shape {s.shape} for a partition of "
+        raise ValueError(f"starting scores of shape {s.shape} for a partition of "
                          f"{data.raw_score.shape[1]} rows and {data.raw_score.shape[0]} outputs.")
     return replace(data, raw_score=data.raw_score + s.T)
 

@@ -41,7 +41,8 @@ __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs
            "partition_lengths", "remap_codes", "dataset_map", "dataset_map_of", "as_dask_array",
            "as_row_chunked", "align_rows", "check_values", "TrainingInputs", "training_inputs",
            "check_labels_and_weights", "check_group", "query_chunks", "align_to_queries",
-           "map_rows", "distinct_values"]
+           "init_score_array", "init_score_inputs", "check_init_scores", "map_rows",
+           "distinct_values"]
 
 
 def is_lazy(obj) -> bool:
@@ -683,6 +684,131 @@ def align_to_queries(inputs: TrainingInputs, group, eval_group, chunk_rows) -> T
     evals = [(name,) + out[name] for name, *_ in inputs.evals]
     X, y, w = out["train"]
     return replace(inputs, X=X, y=y, weight=w, evals=evals, queries=groups or None)
+
+
+def _score_columns(v, name):
+    """``v`` as a NumPy or Dask array of float64, 1-D or 2-D, without reading it (a Dask
+    DataFrame or Series as a Dask array, its partitions counted once)."""
+    if isinstance(v, (str, os.PathLike)):
+        if not Path(v).exists():
+            raise FileNotFoundError(f"{name}: no Zarr array at {str(v)!r}.")
+        v = zarr.open(str(v), mode="r")
+        if not isinstance(v, zarr.Array):
+            raise ValueError(f"{name}: {str(v.store)!r} is a Zarr group; pass the path of an "
+                             f"array of scores.")
+    if isinstance(v, zarr.Array):
+        v = da.from_zarr(v)
+    if is_dask_frame(v):
+        if _is_dask_table(v):
+            cols = [_dask_series_array(v.iloc[:, j], name) for j in range(len(v.columns))]
+            v = cols[0][:, None] if len(cols) == 1 else da.stack(cols, axis=1)
+        else:
+            v = _dask_series_array(v, name)
+    elif not isinstance(v, da.Array):
+        try:
+            v = np.asarray(v.to_numpy() if hasattr(v, "to_numpy") else v, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{name} must hold numbers: {e}") from None
+    if v.ndim not in (1, 2):
+        raise ValueError(f"{name} must be 1-D or 2-D, got {v.ndim} dimension(s) with shape "
+                         f"{v.shape}.")
+    if not (np.issubdtype(v.dtype, np.number) or v.dtype == bool) or v.dtype.kind == "c":
+        raise TypeError(f"{name} must have a numeric dtype, got dtype {v.dtype}.")
+    if isinstance(v, da.Array) and any(np.isnan(c) for c in v.chunks[0]):
+        raise ValueError(f"{name} has unknown chunk sizes along rows; call "
+                         f"{name} = {name}.compute_chunk_sizes() first.")
+    return v.astype(np.float64)
+
+
+def init_score_array(score, X: da.Array, n_outputs: int, name="init_score") -> da.Array:
+    """A starting raw score per row (LightGBM's ``init_score``) as a float64 Dask array of
+    shape ``(n_rows, n_outputs)`` chunked along rows as ``X`` (one column chunk); nothing is
+    read.
+
+    Parameters
+    ----------
+    score : array-like, pandas Series or DataFrame, dask.array.Array, Dask Series or DataFrame, zarr.Array or the path of one
+        Shape ``(n_rows,)``, ``(n_rows, n_outputs)``, or, flattened class-major as LightGBM
+        stores it, ``(n_rows * n_outputs,)`` (every row's score of class 0, then of class 1,
+        ...). Source: LightGBM's ``python-package/lightgbm/basic.py`` (``set_field``: a 2-D
+        init score is raveled in column order) and ``src/io/metadata.cpp`` (its length must
+        be a multiple of the rows).
+    X : dask.array.Array
+        The rows the scores belong to (their row chunks are used).
+    n_outputs : int
+        Trees per round (``num_class`` for multiclass objectives, else 1).
+    name : str
+        The argument's name in error messages.
+
+    Raises
+    ------
+    ValueError
+        A length or shape that does not match ``X``'s rows and ``n_outputs``, or more than
+        2 dimensions.
+    TypeError
+        Values that are not numbers.
+    """
+    v = _score_columns(score, name)
+    n, k = int(X.shape[0]), int(n_outputs)
+    want = f"({n},)" if k == 1 else f"({n}, {k}) or ({n * k},) (class-major)"
+    if v.ndim == 1 and v.shape[0] == n and k == 1:
+        v = v[:, None]
+    elif v.ndim == 1 and k > 1 and v.shape[0] == n * k:
+        v = (v.reshape(k, n).T if isinstance(v, np.ndarray)
+             else da.stack([v[j * n:(j + 1) * n] for j in range(k)], axis=1))
+    elif not (v.ndim == 2 and v.shape == (n, k)):
+        raise ValueError(f"{name} must have shape {want} for {n} rows and {k} output(s) per "
+                         f"row; got shape {tuple(v.shape)}.")
+    if isinstance(v, np.ndarray):
+        return da.from_array(np.ascontiguousarray(v), chunks=(X.chunks[0], (k,)))
+    return v.rechunk({0: X.chunks[0], 1: -1})
+
+
+def check_init_scores(init_scores: dict, compute=dask.compute) -> None:
+    """One small reduction: reject NaN or infinite starting scores (they would make every
+    gradient of their rows NaN).
+
+    Raises
+    ------
+    ValueError
+        Naming the set (``init_score``, ``eval_init_score[i]``) and how many values are bad.
+    """
+    if not init_scores:
+        return
+    counts = compute(*[(~da.isfinite(a)).sum() for a in init_scores.values()])
+    for s, n in zip(init_scores, counts):
+        if n:
+            name = "init_score" if s == "train" else f"eval_init_score[{s.split('_')[1]}]"
+            raise ValueError(f"{name} must be finite; found {int(n)} NaN or infinite value(s).")
+
+
+def init_score_inputs(inputs: TrainingInputs, init_score, eval_init_score,
+                      n_outputs: int) -> dict:
+    """``{set name: scores}`` (``"train"``, ``"eval_0"``, ...; see :attr:`TrainingInputs.sets`)
+    of the sets given starting raw scores, each from :func:`init_score_array` (chunked as the
+    set's rows after any rechunking by :func:`align_to_queries`).
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`init_score_array`; ``eval_init_score`` that is not a list with one entry
+        (array-like or None) per eval set.
+    """
+    out = {}
+    if init_score is not None:
+        out["train"] = init_score_array(init_score, inputs.X, n_outputs, "init_score")
+    if eval_init_score is None:
+        return out
+    if not isinstance(eval_init_score, (list, tuple)):
+        raise TypeError(f"eval_init_score must be a list with one entry (array-like or None) "
+                        f"per eval set; got {type(eval_init_score).__name__}.")
+    if len(eval_init_score) != len(inputs.evals):
+        raise ValueError(f"eval_init_score has {len(eval_init_score)} entries for "
+                         f"{len(inputs.evals)} eval sets; give one (array-like or None) per set.")
+    for i, ((_, Xe, _, _), s) in enumerate(zip(inputs.evals, eval_init_score)):
+        if s is not None:
+            out[f"eval_{i}"] = init_score_array(s, Xe, n_outputs, f"eval_init_score[{i}]")
+    return out
 
 
 def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None:

@@ -43,8 +43,8 @@ from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
 from oocgbdt.core.partition import partition_set_init_scores
-from oocgbdt.dask.inputs import (align_to_queries, check_labels_and_weights, is_sparse,
-                                 training_inputs)
+from oocgbdt.dask.inputs import (align_to_queries, check_init_scores, check_labels_and_weights,
+                                 init_score_inputs, is_sparse, training_inputs)
 from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
 from oocgbdt.dask.predict import predict as lazy_predict
@@ -70,7 +70,8 @@ def _client_compute(client):
 
 def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=None,
           eval_sample_weight=None, feature_names=None, client=None, verbose=None, group=None,
-          eval_group=None, init_model=None, callbacks=None) -> Booster:
+          eval_group=None, init_model=None, callbacks=None, init_score=None,
+          eval_init_score=None) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -121,6 +122,21 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
         then the new ones, and its initial score; ``evals_result`` covers the new rounds,
         ``best_iteration`` counts every round. For the same data, partitions and parameters,
         ``n`` rounds continued by ``m`` give the trees of one ``n + m`` round fit, bit for bit.
+        Not together with ``init_score`` (LightGBM replaces such an ``init_score`` by the
+        model's predictions; here that is a ValueError).
+    init_score : array-like, pandas Series or DataFrame, Dask array, Series or DataFrame, optional
+        Starting raw score of every training row (LightGBM's ``init_score``): shape
+        ``(n_samples,)``, or ``(n_samples, num_class)`` for multiclass objectives (also
+        ``(n_samples * num_class,)``, class-major, as LightGBM takes it), float64. Training
+        starts from these scores instead of ``boost_from_average`` (which LightGBM skips when
+        an init score is given: ``GBDT::BoostFromAverage`` in ``src/boosting/gbdt.cpp``), and
+        the model does not hold them: its ``init_score`` is zero and its predictions leave
+        them out, so add them back to ``predict(X, raw_score=True)`` (as with LightGBM). A
+        Dask array is rechunked to X's rows; values are read where the partitions load.
+    eval_init_score : list of (array-like or None), optional
+        One entry per eval set: its rows' starting raw scores (shapes as ``init_score``), or
+        None (the set starts from zero when ``init_score`` is given, else from the
+        ``boost_from_average`` score, as in LightGBM).
     callbacks : list of callable, optional
         LightGBM's callbacks (:mod:`oocgbdt.core.callback`: ``early_stopping``,
         ``log_evaluation``, ``record_evaluation``, ``reset_parameter``) or any callable taking a
@@ -160,7 +176,8 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
         what to change.
     ValueError, TypeError
         Invalid parameters or inputs, before any training work starts (an ``init_model`` of
-        another number of features or outputs included); a ``cache_path`` that
+        another number of features or outputs included, an ``init_score`` or
+        ``eval_init_score`` of the wrong length or shape); a ``cache_path`` that
         exists and is not a complete oocgbdt cache, lies inside a Zarr store or cannot be
         created (before any work), holds the cache of other data or bin settings, or that
         another fit claimed first (after the bins are fitted; the store is left untouched).
@@ -198,6 +215,12 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     if group is not None or eval_group is not None:
         inputs = align_to_queries(inputs, group, eval_group, int(params["chunk_rows"]))
     _check_queries(objective, metrics, inputs)
+    if init_model is not None and (init_score is not None or eval_init_score is not None):
+        raise ValueError("init_score (or eval_init_score) and init_model were both given: a "
+                         "continued model starts from its own predictions (LightGBM replaces "
+                         "init_score by them); pass one of the two.")
+    init_scores = init_score_inputs(inputs, init_score, eval_init_score,
+                                    objective.num_tree_per_iteration)
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
         raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
                          f"set and a metric to watch (as in LightGBM), got "
@@ -218,9 +241,10 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     key = f"oocgbdt-{uuid.uuid4().hex[:8]}"
     # Label and weight checks are small reductions: run them before any cluster starts, on the
     # client's cluster when there is one (the data may only be reachable from there).
-    check_labels_and_weights(inputs, objective,
-                             _threaded_compute(fit_threads(params["num_threads"]))
-                             if client is None else _client_compute(client))
+    checks = (_threaded_compute(fit_threads(params["num_threads"])) if client is None
+              else _client_compute(client))
+    check_labels_and_weights(inputs, objective, checks)
+    check_init_scores(init_scores, checks)
     caches = []  # the fit's disk cache, once opened
     try:
         with (nullcontext(None) if local else client_for_training(client)) as c, \
@@ -228,7 +252,8 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
             # The client is the current one for distributed's own lookups (its wait, actor
             # handles), also when it is not the default client.
             fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
-                       init_booster, callbacks, learning_rates, embedded=client is None)
+                       init_booster, callbacks, learning_rates, embedded=client is None,
+                       init_scores=init_scores)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -273,22 +298,26 @@ def _init_booster(init_model, n_features, objective):
     return init_model
 
 
-def _with_init_scores(tasks, X, groups, booster, key):
-    """Loading tasks whose partitions start from ``booster``'s raw scores on ``X`` (one lazy
-    prediction per row chunk, the rows as training reads them)."""
-    scores = row_blocks(lazy_predict(booster, X, raw_score=True))
+def _with_init_scores(tasks, scores, groups, key):
+    """Loading tasks whose partitions start from the raw scores ``scores`` (a Dask array of
+    shape (n_rows,) or (n_rows, n_outputs) chunked as the set's rows: a model's lazy
+    predictions, or a given ``init_score``)."""
+    scores = row_blocks(scores)
     return [dask.delayed(partition_set_init_scores, pure=True)(
                 t, scores[a:b], dask_key_name=f"{key}-{i}")
             for i, (t, (a, b)) in enumerate(zip(tasks, groups))]
 
 
 def _fit(params, inputs, objective, metrics, client, stored, key, caches,
-         init_booster=None, callbacks=None, learning_rates=None, embedded=False) -> dict:
+         init_booster=None, callbacks=None, learning_rates=None, embedded=False,
+         init_scores=None) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
     opened, so that :func:`train` removes it also when a later stage raises. ``embedded``:
     ``client`` is the embedded cluster's (its one worker; ``min_workers`` does not apply).
+    ``init_scores``: ``{set name: Dask array}``, the given starting scores of some sets
+    (:func:`~oocgbdt.dask.inputs.init_score_inputs`).
     Returns a dict:
     ``result`` (the BoostResult), ``bin_mapper``, ``bundler``, ``params`` (as used: the
     ``lookahead_leaves`` chosen), ``cache_report`` and ``bundle_report``.
@@ -354,10 +383,13 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
         task_sets = {s: cached_partition_tasks(ys, ws, groups[s], disk.pieces[s], disk.root, s,
                                                n_cols, bins_dtype, n_out, f"{key}-{s}")
                      for s, Xs, ys, ws in sets}
+    scores = dict(init_scores or {})
     if init_booster is not None:
-        task_sets = {s: _with_init_scores(task_sets[s], Xs, groups[s], init_booster,
-                                          f"{key}-{s}-init")
-                     for s, Xs, _, _ in sets}
+        # The rows as training reads them (float32), predicted lazily by the model.
+        scores = {s: lazy_predict(init_booster, Xs, raw_score=True) for s, Xs, _, _ in sets}
+    task_sets = {s: (_with_init_scores(task_sets[s], scores[s], groups[s], f"{key}-{s}-init")
+                     if s in scores else task_sets[s])
+                 for s, *_ in sets}
 
     # 5. loading
     # The workers the cluster has now, after the bin sample and the cache write: those that
@@ -406,6 +438,8 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
         boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
                             metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler,
                             learning_rates=learning_rates)
+        if init_scores and "train" in init_scores:
+            boost_kwargs["init_scores"] = True
         if init_booster is not None:
             boost_kwargs["continuation"] = dict(
                 first_round=init_booster.num_iterations(),

@@ -98,7 +98,8 @@ def test_every_alias_resolves(alias):
         "lambda_l1": 0.25, "lambda_l2": 2.0, "min_gain_to_split": 0.125, "max_bin": 63,
         "min_data_in_bin": 5, "bin_construct_sample_cnt": 1000, "use_missing": False,
         "zero_as_missing": True, "feature_pre_filter": False, "boost_from_average": False,
-        "seed": 42, "num_threads": 3, "metric": ["l2"], "early_stopping_rounds": 5, "first_metric_only": True,
+        "seed": 42, "num_threads": 3, "metric": ["l2"], "early_stopping_rounds": 5, "early_stopping_min_delta": 0.25,
+        "first_metric_only": True,
         "verbose": True, "chunk_rows": 100, "split_every": 3, "feature_fraction": 0.5,
         "feature_fraction_seed": 9, "feature_screening": "stochastic", "screening_alpha": 0.5,
         "screening_beta": 2.0, "screening_ratio": 0.7, "screening_warmup": 3,
@@ -372,3 +373,11 @@ def test_param_docs():
     assert "Aliases: num_leaf, max_leaves" in one
     with pytest.raises(KeyError):
         param_docs(["nope"])
+
+
+def test_metric_as_a_set_or_tuple_is_a_list():
+    """LightGBM's Python package takes a set or tuple of metrics (its examples pass
+    ``{"l2", "l1"}`` and ``("l1", "l2")``), joined in iteration order."""
+    assert resolve_params({"metric": ("l1", "l2")})["metric"] == ["l1", "l2"]
+    given = {"l2", "l1"}
+    assert resolve_params({"metric": given})["metric"] == list(given)
