@@ -535,10 +535,11 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
             records.append((None, None))
             continue
         child_meta = split.child_meta(meta)  # features without a valid split here are skipped below
+        left_context, right_context = split.child_contexts(params)
         left, left_gains = best_split(pair[0], replace(split.left, count=counts[0]), child_meta,
-                                      params)
+                                      params, left_context)
         right, right_gains = best_split(pair[1], replace(split.right, count=counts[1]),
-                                        child_meta, params)
+                                        child_meta, params, right_context)
         gains[i] = np.maximum(left_gains, right_gains)
         records.append((left, right))
     return (records, gains), children
