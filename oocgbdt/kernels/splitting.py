@@ -32,6 +32,12 @@ feature_histogram.hpp``: ``FindBestThreshold``, ``FindBestThresholdSequentially`
   before the tree and the next passes use it (``SerialTreeLearner::SplitInner``,
   ``update_cnt``); so does oocgbdt, from the row counts that routing adds to each child's
   histogram (:mod:`oocgbdt.kernels.histogram`).
+* Leaf-output options (``FindBestThresholdSequentially``'s ``USE_MAX_OUTPUT``,
+  ``USE_SMOOTHING`` and ``USE_MC`` templates): ``max_delta_step > 0`` caps each side's output,
+  ``path_smooth > kEpsilon`` smooths it towards the leaf's own output, and monotone constraints
+  clamp it into the leaf's bounds and reject splits against the feature's direction; gains are
+  then those of the outputs (:func:`split_gain`). The chosen split's outputs, computed from the
+  same sums (kEpsilon included) and estimated counts, are the children's leaf values.
 * Not reproduced: with a Zero-type feature (``zero_as_missing``) whose most frequent bin is 0
   but not its zero bin, LightGBM's scan F leaves bin 0 out of the left sums (it is not stored)
   although its rows go left; here bin 0 is summed on the left, where its rows go.
