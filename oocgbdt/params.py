@@ -484,10 +484,10 @@ def _check_monotone_method(value):
     if value == "basic":
         return None
     if value in ("intermediate", "advanced"):
-        return (f"must be 'basic', got {_fmt(value)}: the {value} method raises bounds less "
-                f"often but, after every split, updates the bounds of other leaves of the tree "
-                f"and searches those leaves again from their kept histograms, which oocgbdt's "
-                f"split passes do not do; it is not implemented")
+        return (f"must be 'basic', got {_fmt(value)}: after every split, the {value} method "
+                f"tightens the bounds of other leaves of the tree and searches those leaves "
+                f"again from their kept histograms (LightGBM's RecomputeBestSplitForLeaf), "
+                f"which oocgbdt's split passes do not do; it is not implemented")
     return f"must be 'basic', got {_fmt(value)}"
 
 
