@@ -503,6 +503,26 @@ def _check_metric(value):
     return text
 
 
+def _check_monotone_values(value):
+    if value is None:
+        return None
+    bad = [v for v in value if v not in (-1, 0, 1)]
+    if bad:
+        return f"must be a list of -1, 0 or 1 per feature, got {_fmt(bad[0])} in {_fmt(value)}"
+    return None
+
+
+def _check_monotone_method(value):
+    if value == "basic":
+        return None
+    if value in ("intermediate", "advanced"):
+        return (f"must be 'basic', got {_fmt(value)}: after every split, the {value} method "
+                f"tightens the bounds of other leaves of the tree and searches those leaves "
+                f"again from their kept histograms (LightGBM's RecomputeBestSplitForLeaf), "
+                f"which oocgbdt's split passes do not do; it is not implemented")
+    return f"must be 'basic', got {_fmt(value)}"
+
+
 # --------------------------------------------------------------------------------------------
 # Normalizers (idempotent).
 # --------------------------------------------------------------------------------------------
@@ -727,6 +747,40 @@ _TABLE = [
     Param(
         "min_gain_to_split", 0.0, ("min_split_gain",), "float", _range(0.0),
         "Minimum gain for a split to be made (strict: gain must exceed it).",
+    ),
+    Param(
+        "max_delta_step", 0.0, ("max_tree_output", "max_leaf_output"), "float", _range(),
+        "Cap on the magnitude of every leaf output (before the learning rate), applied in split "
+        "gains too, as LightGBM's; <= 0 means no cap.",
+    ),
+    Param(
+        "path_smooth", 0.0, (), "float", _range(0.0),
+        "Smoothing of leaf outputs towards their parent's (LightGBM's path_smooth): a leaf of "
+        "n rows takes output * w / (w + 1) + parent_output / (w + 1) with w = n / path_smooth, "
+        "in split gains too; 0 means none.",
+    ),
+    Param(
+        "monotone_constraints", None, ("mc", "monotone_constraint", "monotonic_cst"),
+        "list of int or None", lambda v: _check_monotone_values(v),
+        "Per feature -1 (decreasing), 0 (none) or 1 (increasing): predictions are monotone in "
+        "each constrained feature, other features fixed (LightGBM's basic method: leaf output "
+        "bounds narrowed at the mid output of each split on a constrained feature). The list "
+        "must have one entry per feature; categorical features cannot be constrained. None: "
+        "no constraints.",
+    ),
+    Param(
+        "monotone_constraints_method", "basic", ("monotone_constraining_method", "mc_method"),
+        "str", lambda v: _check_monotone_method(v),
+        "How monotone_constraints are enforced: 'basic' (LightGBM's BasicLeafConstraints) is "
+        "the one implemented; 'intermediate' and 'advanced' are refused, see the error.",
+    ),
+    Param(
+        "monotone_penalty", 0.0, ("monotone_splits_penalty", "ms_penalty", "mc_penalty"),
+        "float", _range(0.0),
+        "Penalty on splits on monotone features near the root: the gain of such a split in a "
+        "leaf at depth d is multiplied by about 1 - penalty / 2**d (penalty <= 1) or "
+        "1 - 2**(penalty - 1 - d) (penalty > 1), and is nearly 0 when penalty >= d + 1 "
+        "(LightGBM's ComputeMonotoneSplitGainPenalty).",
     ),
     # ---- binning -----------------------------------------------------------------------------
     Param(

@@ -28,7 +28,8 @@ from oocgbdt.core.percentile import (lo_levels_for, percentile_rows_of_labels,
                                      percentile_rows_of_tree, weighted_percentiles)
 from oocgbdt.core.screening import FeatureScreener
 from oocgbdt.core.sampling import RowSampler, partition_n_rows, sampling_enabled
-from oocgbdt.core.split import FeatureMeta, SplitParams, feature_blocks
+from oocgbdt.core.split import (FeatureMeta, SplitParams, check_monotone_constraints,
+                                feature_blocks)
 
 __all__ = ["BoostResult", "boost", "compute_init_score", "histogram_pool_capacity",
            "stop_by_callback"]
@@ -226,6 +227,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         with init scores), and the model's ``init_score`` is zero.
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
+    check_monotone_constraints(params, meta.n_bins.shape[0],
+                               () if meta.is_categorical is None
+                               else np.flatnonzero(meta.is_categorical))
     sp = SplitParams.from_params(params)
     max_cached = histogram_pool_capacity(params["histogram_pool_size"], meta.n_hist_bins)
     # Several shards: each reduces and searches a block of features (LightGBM's data-parallel

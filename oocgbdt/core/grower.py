@@ -124,12 +124,10 @@ class TreeGrower:
         """Apply ``split`` of ``leaf`` to the tree (``routed``: whether a pass routes, or has
         routed, its rows); returns the right child's id."""
         self.routed.append(bool(routed))
-        sp = self.split_params
-        left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians, split.extra_l2)
-        right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians,
-                                split.extra_l2)
+        # The children's values are the outputs the search computed (LightGBM's
+        # SplitInfo::left_output / right_output: capped, smoothed and bounded as it chose them).
         return builder.split(leaf, split, int(self.missing_types[split.feature]),
-                             builder.leaf_value[leaf], left_value, right_value)
+                             builder.leaf_value[leaf], split.left_output, split.right_output)
 
     def _split_pass(self, requests):
         self.n_rounds += 1

@@ -470,7 +470,8 @@ def finish_root(parts, meta: FeatureMeta, params: SplitParams, node=None):
     if node is not None:
         (node_mask,), node = node.node_masks((), meta.n_bins.shape[0], 1)
         states = node.extra_copy()
-    split, gains = best_split(hist, totals, meta, params, node_mask, states)
+    split, gains = best_split(hist, totals, meta, params, node_mask=node_mask,
+                              rand_states=states)
     if node is not None:
         node = node.with_extra(states)
     return (totals, split, gains, node), kept
@@ -562,11 +563,13 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
             drawn, node = node.node_masks(branches[i], meta.n_bins.shape[0], 2)
             masks[order[0]], masks[order[1]] = drawn
             states = node.extra_copy()
+        contexts = split.child_contexts(params)
         found = [None, None]
         for side in order:
             child = split.left if side == 0 else split.right
             found[side] = best_split(pair[side], replace(child, count=counts[side]), child_meta,
-                                     params, masks[side], states)
+                                     params, contexts[side], node_mask=masks[side],
+                                     rand_states=states)
         if node is not None:
             node = node.with_extra(states)
         (left, left_gains), (right, right_gains) = found

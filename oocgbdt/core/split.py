@@ -12,10 +12,11 @@ import numpy as np
 
 from oocgbdt.kernels.bundling import expand_histogram
 from oocgbdt.kernels.categorical import find_best_categorical_splits
-from oocgbdt.kernels.splitting import find_best_thresholds, leaf_output
+from oocgbdt.kernels.splitting import (find_best_thresholds, leaf_output, leaf_output_ex,
+                                      monotone_penalty_factor)
 
-__all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "best_split", "leaf_totals",
-           "feature_blocks"]
+__all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "LeafContext", "best_split",
+           "leaf_totals", "feature_blocks", "check_monotone_constraints"]
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,35 @@ def feature_blocks(meta: FeatureMeta, n_feature_blocks: int):
     return out
 
 
+def check_monotone_constraints(params: dict, n_features: int, categorical=()) -> None:
+    """Check ``params["monotone_constraints"]`` against the data: one entry per feature, and
+    none non-zero on a categorical feature (LightGBM's ``DatasetLoader`` refuses those too).
+
+    Parameters
+    ----------
+    params : dict (resolved)
+    n_features : int
+    categorical : sequence of int
+        The categorical features' indices.
+
+    Raises
+    ------
+    ValueError
+        On a length other than ``n_features``, or a constrained categorical feature.
+    """
+    mono = params.get("monotone_constraints")
+    if mono is None:
+        return
+    if len(mono) != n_features:
+        raise ValueError(f"monotone_constraints must have one entry (-1, 0 or 1) per feature: "
+                         f"expected {n_features}, got {len(mono)}")
+    bad = [int(f) for f in categorical if mono[int(f)] != 0]
+    if bad:
+        raise ValueError(f"monotone_constraints must be 0 for categorical features: the output "
+                         f"cannot be monotone in a category code; got non-zero constraints on "
+                         f"categorical feature(s) {bad}")
+
+
 @dataclass(frozen=True)
 class SplitParams:
     """The LightGBM parameters of split search (names as in :mod:`oocgbdt.params`)."""
@@ -261,18 +291,45 @@ class SplitParams:
     cat_l2: float = 10.0
     cat_smooth: float = 10.0
     min_data_per_group: int = 100
+    #: LightGBM's max_delta_step (<= 0: no cap) and path_smooth (<= kEpsilon: none).
+    max_delta_step: float = 0.0
+    path_smooth: float = 0.0
+    #: Per feature -1/0/1 (monotone_constraints), or None: no constraints. Given (even all
+    #: zeros), every leaf carries output bounds and gains are LightGBM's ``USE_MC`` ones.
+    monotone: tuple | None = None
+    monotone_penalty: float = 0.0
 
     @classmethod
     def from_params(cls, params: dict) -> "SplitParams":
         base = [float(params[k]) for k in
                 ("lambda_l1", "lambda_l2", "min_data_in_leaf", "min_sum_hessian_in_leaf",
                  "min_gain_to_split")]
+        mono = params.get("monotone_constraints")
         cat = dict(max_cat_to_onehot=int(params.get("max_cat_to_onehot", 4)),
                    max_cat_threshold=int(params.get("max_cat_threshold", 32)),
                    cat_l2=float(params.get("cat_l2", 10.0)),
                    cat_smooth=float(params.get("cat_smooth", 10.0)),
-                   min_data_per_group=int(params.get("min_data_per_group", 100)))
+                   min_data_per_group=int(params.get("min_data_per_group", 100)),
+                   max_delta_step=float(params.get("max_delta_step", 0.0)),
+                   path_smooth=float(params.get("path_smooth", 0.0)),
+                   monotone=None if mono is None else tuple(int(m) for m in mono),
+                   monotone_penalty=float(params.get("monotone_penalty", 0.0)))
         return cls(*base, **cat)
+
+    @cached_property
+    def monotone_array(self):
+        """:attr:`monotone` as an int8 array, or None."""
+        return None if self.monotone is None else np.asarray(self.monotone, dtype=np.int8)
+
+    def root_context(self, totals: "LeafTotals") -> "LeafContext":
+        """The root's :class:`LeafContext`: its output capped by max_delta_step and not
+        smoothed (LightGBM's ``SerialTreeLearner::GetParentOutput`` for a one-leaf tree),
+        unbounded, depth 0."""
+        if not totals.sum_hessians + self.lambda_l2 > 0:
+            return LeafContext()
+        return LeafContext(output=float(leaf_output_ex(
+            totals.sum_gradients, totals.sum_hessians, self.lambda_l1, self.lambda_l2,
+            self.max_delta_step, 0.0, totals.count, 0.0)))
 
     def output(self, sum_g: float, sum_h: float, extra_l2: float = 0.0) -> float:
         """Leaf output ``-T(G) / (H + lambda_l2 + extra_l2)`` (LightGBM
@@ -288,6 +345,21 @@ class LeafTotals:
     sum_gradients: float
     sum_hessians: float
     count: float
+
+
+@dataclass(frozen=True)
+class LeafContext:
+    """What a leaf's split search needs beyond its histogram and totals: its own output (the
+    ``parent_output`` its children are smoothed towards with path_smooth, LightGBM's
+    ``LeafSplits::weight``), its output bounds (monotone constraints, LightGBM's
+    ``BasicConstraintEntry``) and its depth (monotone_penalty). It travels inside the parent's
+    :class:`SplitInfo` (:meth:`SplitInfo.child_contexts`), so it reaches wherever the children
+    are searched."""
+
+    output: float = 0.0
+    lower: float = -np.inf
+    upper: float = np.inf
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -315,6 +387,33 @@ class SplitInfo:
     splittable: np.ndarray | None = field(default=None, compare=False, repr=False)
     cat_bins: tuple | None = None
     extra_l2: float = 0.0
+    #: The children's outputs as LightGBM's search computes them (``SplitInfo::left_output``,
+    #: ``right_output``: capped, smoothed, clamped into the leaf's bounds): the tree's values.
+    left_output: float = 0.0
+    right_output: float = 0.0
+    #: The searched leaf's context (its bounds and depth), for its children's.
+    context: LeafContext = field(default_factory=LeafContext)
+
+    def child_contexts(self, params: "SplitParams") -> tuple:
+        """The children's :class:`LeafContext` once this split is applied: each child's output;
+        the parent's bounds, narrowed at the mid output ``(left + right) / 2`` after a
+        numerical split on a monotone feature (LightGBM's ``BasicLeafConstraints::Update``:
+        increasing: the left child's upper bound and the right child's lower bound; decreasing:
+        the other way); depth + 1."""
+        ctx = self.context
+        lo_l = lo_r = ctx.lower
+        hi_l = hi_r = ctx.upper
+        mono = 0 if params.monotone is None or self.cat_bins is not None \
+            else params.monotone[self.feature]
+        if mono != 0:
+            mid = (self.left_output + self.right_output) / 2.0
+            if mono < 0:
+                lo_l, hi_r = max(lo_l, mid), min(hi_r, mid)
+            else:
+                hi_l, lo_r = min(hi_l, mid), max(lo_r, mid)
+        depth = ctx.depth + 1
+        return (LeafContext(self.left_output, lo_l, hi_l, depth),
+                LeafContext(self.right_output, lo_r, hi_r, depth))
 
     def child_meta(self, meta):
         """``meta`` restricted to the features its children may split on."""
@@ -343,10 +442,15 @@ def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
 
 
 def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
-               params: SplitParams, node_mask=None, rand_states=None):
+               params: SplitParams, context: LeafContext | None = None, node_mask=None,
+               rand_states=None):
     """Best split of a leaf over the searchable features.
 
     Ties between features go to the lower feature index (LightGBM ``SplitInfo::operator>``).
+    With ``monotone_penalty``, the gain of a split on a monotone feature is multiplied by
+    LightGBM's ``ComputeMonotoneSplitGainPenalty`` of the leaf's depth, applied (as in
+    ``SerialTreeLearner::ComputeBestSplitForFeature``) to the gain net of
+    ``min_gain_to_split``.
 
     Parameters
     ----------
@@ -355,6 +459,8 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     totals : LeafTotals of the leaf
     meta : FeatureMeta
     params : SplitParams
+    context : LeafContext, default None
+        The leaf's output, bounds and depth; None: the root's (:meth:`SplitParams.root_context`).
     node_mask : ndarray of shape (n_features,), dtype bool, or None
         The features this leaf may split on (``interaction_constraints``,
         ``feature_fraction_bynode``; :mod:`oocgbdt.core.node_sampling`). Every feature of
@@ -375,18 +481,24 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     """
     if meta.bundled:
         hist = meta.expand(hist[:meta.n_hist_bins], totals)
-    per_feature = np.empty((meta.n_bins.shape[0], 6))
+    if context is None:
+        context = params.root_context(totals)
+    per_feature = np.empty((meta.n_bins.shape[0], 8))
     numerical = meta.feature_mask
     cat_mask = None
     if meta.is_categorical is not None:
         cat_mask = meta.feature_mask & meta.is_categorical
         numerical = meta.feature_mask & ~meta.is_categorical
+    mono = params.monotone_array
+    leaf_terms = (params.max_delta_step, params.path_smooth, context.output, context.lower,
+                  context.upper)
     find_best_thresholds(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
                          meta.default_bins, meta.search_most_freq_bins(), numerical,
                          totals.sum_gradients, totals.sum_hessians, totals.count,
                          params.lambda_l1, params.lambda_l2,
                          params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
-                         params.min_gain_to_split, per_feature, rand_states)
+                         params.min_gain_to_split, per_feature, mono, *leaf_terms,
+                         rand_states=rand_states)
     cat_bins = None
     if cat_mask is not None and cat_mask.any():
         cat_bins = np.zeros((meta.n_bins.shape[0], max(1, params.max_cat_threshold)),
@@ -397,8 +509,16 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
                                      params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
                                      params.min_gain_to_split, params.max_cat_to_onehot,
                                      params.max_cat_threshold, params.cat_l2, params.cat_smooth,
-                                     params.min_data_per_group, per_feature, cat_bins, rand_states)
+                                     params.min_data_per_group, per_feature, cat_bins,
+                                     params.max_delta_step, params.path_smooth, context.output,
+                                     mono is not None, context.lower, context.upper,
+                                     rand_states=rand_states)
     gains = per_feature[:, 0].copy()
+    if mono is not None and params.monotone_penalty > 0:
+        penalized = (mono != 0) & numerical & np.isfinite(gains)
+        factor = monotone_penalty_factor(context.depth, params.monotone_penalty)
+        gains[penalized] = ((gains[penalized] - params.min_gain_to_split) * factor
+                            + params.min_gain_to_split)
     chosen = gains if node_mask is None else np.where(node_mask, gains, -np.inf)
     f = int(np.argmax(chosen))
     rec = per_feature[f]
@@ -408,7 +528,7 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
             # still carries the splittable features, which a feature block's merge needs.
             return SplitInfo(gain=-np.inf, feature=-1, threshold_bin=0, default_left=False,
                              left=LeafTotals(0.0, 0.0, 0.0), right=totals,
-                             splittable=np.isfinite(gains)), gains
+                             splittable=np.isfinite(gains), context=context), gains
         return None, gains
     left = LeafTotals(float(rec[3]), float(rec[4]), float(rec[5]))
     right = LeafTotals(totals.sum_gradients - left.sum_gradients,
@@ -416,10 +536,13 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     if cat_bins is not None and cat_mask[f]:
         n_left = int(rec[1])
         onehot = int(meta.n_bins[f]) <= params.max_cat_to_onehot
-        return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=0, default_left=False,
+        return SplitInfo(gain=float(gains[f]), feature=f, threshold_bin=0, default_left=False,
                          left=left, right=right, splittable=np.isfinite(gains),
                          cat_bins=tuple(int(b) for b in cat_bins[f, :n_left]),
-                         extra_l2=0.0 if onehot else float(params.cat_l2)), gains
-    return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=int(rec[1]),
+                         extra_l2=0.0 if onehot else float(params.cat_l2),
+                         left_output=float(rec[6]), right_output=float(rec[7]),
+                         context=context), gains
+    return SplitInfo(gain=float(gains[f]), feature=f, threshold_bin=int(rec[1]),
                      default_left=bool(rec[2]), left=left, right=right,
-                     splittable=np.isfinite(gains)), gains
+                     splittable=np.isfinite(gains), left_output=float(rec[6]),
+                     right_output=float(rec[7]), context=context), gains

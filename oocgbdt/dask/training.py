@@ -43,6 +43,7 @@ from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
 from oocgbdt.core.partition import partition_set_init_scores
+from oocgbdt.core.split import check_monotone_constraints
 from oocgbdt.dask.inputs import (align_to_queries, check_init_scores, check_labels_and_weights,
                                  init_score_inputs, is_sparse, training_inputs)
 from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
@@ -212,6 +213,7 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
                              _threaded_compute(fit_threads(params["num_threads"]))
                              if client is None else _client_compute(client))
     params = _resolve_categorical(params, inputs, feature_names)
+    check_monotone_constraints(params, int(inputs.X.shape[1]), params["categorical_feature"])
     if group is not None or eval_group is not None:
         inputs = align_to_queries(inputs, group, eval_group, int(params["chunk_rows"]))
     _check_queries(objective, metrics, inputs)

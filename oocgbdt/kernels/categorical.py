@@ -14,16 +14,20 @@ Sources (LightGBM 4.7, facts restated in ``docs/categorical.md``):
   is not in the set (``Common::ConstructBitset`` / ``Common::FindInBitset``,
   ``include/LightGBM/utils/common.h``);
 * the split search is ``FeatureHistogram::FindBestThresholdCategoricalInner``
-  (``src/treelearner/feature_histogram.cpp``) without monotone constraints, max_delta_step or
-  path smoothing; with extra_trees (``USE_RAND``), one candidate drawn per feature and leaf:
-  one-vs-rest, the bin ``1 + NextInt % (n_bins - 1)``; many-vs-many, the prefix length
-  ``NextInt(0, max_threshold) + 1`` (no draw, length 1, when ``max_threshold`` is 0).
+  (``src/treelearner/feature_histogram.cpp``) with max_delta_step, path smoothing and, when
+  monotone constraints are given, the leaf's output bounds (a categorical feature is never
+  monotone itself, but its outputs are clamped into the leaf's bounds and its gains computed
+  from them, as LightGBM's ``USE_MC`` gains); with extra_trees (``USE_RAND``), one candidate
+  drawn per feature and leaf: one-vs-rest, the bin ``1 + NextInt % (n_bins - 1)``;
+  many-vs-many, the prefix length ``NextInt(0, max_threshold) + 1`` (no draw, length 1, when
+  ``max_threshold`` is 0).
 """
 import numpy as np
 
 from oocgbdt.kernels._jit import njit
-from oocgbdt.kernels.splitting import (K_EPSILON, _round_int, lcg_next_int, lcg_next_int_naive,
-                                       leaf_gain)
+from oocgbdt.kernels.splitting import (K_EPSILON, _round_int, gain_given_output, lcg_next_int,
+                                       lcg_next_int_naive, leaf_gain_ex, side_output,
+                                       split_gain)
 
 __all__ = ["map_categories", "map_categories_naive", "in_bitset", "in_bitset_naive",
            "construct_bitset", "find_best_categorical", "find_best_categorical_naive",
@@ -115,7 +119,9 @@ def in_bitset_naive(bits, lo, hi, pos):
 @njit(error_model="numpy")
 def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1, l2, min_data,
                           min_hess, min_gain_shift, max_cat_to_onehot, max_cat_threshold, cat_l2,
-                          cat_smooth, min_data_per_group, res, out_bins, rand_state=None):
+                          cat_smooth, min_data_per_group, res, out_bins, max_delta_step=0.0,
+                          path_smooth=0.0, parent_output=0.0, use_mc=False, c_min=-np.inf,
+                          c_max=np.inf, rand_state=None):
     """Best split of one categorical feature of a leaf.
 
     Parameters
@@ -134,6 +140,8 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
         in LightGBM's order (``res[4]`` of them)
     rand_state : ndarray of shape (1,), int64, or None       # IN/OUT extra_trees: the
         feature's LightGBM ``Random`` state, advanced by its draw; None: every candidate
+    max_delta_step, path_smooth, parent_output, use_mc, c_min, c_max    # IN  as
+        :func:`oocgbdt.kernels.splitting.split_gain` (monotone direction 0)
 
     Bin 0 (NaN, negative and rare categories) is never on the left. One-vs-rest when
     ``n_bins <= max_cat_to_onehot``; else bins with ``RoundInt(hess * cnt_factor) >=
@@ -168,7 +176,9 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
             other_g = sum_g - g
             if extra and t != rand_t:
                 continue
-            gain = leaf_gain(other_g, other_h, l1, l2) + leaf_gain(g, h + K_EPSILON, l1, l2)
+            gain = split_gain(other_g, other_h, g, h + K_EPSILON, other_cnt, cnt, l1, l2,
+                              max_delta_step, path_smooth, parent_output, use_mc, 0, c_min,
+                              c_max)
             if gain <= min_gain_shift:
                 continue
             if gain > best_gain:
@@ -245,7 +255,9 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
                 i += 1
                 continue
             right_g = sum_g - acc_g
-            gain = leaf_gain(acc_g, acc_h, l1, l2c) + leaf_gain(right_g, right_h, l1, l2c)
+            gain = split_gain(acc_g, acc_h, right_g, right_h, acc_cnt, right_cnt, l1, l2c,
+                              max_delta_step, path_smooth, parent_output, use_mc, 0, c_min,
+                              c_max)
             if gain > min_gain_shift and gain > best_gain:
                 best_gain = gain
                 best_i = i
@@ -264,7 +276,8 @@ def find_best_categorical(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1
 def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_factor, l1, l2,
                                 min_data, min_hess, min_gain_shift, max_cat_to_onehot,
                                 max_cat_threshold, cat_l2, cat_smooth, min_data_per_group, res,
-                                out_bins, rand_state=None):
+                                out_bins, max_delta_step=0.0, path_smooth=0.0, parent_output=0.0,
+                                use_mc=False, c_min=-np.inf, c_max=np.inf, rand_state=None):
     """NumPy twin of :func:`find_best_categorical`: every candidate left set is listed first
     (one-vs-rest: each bin; many-vs-many: the prefixes allowed by the group rules, from the
     ascending order of NumPy's stable argsort, then from the descending one), then each is
@@ -273,9 +286,23 @@ def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_fact
     h = hist[lo:lo + n_bins]
     est = np.floor(h[:, 1] * cnt_factor + 0.5)
 
-    def gain_of(g, hh, lam):
+    def output_of(g, hh, lam, n):
+        w = -np.sign(g) * max(0.0, abs(g) - l1) / (hh + lam)
+        if max_delta_step > 0 and abs(w) > max_delta_step:
+            w = np.sign(w) * max_delta_step
+        if path_smooth > K_EPSILON:
+            k = n / path_smooth
+            w = w * k / (k + 1) + parent_output / (k + 1)
+        if use_mc:
+            w = min(max(w, c_min), c_max)
+        return w
+
+    def gain_of(g, hh, lam, n=0.0):
         t = np.sign(g) * max(0.0, abs(g) - l1)
-        return t * t / (hh + lam)
+        if max_delta_step <= 0 and path_smooth <= K_EPSILON and not use_mc:
+            return t * t / (hh + lam)
+        w = output_of(g, hh, lam, n)
+        return -(2 * t * w + (hh + lam) * w * w)
 
     res[:] = 0.0
     res[0] = -np.inf
@@ -320,11 +347,13 @@ def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_fact
     for left, onehot in candidates:
         lg = h[left, 0].sum()
         lh = h[left, 1].sum() + K_EPSILON
+        lcnt = est[left].sum()
         if onehot:  # the "other" side's hessian as LightGBM forms it
-            gain = gain_of(sum_g - lg, sum_h2 - h[left[0], 1] - K_EPSILON, l2) + gain_of(lg, lh, l2)
+            gain = (gain_of(sum_g - lg, sum_h2 - h[left[0], 1] - K_EPSILON, l2, count - lcnt)
+                    + gain_of(lg, lh, l2, lcnt))
         else:
             lam = l2 + cat_l2
-            gain = gain_of(lg, lh, lam) + gain_of(sum_g - lg, sum_h2 - lh, lam)
+            gain = gain_of(lg, lh, lam, lcnt) + gain_of(sum_g - lg, sum_h2 - lh, lam, count - lcnt)
         if gain > min_gain_shift and gain > best + 1e-12 * abs(best if np.isfinite(best) else 0.0):
             best = gain
             res[0] = gain
@@ -339,7 +368,9 @@ def find_best_categorical_naive(hist, lo, n_bins, sum_g, sum_h2, count, cnt_fact
 def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g, sum_h, count,
                                  l1, l2, min_data, min_hess, min_gain_to_split,
                                  max_cat_to_onehot, max_cat_threshold, cat_l2, cat_smooth,
-                                 min_data_per_group, out, out_bins, rand_states=None):
+                                 min_data_per_group, out, out_bins, max_delta_step=0.0,
+                                 path_smooth=0.0, parent_output=0.0, use_mc=False,
+                                 c_min=-np.inf, c_max=np.inf, rand_states=None):
     """:func:`find_best_categorical` of every feature of ``feature_mask`` (the categorical ones
     a leaf searches), with the leaf terms of ``FeatureHistogram::FindBestThreshold``.
 
@@ -355,6 +386,11 @@ def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g,
     out_bins : ndarray of shape (n_features, max(1, max_cat_threshold)), int64   # OUT left bins
     rand_states : ndarray of shape (n_features,), int64, or None    # IN/OUT extra_trees: each
         feature's LightGBM ``Random`` state (see :func:`find_best_categorical`)
+    max_delta_step, path_smooth, parent_output, use_mc, c_min, c_max
+        As :func:`find_best_categorical`. The leaf's own gain is LightGBM's: with path
+        smoothing, the gain of ``parent_output`` itself; else :func:`leaf_gain_ex` without
+        smoothing. With 8 columns, ``out`` also gets the left and right outputs (``lambda_l2``
+        plus ``cat_l2`` for many-vs-many).
     """
     if not sum_h + l2 > 0.0:
         for f in range(n_bins.shape[0]):
@@ -364,7 +400,10 @@ def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g,
         return
     sum_h2 = sum_h + 2.0 * K_EPSILON
     cnt_factor = count / sum_h2
-    parent_gain = leaf_gain(sum_g, sum_h2, l1, l2)
+    if path_smooth > K_EPSILON:
+        parent_gain = gain_given_output(sum_g, sum_h2, l1, l2, parent_output)
+    else:
+        parent_gain = leaf_gain_ex(sum_g, sum_h2, l1, l2, max_delta_step, 0.0, count, 0.0)
     min_gain_shift = parent_gain + min_gain_to_split
     res = np.empty(5)
     for f in range(n_bins.shape[0]):
@@ -378,12 +417,15 @@ def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g,
             find_best_categorical(hist, bin_offsets[f], n_bins[f], sum_g, sum_h2, count,
                                   cnt_factor, l1, l2, min_data, min_hess, min_gain_shift,
                                   max_cat_to_onehot, max_cat_threshold, cat_l2, cat_smooth,
-                                  min_data_per_group, res, out_bins[f])
+                                  min_data_per_group, res, out_bins[f], max_delta_step,
+                                  path_smooth, parent_output, use_mc, c_min, c_max)
         else:
             find_best_categorical(hist, bin_offsets[f], n_bins[f], sum_g, sum_h2, count,
                                   cnt_factor, l1, l2, min_data, min_hess, min_gain_shift,
                                   max_cat_to_onehot, max_cat_threshold, cat_l2, cat_smooth,
-                                  min_data_per_group, res, out_bins[f], rand_states[f:f + 1])
+                                  min_data_per_group, res, out_bins[f], max_delta_step,
+                                  path_smooth, parent_output, use_mc, c_min, c_max,
+                                  rand_states[f:f + 1])
         if res[0] > -np.inf:
             out[f, 0] = res[0] - parent_gain
             out[f, 1] = res[4]
@@ -391,3 +433,12 @@ def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g,
             out[f, 3] = res[1]
             out[f, 4] = res[2] - K_EPSILON
             out[f, 5] = res[3]
+            if out.shape[1] >= 8:
+                l2f = l2 if n_bins[f] <= max_cat_to_onehot else l2 + cat_l2
+                lo_mc = c_min if use_mc else -np.inf
+                hi_mc = c_max if use_mc else np.inf
+                out[f, 6] = side_output(res[1], res[2], res[3], l1, l2f, max_delta_step,
+                                        path_smooth, parent_output, lo_mc, hi_mc)
+                out[f, 7] = side_output(sum_g - res[1], sum_h2 - res[2], count - res[3], l1,
+                                        l2f, max_delta_step, path_smooth, parent_output, lo_mc,
+                                        hi_mc)

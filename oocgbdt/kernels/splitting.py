@@ -36,6 +36,12 @@ feature_histogram.hpp``: ``FindBestThreshold``, ``FindBestThresholdSequentially`
   LightGBM ``Random`` stream (``BeforeNumerical``: ``NextInt(0, num_bin - 2)`` when
   ``num_bin > 2``, else bin 0); both scans then evaluate that threshold alone, after the same
   count and hessian checks (which may end the scan before it: then the feature has no split).
+* Leaf-output options (``FindBestThresholdSequentially``'s ``USE_MAX_OUTPUT``,
+  ``USE_SMOOTHING`` and ``USE_MC`` templates): ``max_delta_step > 0`` caps each side's output,
+  ``path_smooth > kEpsilon`` smooths it towards the leaf's own output, and monotone constraints
+  clamp it into the leaf's bounds and reject splits against the feature's direction; gains are
+  then those of the outputs (:func:`split_gain`). The chosen split's outputs, computed from the
+  same sums (kEpsilon included) and estimated counts, are the children's leaf values.
 * Not reproduced: with a Zero-type feature (``zero_as_missing``) whose most frequent bin is 0
   but not its zero bin, LightGBM's scan F leaves bin 0 out of the left sums (it is not stored)
   although its rows go left; here bin 0 is summed on the left, where its rows go.
@@ -45,7 +51,8 @@ import numpy as np
 from oocgbdt.kernels._jit import njit
 
 __all__ = ["find_best_thresholds", "find_best_thresholds_naive", "leaf_gain", "leaf_output",
-           "lcg_next_int", "lcg_next_int_naive", "lcg_step"]
+           "lcg_next_int", "lcg_next_int_naive", "lcg_step", "leaf_output_ex", "leaf_gain_ex",
+           "split_gain", "gain_given_output", "monotone_penalty_factor"]
 
 K_EPSILON = 1e-15
 
@@ -111,6 +118,88 @@ def leaf_output(sum_g, sum_h, l1, l2):
 
 
 @njit(error_model="numpy")
+def leaf_output_ex(sum_g, sum_h, l1, l2, max_delta_step, path_smooth, count, parent_output):
+    """LightGBM's ``CalculateSplittedLeafOutput`` with ``USE_MAX_OUTPUT`` (``max_delta_step >
+    0``: the output's magnitude capped at ``max_delta_step``) and ``USE_SMOOTHING``
+    (``path_smooth > kEpsilon``: with ``w = count / path_smooth``, ``output * w / (w + 1) +
+    parent_output / (w + 1)``), in that order."""
+    ret = leaf_output(sum_g, sum_h, l1, l2)
+    if max_delta_step > 0.0 and abs(ret) > max_delta_step:
+        ret = max_delta_step if ret > 0.0 else -max_delta_step
+    if path_smooth > K_EPSILON:
+        w = count / path_smooth
+        ret = ret * w / (w + 1.0) + parent_output / (w + 1.0)
+    return ret
+
+
+@njit(error_model="numpy")
+def gain_given_output(sum_g, sum_h, l1, l2, output):
+    """LightGBM's ``GetLeafGainGivenOutput``: ``-(2 T(G) w + (H + lambda_l2) w**2)``."""
+    t = _threshold_l1(sum_g, l1)
+    return -(2.0 * t * output + (sum_h + l2) * output * output)
+
+
+@njit(error_model="numpy")
+def leaf_gain_ex(sum_g, sum_h, l1, l2, max_delta_step, path_smooth, count, parent_output):
+    """LightGBM's ``GetLeafGain``: :func:`leaf_gain` without max_delta_step and path
+    smoothing, else the gain of the capped and smoothed output (:func:`leaf_output_ex`)."""
+    if max_delta_step <= 0.0 and path_smooth <= K_EPSILON:
+        return leaf_gain(sum_g, sum_h, l1, l2)
+    return gain_given_output(sum_g, sum_h, l1, l2,
+                             leaf_output_ex(sum_g, sum_h, l1, l2, max_delta_step, path_smooth,
+                                            count, parent_output))
+
+
+@njit(error_model="numpy")
+def _clamp(x, lo, hi):
+    # LightGBM's CalculateSplittedLeafOutput<USE_MC>: below min -> min, else above max -> max.
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+@njit(error_model="numpy")
+def split_gain(lg, lh, rg, rh, lcnt, rcnt, l1, l2, max_delta_step, path_smooth, parent_output,
+               use_mc, monotone, c_min, c_max):
+    """LightGBM's ``GetSplitGains``. Without monotone constraints (``use_mc`` False) the sum of
+    both sides' :func:`leaf_gain_ex`. With them (``USE_MC``: any ``monotone_constraints``
+    given), each side's output is clamped into the leaf's ``[c_min, c_max]``, a split whose
+    outputs go against ``monotone`` (1: left <= right, -1: left >= right) scores 0, and the gain
+    is that of the clamped outputs (:func:`gain_given_output`)."""
+    if not use_mc:
+        return (leaf_gain_ex(lg, lh, l1, l2, max_delta_step, path_smooth, lcnt, parent_output)
+                + leaf_gain_ex(rg, rh, l1, l2, max_delta_step, path_smooth, rcnt, parent_output))
+    lo = _clamp(leaf_output_ex(lg, lh, l1, l2, max_delta_step, path_smooth, lcnt, parent_output),
+                c_min, c_max)
+    ro = _clamp(leaf_output_ex(rg, rh, l1, l2, max_delta_step, path_smooth, rcnt, parent_output),
+                c_min, c_max)
+    if (monotone > 0 and lo > ro) or (monotone < 0 and lo < ro):
+        return 0.0
+    return gain_given_output(lg, lh, l1, l2, lo) + gain_given_output(rg, rh, l1, l2, ro)
+
+
+@njit(error_model="numpy")
+def side_output(g, h, cnt, l1, l2, max_delta_step, path_smooth, parent_output, c_min, c_max):
+    """A chosen split's side output (LightGBM's ``SplitInfo::left_output`` / ``right_output``):
+    :func:`leaf_output_ex` clamped into ``[c_min, c_max]`` (a no-op for the unbounded
+    ``-inf, inf``)."""
+    return _clamp(leaf_output_ex(g, h, l1, l2, max_delta_step, path_smooth, cnt, parent_output),
+                  c_min, c_max)
+
+
+def monotone_penalty_factor(depth, penalty):
+    """LightGBM's ``ComputeMonotoneSplitGainPenalty`` (``monotone_constraints.hpp``): the factor
+    on the gain of a split on a monotone feature of a leaf at ``depth`` (root: 0)."""
+    if penalty >= depth + 1.0:
+        return K_EPSILON
+    if penalty <= 1.0:
+        return 1.0 - penalty / 2.0 ** depth + K_EPSILON
+    return 1.0 - 2.0 ** (penalty - 1.0 - depth) + K_EPSILON
+
+
+@njit(error_model="numpy")
 def _round_int(x):
     """LightGBM's ``Common::RoundInt``: ``static_cast<int>(x + 0.5f)``; ``x >= 0`` here, so the
     truncation is ``floor(x + 0.5)``."""
@@ -120,7 +209,7 @@ def _round_int(x):
 @njit(error_model="numpy")
 def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_right, offset,
           sum_g, sum_h, count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, margin,
-          rand_t, res):
+          rand_t, res, max_delta_step, path_smooth, parent_output, use_mc, monotone, c_min, c_max):
     # sum_h is the leaf's sum of hessians + 2 * kEpsilon (LightGBM's FindBestThreshold).
     # res: [gain, threshold_bin, left_g, left_h (+ kEpsilon), left_count]; updated when better
     # by > margin. Counts, checked against min_data and recorded, are LightGBM's estimates
@@ -149,7 +238,9 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
             if rand_t >= 0 and t - 1 != rand_t:
                 continue  # extra_trees: only the drawn threshold (after the count checks)
             lg = sum_g - acc_g
-            gain = leaf_gain(lg, lh, l1, l2) + leaf_gain(acc_g, acc_h, l1, l2)
+            gain = split_gain(lg, lh, acc_g, acc_h, count - acc_e, acc_e, l1, l2,
+                              max_delta_step, path_smooth, parent_output, use_mc, monotone,
+                              c_min, c_max)
             if gain > min_gain_shift and gain > res[0]:
                 res[0] = gain
                 res[1] = t - 1
@@ -190,7 +281,9 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
             if rand_t >= 0 and t != rand_t:
                 continue
             rg = sum_g - acc_g
-            gain = leaf_gain(acc_g, acc_h, l1, l2) + leaf_gain(rg, rh, l1, l2)
+            gain = split_gain(acc_g, acc_h, rg, rh, acc_e, count - acc_e, l1, l2,
+                              max_delta_step, path_smooth, parent_output, use_mc, monotone,
+                              c_min, c_max)
             if gain > min_gain_shift and gain > res[0] + margin:
                 res[0] = gain
                 res[1] = t
@@ -202,7 +295,9 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
 @njit(error_model="numpy")
 def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins, most_freq_bins,
                          feature_mask, sum_g, sum_h, count, l1, l2, min_data, min_hess,
-                         min_gain_to_split, out, rand_states=None):
+                         min_gain_to_split, out, monotone=None, max_delta_step=0.0,
+                         path_smooth=0.0, parent_output=0.0, c_min=-np.inf, c_max=np.inf,
+                         rand_states=None):
     """Best split of every feature of one leaf.
 
     Parameters
@@ -222,12 +317,25 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
         split gain (``-inf`` when no valid split), threshold bin, default_left (0/1), left sum of
         gradients, left sum of hessians, left row count (LightGBM's estimate from hessians, as
         ``FindBestThresholdSequentially`` records it; the tree's counts are the true ones, from
-        routing the rows).
+        routing the rows). With 8 columns, also the left and right outputs
+        (:func:`side_output`, LightGBM's ``SplitInfo::left_output`` / ``right_output``).
+    monotone : ndarray of shape (n_features,), dtype int8, or None         # IN  -1/0/1 per
+        feature (``monotone_constraints``); not None turns on LightGBM's ``USE_MC`` gains
+        (:func:`split_gain`) for every feature
+    max_delta_step, path_smooth : float                                   # IN  LightGBM parameters
+    parent_output : float                                                 # IN  the leaf's own
+        output (its parent's for the smoothing of its children, ``GetParentOutput``)
+    c_min, c_max : float                                                  # IN  the leaf's output
+        bounds (monotone constraints, ``BasicLeafConstraints``)
     rand_states : ndarray of shape (n_features,), dtype int64, or None    # IN/OUT extra_trees
         Each feature's LightGBM ``Random`` state (``FeatureMetainfo::rand``, seeded
         ``extra_seed + inner feature index``): every searched feature with more than two bins
         draws its one candidate threshold, advancing its state in place, and is split only
         there (``FeatureHistogram::BeforeNumerical``, ``USE_RAND``). None: every threshold.
+
+    The leaf's own gain (subtracted from every split's) is :func:`leaf_gain_ex` of its totals
+    with its true row count (LightGBM's ``BeforeNumerical``); candidate sides use estimated
+    counts, as in ``FindBestThresholdSequentially``.
     """
     if rand_states is None:
         states = np.empty(0, dtype=np.int64)
@@ -244,8 +352,10 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
         return
     sum_h2 = sum_h + 2.0 * K_EPSILON
     cnt_factor = count / sum_h2
-    parent_gain = leaf_gain(sum_g, sum_h2, l1, l2)
+    parent_gain = leaf_gain_ex(sum_g, sum_h2, l1, l2, max_delta_step, path_smooth, count,
+                               parent_output)
     min_gain_shift = parent_gain + min_gain_to_split
+    use_mc = monotone is not None
     res = np.empty(5)
     for f in range(n_bins.shape[0]):
         out[f, 0] = -np.inf
@@ -255,15 +365,20 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
             continue
         lo = bin_offsets[f]
         mt = missing_types[f]
+        mono = 0
+        if monotone is not None:
+            mono = monotone[f]
         res[0] = -np.inf
         rand_t = _rand_threshold(states, f, nb)
         if mt == 2 and nb <= 2:
             _scan(hist, lo, nb, mt, default_bins[f], True, True, False, sum_g, sum_h2, count,
-                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, 0.0, rand_t, res)
+                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, 0.0, rand_t, res,
+                  max_delta_step, path_smooth, parent_output, use_mc, mono, c_min, c_max)
             default_left = 0.0
         else:
             _scan(hist, lo, nb, mt, default_bins[f], True, False, False, sum_g, sum_h2, count,
-                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, 0.0, rand_t, res)
+                  cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, 0.0, rand_t, res,
+                  max_delta_step, path_smooth, parent_output, use_mc, mono, c_min, c_max)
             default_left = 1.0
             if mt != 0 and nb > 2:
                 best_r = res[0]
@@ -273,8 +388,9 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
                 margin = 1e-12 * abs(best_r) if best_r > -np.inf else 0.0
                 offset = mt == 2 and most_freq_bins[f] == 0
                 _scan(hist, lo, nb, mt, default_bins[f], False, False, offset, sum_g, sum_h2,
-                      count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, margin, rand_t,
-                      res)
+                      count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift, margin,
+                      rand_t, res, max_delta_step, path_smooth, parent_output, use_mc, mono,
+                      c_min, c_max)
                 if res[0] > best_r:
                     default_left = 0.0
         if res[0] > -np.inf:
@@ -284,11 +400,19 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
             out[f, 3] = res[2]
             out[f, 4] = res[3] - K_EPSILON
             out[f, 5] = res[4]
+            if out.shape[1] >= 8:
+                out[f, 6] = side_output(res[2], res[3], res[4], l1, l2, max_delta_step,
+                                        path_smooth, parent_output, c_min, c_max)
+                out[f, 7] = side_output(sum_g - res[2], sum_h2 - res[3], count - res[4], l1, l2,
+                                        max_delta_step, path_smooth, parent_output, c_min,
+                                        c_max)
 
 
 def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default_bins,
                                most_freq_bins, feature_mask, sum_g, sum_h, count, l1, l2,
-                               min_data, min_hess, min_gain_to_split, out, rand_states=None):
+                               min_data, min_hess, min_gain_to_split, out, monotone=None,
+                               max_delta_step=0.0, path_smooth=0.0, parent_output=0.0,
+                               c_min=-np.inf, c_max=np.inf, rand_states=None):
     """Brute-force twin of :func:`find_best_thresholds`, used by tests.
 
     Enumerates every candidate partition (threshold, side of the missing bin) explicitly and sums
@@ -305,13 +429,45 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
 
     ``rand_states`` (extra_trees): each searched feature draws its threshold with
     :func:`lcg_next_int_naive` and only candidates at that threshold are kept.
+    Leaf outputs and gains with ``max_delta_step``, ``path_smooth`` and monotone bounds are
+    written out here from LightGBM's definitions (``feature_histogram.hpp``): the output
+    ``-T(G) / (H + l2)``, capped, then smoothed towards ``parent_output`` with weight
+    ``n / path_smooth``, then (``monotone`` given) clamped into ``[c_min, c_max]``; the gain of
+    an output ``w`` is ``-(2 T(G) w + (H + l2) w^2)``, and a split whose clamped outputs go
+    against its feature's direction scores 0.
     """
-    def gain_of(g, h):
+    def output_of(g, h, n):
+        w = -np.sign(g) * max(0.0, abs(g) - l1) / (h + l2)
+        if max_delta_step > 0 and abs(w) > max_delta_step:
+            w = np.sign(w) * max_delta_step
+        if path_smooth > 1e-15:
+            k = n / path_smooth
+            w = w * k / (k + 1) + parent_output / (k + 1)
+        return w
+
+    def gain_at(g, h, w):
         t = np.sign(g) * max(0.0, abs(g) - l1)
-        return t * t / (h + l2)
+        return -(2 * t * w + (h + l2) * w * w)
+
+    def gain_of(g, h, n=0.0):
+        if max_delta_step <= 0 and path_smooth <= 1e-15:
+            t = np.sign(g) * max(0.0, abs(g) - l1)
+            return t * t / (h + l2)
+        return gain_at(g, h, output_of(g, h, n))
+
+    def side_out(g, h, n):
+        return min(max(output_of(g, h, n), c_min), c_max)
+
+    def pair_gain(lg, lh, rg, rh, ln, rn, mono):
+        if monotone is None:
+            return gain_of(lg, lh, ln) + gain_of(rg, rh, rn)
+        wl, wr = side_out(lg, lh, ln), side_out(rg, rh, rn)
+        if (mono > 0 and wl > wr) or (mono < 0 and wl < wr):
+            return 0.0
+        return gain_at(lg, lh, wl) + gain_at(rg, rh, wr)
 
     sum_h2 = sum_h + 2e-15
-    parent_gain = gain_of(sum_g, sum_h2) if sum_h + l2 > 0 else np.nan
+    parent_gain = gain_of(sum_g, sum_h2, count) if sum_h + l2 > 0 else np.nan
     cnt_factor = count / sum_h2
     for f in range(len(n_bins)):
         out[f, 0] = -np.inf
@@ -353,9 +509,15 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
                 le = est[left].sum()
             if min(le, count - le) < min_data or min(lh, rh) < min_hess:
                 continue
-            gain = gain_of(lg, lh) + gain_of(rg, rh)
+            mono = 0 if monotone is None else int(monotone[f])
+            # LightGBM's accumulated side starts at kEpsilon: the left hessian with it
+            lh_e, rh_e = lh + 1e-15, sum_h2 - lh - 1e-15
+            gain = pair_gain(lg, lh_e, rg, rh_e, le, count - le, mono)
             if gain > parent_gain + min_gain_to_split and (best_rec is None or gain > best + 1e-12 * abs(best)):
                 best, best_rec = gain, (t, float(missing_left), lg, lh, le)
+                outs = (side_out(lg, lh_e, le), side_out(rg, rh_e, count - le))
         if best_rec is not None:
             out[f, 0] = best - parent_gain
             out[f, 1:6] = best_rec
+            if out.shape[1] >= 8:
+                out[f, 6:8] = outs

@@ -116,6 +116,8 @@ def test_every_alias_resolves(alias):
         "lambdarank_truncation_level": 10, "lambdarank_norm": False, "eval_at": [1, 3], "objective_seed": 9,
             "min_workers": 3, "worker_wait_timeout": 5.0, "feature_fraction_bynode": 0.5,
         "extra_trees": True, "extra_seed": 4, "interaction_constraints": [[0, 1], [2]],
+        "max_delta_step": 0.7, "monotone_constraints": [1, 0, -1],
+        "monotone_constraints_method": "basic", "monotone_penalty": 1.5, "path_smooth": 2.0,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
