@@ -36,8 +36,8 @@ def test_numerical_kernel_with_drawn_thresholds_matches_naive(seed):
     start = states.copy()
     ref_states = states.copy()
     out, ref, full = np.empty((6, 6)), np.empty((6, 6)), np.empty((6, 6))
-    find_best_thresholds(*args, out, states)
-    find_best_thresholds_naive(*args, ref, ref_states)
+    find_best_thresholds(*args, out, rand_states=states)
+    find_best_thresholds_naive(*args, ref, rand_states=ref_states)
     find_best_thresholds(*args, full)
     np.testing.assert_array_equal(states, ref_states)
     np.testing.assert_array_equal(np.isfinite(out[:, 0]), np.isfinite(ref[:, 0]))
@@ -60,7 +60,8 @@ def test_numerical_draws_advance_only_searched_features():
     mask = np.array([True, True, False, True, True])
     states = np.arange(5, dtype=np.int64) + 100
     find_best_thresholds(hist, offsets, nb, mts, dbins, dbins, mask, 0.0, float(offsets[-1]),
-                         float(offsets[-1]), 0.0, 0.0, 1.0, 0.0, 0.0, np.empty((5, 6)), states)
+                         float(offsets[-1]), 0.0, 0.0, 1.0, 0.0, 0.0, np.empty((5, 6)),
+                         rand_states=states)
     step = (214013 * (np.arange(5) + 100) + 2531011) % 2**32
     expected = np.where(mask & (nb > 2), step, np.arange(5) + 100)
     np.testing.assert_array_equal(states, expected)
@@ -83,8 +84,8 @@ def test_categorical_kernel_with_drawn_candidate_matches_naive(seed):
             res, bins = np.empty(5), np.zeros(40, np.int64)
             ref, ref_bins = np.empty(5), np.zeros(40, np.int64)
             full = np.empty(5)
-            find_best_categorical(*args, res, bins, state)
-            find_best_categorical_naive(*args, ref, ref_bins, ref_state)
+            find_best_categorical(*args, res, bins, rand_state=state)
+            find_best_categorical_naive(*args, ref, ref_bins, rand_state=ref_state)
             find_best_categorical(*args, full, np.zeros(40, np.int64))
             assert int(state[0]) == ref_state[0]
             assert res[0] == pytest.approx(ref[0], rel=1e-10) or res[0] == ref[0] == -np.inf
