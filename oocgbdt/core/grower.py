@@ -125,9 +125,10 @@ class TreeGrower:
         routed, its rows); returns the right child's id."""
         self.routed.append(bool(routed))
         sp = self.split_params
-        left_value = sp.output(split.left.sum_gradients, split.left.sum_hessians, split.extra_l2)
-        right_value = sp.output(split.right.sum_gradients, split.right.sum_hessians,
-                                split.extra_l2)
+        left_h, right_h = split.output_hessians or (split.left.sum_hessians,
+                                                    split.right.sum_hessians)
+        left_value = sp.output(split.left.sum_gradients, left_h, split.extra_l2)
+        right_value = sp.output(split.right.sum_gradients, right_h, split.extra_l2)
         return builder.split(leaf, split, int(self.missing_types[split.feature]),
                              builder.leaf_value[leaf], left_value, right_value)
 

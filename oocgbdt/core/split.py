@@ -12,7 +12,7 @@ import numpy as np
 
 from oocgbdt.kernels.bundling import expand_histogram
 from oocgbdt.kernels.categorical import find_best_categorical_splits
-from oocgbdt.kernels.splitting import find_best_thresholds, leaf_output
+from oocgbdt.kernels.splitting import K_EPSILON, find_best_thresholds, leaf_output
 
 __all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "best_split", "leaf_totals",
            "feature_blocks"]
@@ -315,6 +315,10 @@ class SplitInfo:
     splittable: np.ndarray | None = field(default=None, compare=False, repr=False)
     cat_bins: tuple | None = None
     extra_l2: float = 0.0
+    #: The hessian sums the children's outputs are computed from, ``(left, right)``: LightGBM's
+    #: ``best_sum_left_hessian`` and ``sum_hessian - best_sum_left_hessian`` (``kEpsilon``
+    #: terms included, see :func:`best_split`). None: ``left``'s and ``right``'s sums.
+    output_hessians: tuple | None = None
 
     def child_meta(self, meta):
         """``meta`` restricted to the features its children may split on."""
@@ -393,16 +397,24 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     rec = per_feature[f]
     if not np.isfinite(rec[0]):
         return None, gains
-    left = LeafTotals(float(rec[3]), float(rec[4]), float(rec[5]))
+    # LightGBM's arithmetic, to the last bit (FindBestThresholdSequentially, and the categorical
+    # search alike): with H = the leaf's hessian sum + 2 kEpsilon and L = the scan's left sum
+    # (kEpsilon included), the children hold L - kEpsilon and H - L - kEpsilon, and their
+    # outputs are computed from L and H - L.
+    sum_h2 = totals.sum_hessians + 2.0 * K_EPSILON
+    left_h = float(rec[4])
+    left = LeafTotals(float(rec[3]), left_h - K_EPSILON, float(rec[5]))
     right = LeafTotals(totals.sum_gradients - left.sum_gradients,
-                       totals.sum_hessians - left.sum_hessians, totals.count - left.count)
+                       sum_h2 - left_h - K_EPSILON, totals.count - left.count)
+    output_hessians = (left_h, sum_h2 - left_h)
     if cat_bins is not None and cat_mask[f]:
         n_left = int(rec[1])
         onehot = int(meta.n_bins[f]) <= params.max_cat_to_onehot
         return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=0, default_left=False,
                          left=left, right=right, splittable=np.isfinite(gains),
                          cat_bins=tuple(int(b) for b in cat_bins[f, :n_left]),
-                         extra_l2=0.0 if onehot else float(params.cat_l2)), gains
+                         extra_l2=0.0 if onehot else float(params.cat_l2),
+                         output_hessians=output_hessians), gains
     return SplitInfo(gain=float(rec[0]), feature=f, threshold_bin=int(rec[1]),
                      default_left=bool(rec[2]), left=left, right=right,
-                     splittable=np.isfinite(gains)), gains
+                     splittable=np.isfinite(gains), output_hessians=output_hessians), gains
