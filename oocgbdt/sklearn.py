@@ -353,7 +353,7 @@ class _GBDTModel(BaseEstimator):
                                  accept_sparse=("csr", "csc", "coo"))
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
-             init_model=None, callbacks=None, group=None, eval_group=None):
+             init_model=None, callbacks=None, group=None, eval_group=None, position=None):
         if isinstance(init_model, _GBDTModel):
             check_is_fitted(init_model, "booster_")
             init_model = init_model.booster_
@@ -391,7 +391,8 @@ class _GBDTModel(BaseEstimator):
                               eval_names=eval_names, eval_sample_weight=eval_sample_weight,
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
                               client=client, verbose=bool(self.verbose), init_model=init_model,
-                              callbacks=callbacks, group=group, eval_group=eval_group)
+                              callbacks=callbacks, group=group, eval_group=eval_group,
+                              position=position)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -771,12 +772,14 @@ class GBDTRanker(_GBDTModel):
 
     def fit(self, X, y, sample_weight=None, *, group=None, eval_set=None, eval_sample_weight=None,
             eval_group=None, eval_names=None, eval_at=None, callbacks=None, client=None,
-            init_model=None):
+            init_model=None, position=None):
         """Fit on ``X`` (n_samples, n_features), relevance labels ``y`` (integers >= 0) and
         ``group``, the sizes of the consecutive queries (summing to n_samples); returns self.
 
         ``eval_group``: one array of query sizes per eval set (required with ``eval_set``).
         ``eval_at``: positions of the eval metrics (default the estimator's ``eval_at``).
+        ``position``: each row's position (ints, shape (n_samples,)), for unbiased LambdaRank
+        (LightGBM's ``Dataset(position=)``; see :func:`oocgbdt.train`).
         ``callbacks``, ``client`` and ``init_model`` as for :meth:`GBDTRegressor.fit`.
 
         Raises
@@ -801,7 +804,8 @@ class GBDTRanker(_GBDTModel):
         params["lambdarank_truncation_level"] = self.lambdarank_truncation_level
         params["lambdarank_norm"] = self.lambdarank_norm
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
-                         params, init_model, callbacks, group=group, eval_group=eval_group)
+                         params, init_model, callbacks, group=group, eval_group=eval_group,
+                         position=position)
 
     def predict(self, X):
         """Ranking scores: ndarray (n_samples,) float64 (lazy for lazy input)."""

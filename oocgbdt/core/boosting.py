@@ -20,6 +20,7 @@ from oocgbdt.core.executor import tree_reduce
 from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, partition_compact_columns,
                                 partition_gradients, partition_leaf_counts,
                                 partition_label_stats, partition_metric_partials, merge_metric_partials,
+                                partition_position_sums, partition_set_positions,
                                 partition_set_queries)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
@@ -172,7 +173,7 @@ def round_postfix(evals_result) -> dict:
 
 def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None, learning_rates=None,
-          on_round=None, continuation=None, queries=None) -> BoostResult:
+          on_round=None, continuation=None, queries=None, positions=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -213,6 +214,11 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     queries : dict or None
         Ranking: ``{"train": [...], eval name: [...]}``, each partition's query boundaries
         (int64, from 0 to its rows), in partition order.
+    positions : tuple or None
+        Unbiased LambdaRank: ``(ids, n_positions)``, ``ids`` each training partition's rows'
+        position ids (int32 arrays in ``0 .. n_positions - 1``), in partition order. Each
+        round's gradients then use the position bias factors, which are updated after them from
+        their sums over every partition (``LambdarankNDCG.update_position_biases``).
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     sp = SplitParams.from_params(params)
@@ -243,6 +249,12 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                                            key=f"{key}-queries-{name}", consume=0)
                               if name in queries else ec)
                        for name, ec in eval_chunks.items()}
+    biases = None
+    if positions is not None:
+        position_ids, n_positions = positions
+        partitions = executor.map(partition_set_positions, partitions, list(position_ids),
+                                  key=f"{key}-positions", consume=0)
+        biases = np.zeros(int(n_positions), dtype=np.float32)
     renew = objective.renew_alpha is not None
     row_offsets = None
     if renew:
@@ -285,8 +297,16 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             g = first_round + rnd  # the round's number in the whole model
             t_round, c_round = time.perf_counter(), time.process_time()
             round_objective = objective.at_round(g)  # rank_xendcg's draws depend on it
+            if biases is not None:
+                round_objective = round_objective.with_position_biases(biases)
             partitions = executor.map(partition_gradients, partitions, [round_objective] * n,
                                       key=f"{key}-grad-{rnd}", consume=0)
+            if biases is not None:
+                sums = executor.map(partition_position_sums, partitions, [len(biases)] * n,
+                                    key=f"{key}-possums-{rnd}")
+                sums = executor.gather(tree_reduce(executor, _sum_list, sums, split_every,
+                                                   f"{key}-possum-{rnd}"))
+                biases = objective.update_position_biases(biases, sums, learning_rate)
             t_sample = time.perf_counter()
             if sampler is not None and sampler.active(g):
                 partitions = sampler.sample(executor, partitions, g, key=f"{key}-sample-{rnd}")

@@ -42,8 +42,8 @@ from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose
                                 create_cache, describe_bytes, directory_bytes, finish_cache, open_disk_cache,
                                 remove_cache, write_cache)
 from oocgbdt.core.partition import partition_set_init_scores
-from oocgbdt.dask.inputs import (align_to_queries, check_labels_and_weights, is_sparse,
-                                 training_inputs)
+from oocgbdt.dask.inputs import (align_to_queries, check_labels_and_weights, check_position,
+                                 is_sparse, training_inputs)
 from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
 from oocgbdt.dask.predict import predict as lazy_predict
@@ -69,7 +69,7 @@ def _client_compute(client):
 
 def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=None,
           eval_sample_weight=None, feature_names=None, client=None, verbose=None, group=None,
-          eval_group=None, init_model=None, callbacks=None) -> Booster:
+          eval_group=None, init_model=None, callbacks=None, position=None) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -111,6 +111,12 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
         so that no query spans two partitions.
     eval_group : list of (array-like of int or None), optional
         The query sizes of each eval set.
+    position : array-like of int of shape (n_samples,), optional
+        ``objective="lambdarank"``: each training row's position (the rank it was shown at),
+        LightGBM's ``Dataset(position=)``, held in memory. Training then learns one bias
+        factor per distinct position, added to the scores the gradients are computed from
+        (unbiased LambdaRank, ``lambdarank_position_bias_regularization``); predictions do
+        not include them.
     init_model : Booster, or path of a model file (oocgbdt JSON or LightGBM text), optional
         Continue this model (LightGBM's ``init_model``): every training and eval row starts
         from the model's raw score (predicted on the rows as training reads them, float32),
@@ -197,6 +203,8 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     if group is not None or eval_group is not None:
         inputs = align_to_queries(inputs, group, eval_group, int(params["chunk_rows"]))
     _check_queries(objective, metrics, inputs)
+    positions = (None if position is None
+                 else check_position(position, inputs.X.shape[0], objective))
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
         raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
                          f"set and a metric to watch (as in LightGBM), got "
@@ -227,7 +235,8 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
             # The client is the current one for distributed's own lookups (its wait, actor
             # handles), also when it is not the default client.
             fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
-                       init_booster, callbacks, learning_rates, embedded=client is None)
+                       init_booster, callbacks, learning_rates, embedded=client is None,
+                       positions=positions)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -282,7 +291,8 @@ def _with_init_scores(tasks, X, groups, booster, key):
 
 
 def _fit(params, inputs, objective, metrics, client, stored, key, caches,
-         init_booster=None, callbacks=None, learning_rates=None, embedded=False) -> dict:
+         init_booster=None, callbacks=None, learning_rates=None, embedded=False,
+         positions=None) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
@@ -416,6 +426,11 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
             boost_kwargs["queries"] = {
                 names[s]: partition_queries(inputs.queries[names[s]], bounds[s])
                 for s, *_ in sets if names[s] in inputs.queries}
+        if positions is not None:
+            ids, n_positions = positions
+            b = bounds["train"]
+            boost_kwargs["positions"] = ([ids[b[i]:b[i + 1]] for i in range(len(b) - 1)],
+                                         n_positions)
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
                               callbacks=callbacks or None)
         boosted = True

@@ -113,6 +113,7 @@ def test_every_alias_resolves(alias):
         "tweedie_variance_power": 1.2, "sigmoid": 2.0, "is_unbalance": True,
         "scale_pos_weight": 1.0, "multi_error_top_k": 3, "label_gain": [0.0, 1.0, 5.0],
         "lambdarank_truncation_level": 10, "lambdarank_norm": False, "eval_at": [1, 3], "objective_seed": 9,
+        "reg_sqrt": True, "lambdarank_position_bias_regularization": 0.5,
             "min_workers": 3, "worker_wait_timeout": 5.0,
     }[canonical]
     r = resolve_params({alias: value})
