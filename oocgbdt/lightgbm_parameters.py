@@ -273,8 +273,6 @@ REFUSED = {
                               "compiles",
     "convert_model": "converting a model to C++ code is not implemented; `oocgbdt export` "
                      "writes LightGBM's model file",
-    "reg_sqrt": _NOT_YET,
-    "lambdarank_position_bias_regularization": "position bias correction is not implemented",
     "is_provide_training_metric": "pass the training data in eval_set to evaluate it",
     "auc_mu_weights": "the auc_mu metric is not implemented",
 }

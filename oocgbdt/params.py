@@ -621,6 +621,12 @@ _TABLE = [
         "Variance power of 'tweedie' in [1, 2): near 1 Poisson-like, near 2 Gamma-like.",
     ),
     Param(
+        "reg_sqrt", False, (), "bool", _any,
+        "'regression', 'regression_l1', 'fair', 'quantile', 'mape': fit sign(y) * sqrt(abs(y)) "
+        "and predict sign(s) * s**2 (LightGBM turns it off, with a warning, for 'huber', "
+        "'poisson', 'gamma' and 'tweedie').",
+    ),
+    Param(
         "sigmoid", 1.0, (), "float", _range(0.0, lo_open=True),
         "Scale of the sigmoid of 'binary' and 'multiclassova': p = 1 / (1 + exp(-sigmoid * s)).",
     ),
@@ -644,6 +650,11 @@ _TABLE = [
     Param(
         "lambdarank_norm", True, (), "bool", _any,
         "lambdarank: normalize each query's lambdas (helps with unbalanced queries).",
+    ),
+    Param(
+        "lambdarank_position_bias_regularization", 0.0, (), "float", _range(0.0),
+        "lambdarank with row positions (train(position=...)): L2 regularization of the "
+        "position bias factors learned each round (unbiased LambdaRank).",
     ),
     Param(
         "eval_at", None, ("ndcg_eval_at", "ndcg_at", "map_eval_at", "map_at"),

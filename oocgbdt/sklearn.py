@@ -354,7 +354,7 @@ class _GBDTModel(BaseEstimator):
 
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client, params,
              init_model=None, callbacks=None, group=None, eval_group=None, init_score=None,
-             eval_init_score=None, eval_metric=None):
+             eval_init_score=None, eval_metric=None, position=None):
         params = _with_eval_metric(params, self._eval_metric_names(eval_metric))
         if isinstance(init_model, _GBDTModel):
             check_is_fitted(init_model, "booster_")
@@ -394,7 +394,8 @@ class _GBDTModel(BaseEstimator):
                               feature_names=list(map(str, getattr(self, "feature_names_in_", []))) or None,
                               client=client, verbose=bool(self.verbose), init_model=init_model,
                               callbacks=callbacks, group=group, eval_group=eval_group,
-                              init_score=init_score, eval_init_score=eval_init_score)
+                              init_score=init_score, eval_init_score=eval_init_score,
+                              position=position)
         self.evals_result_ = self.booster_.evals_result
         self.best_iteration_ = self.booster_.best_iteration
         self.best_score_ = self.booster_.best_score
@@ -848,12 +849,15 @@ class GBDTRanker(_GBDTModel):
 
     def fit(self, X, y, sample_weight=None, *, init_score=None, group=None, eval_set=None,
             eval_sample_weight=None, eval_init_score=None, eval_group=None, eval_names=None,
-            eval_metric=None, eval_at=None, callbacks=None, client=None, init_model=None):
+            eval_metric=None, eval_at=None, callbacks=None, client=None, init_model=None,
+            position=None):
         """Fit on ``X`` (n_samples, n_features), relevance labels ``y`` (integers >= 0) and
         ``group``, the sizes of the consecutive queries (summing to n_samples); returns self.
 
         ``eval_group``: one array of query sizes per eval set (required with ``eval_set``).
         ``eval_at``: positions of the eval metrics (default the estimator's ``eval_at``).
+        ``position``: each row's position (ints, shape (n_samples,)), for unbiased LambdaRank
+        (LightGBM's ``Dataset(position=)``; see :func:`oocgbdt.train`).
         ``init_score``, ``eval_init_score``, ``eval_metric``, ``callbacks``, ``client`` and
         ``init_model`` as for :meth:`GBDTRegressor.fit`.
 
@@ -881,7 +885,7 @@ class GBDTRanker(_GBDTModel):
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, eval_names, client,
                          params, init_model, callbacks, group=group, eval_group=eval_group,
                          init_score=init_score, eval_init_score=eval_init_score,
-                         eval_metric=eval_metric)
+                         eval_metric=eval_metric, position=position)
 
     def predict(self, X):
         """Ranking scores: ndarray (n_samples,) float64 (lazy for lazy input)."""

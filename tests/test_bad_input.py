@@ -246,6 +246,24 @@ def test_negative_or_all_zero_sample_weight(cluster):
         GBDTClassifier().fit(X, y, sample_weight=np.zeros(N))
 
 
+def test_cross_entropy_lambda_refuses_a_zero_weight(cluster):
+    """As LightGBM (``[cross_entropy_lambda]: at least one weight is non-positive``), before
+    any work."""
+    lgb = pytest.importorskip("lightgbm")
+    X, y = _data()
+    w = np.ones(N)
+    w[[3, 9]] = 0.0
+    with pytest.raises(lgb.basic.LightGBMError, match="at least one weight is non-positive"):
+        lgb.train({"objective": "xentlambda", "verbose": -1}, lgb.Dataset(X, y, weight=w), 1)
+    msg = (r"sample_weight must be > 0 for objective 'cross_entropy_lambda' \(LightGBM refuses "
+           r"a non-positive weight\); found 2 weight\(s\) equal to zero")
+    params = {"objective": "xentlambda", "n_estimators": 2}
+    with pytest.raises(ValueError, match=msg):
+        oocgbdt.train(params, X, y, sample_weight=w)
+    with pytest.raises(ValueError, match=msg):
+        oocgbdt.train(params, _dask(X), _dask(y), sample_weight=_dask(w), client=cluster)
+
+
 def test_classifier_given_one_class(cluster):
     X, _ = _data()
     msg = r"GBDTClassifier needs at least 2 classes in y; found 1 class: \['a'\]"

@@ -18,7 +18,9 @@ W = RNG.random(1200) + 0.5
 
 
 def l2_weighted(y_true, raw_score, weight):
-    return (raw_score - y_true) * weight, weight
+    # As LightGBM's L2: the difference rounded to float32, times the float32 weight.
+    return ((raw_score - y_true).astype(np.float32) * np.asarray(weight).astype(np.float32),
+            weight)
 
 
 def l2(y_true, raw_score):
@@ -30,8 +32,8 @@ def mean_abs(y_true, y_pred, weight):
 
 
 def test_callable_l2_gives_the_builtin_model():
-    """The callable computes L2's gradients in float64 and they are stored as float32, as the
-    built-in kernel does: the same trees, init score aside (a callable objective starts at 0, as
+    """The callable computes L2's weighted gradients as the built-in kernel does (a float32
+    product): the same trees, init score aside (a callable objective starts at 0, as
     in LightGBM, so boost_from_average=False on the built-in side)."""
     params = dict(n_estimators=8, num_leaves=15, chunk_rows=400)
     ours = oocgbdt.train(dict(params, objective=l2_weighted), X, Y, sample_weight=W,

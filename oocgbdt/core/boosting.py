@@ -20,6 +20,7 @@ from oocgbdt.core.executor import tree_reduce
 from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, partition_compact_columns,
                                 partition_gradients, partition_leaf_counts,
                                 partition_label_stats, partition_metric_partials, merge_metric_partials,
+                                partition_position_sums, partition_set_positions,
                                 partition_set_queries)
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
@@ -179,7 +180,8 @@ def round_postfix(evals_result) -> dict:
 
 def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None, learning_rates=None,
-          on_round=None, continuation=None, queries=None, init_scores=False) -> BoostResult:
+          on_round=None, continuation=None, queries=None, init_scores=False,
+          positions=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -225,6 +227,11 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         ``init_score``, :func:`~oocgbdt.core.partition.partition_set_init_scores`): no initial
         score is computed or added (LightGBM's ``GBDT::BoostFromAverage`` skips a training set
         with init scores), and the model's ``init_score`` is zero.
+    positions : tuple or None
+        Unbiased LambdaRank: ``(ids, n_positions)``, ``ids`` each training partition's rows'
+        position ids (int32 arrays in ``0 .. n_positions - 1``), in partition order. Each
+        round's gradients then use the position bias factors, which are updated after them from
+        their sums over every partition (``LambdarankNDCG.update_position_biases``).
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     check_monotone_constraints(params, meta.n_bins.shape[0],
@@ -258,6 +265,12 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                                            key=f"{key}-queries-{name}", consume=0)
                               if name in queries else ec)
                        for name, ec in eval_chunks.items()}
+    biases = None
+    if positions is not None:
+        position_ids, n_positions = positions
+        partitions = executor.map(partition_set_positions, partitions, list(position_ids),
+                                  key=f"{key}-positions", consume=0)
+        biases = np.zeros(int(n_positions), dtype=np.float32)
     renew = objective.renew_alpha is not None
     row_offsets = None
     if renew:
@@ -305,8 +318,16 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             g = first_round + rnd  # the round's number in the whole model
             t_round, c_round = time.perf_counter(), time.process_time()
             round_objective = objective.at_round(g)  # rank_xendcg's draws depend on it
+            if biases is not None:
+                round_objective = round_objective.with_position_biases(biases)
             partitions = executor.map(partition_gradients, partitions, [round_objective] * n,
                                       key=f"{key}-grad-{rnd}", consume=0)
+            if biases is not None:
+                sums = executor.map(partition_position_sums, partitions, [len(biases)] * n,
+                                    key=f"{key}-possums-{rnd}")
+                sums = executor.gather(tree_reduce(executor, _sum_list, sums, split_every,
+                                                   f"{key}-possum-{rnd}"))
+                biases = objective.update_position_biases(biases, sums, learning_rate)
             t_sample = time.perf_counter()
             if sampler is not None and sampler.active(g):
                 partitions = sampler.sample(executor, partitions, g, key=f"{key}-sample-{rnd}")

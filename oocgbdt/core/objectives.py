@@ -17,6 +17,7 @@ LightGBM sources: ``src/objective/regression_objective.hpp`` (``RegressionL2loss
 ``src/boosting/gbdt.cpp`` (``BoostFromAverage``).
 """
 import copy
+import warnings
 
 import numpy as np
 
@@ -164,6 +165,15 @@ class Objective:
     #: None (any finite label).
     label_check = None
 
+    #: Whether every training weight must be > 0 (LightGBM refuses a zero weight for
+    #: ``cross_entropy_lambda``, ``CrossEntropyLambda::Init``); checked with the weights.
+    positive_weights = False
+
+    #: LightGBM's ``reg_sqrt``: the loss is fit to ``sign(y) sqrt(|y|)`` (see
+    #: :meth:`objective_labels`) and predictions are squared back. Only the regression losses
+    #: of :class:`RegressionL2`'s family set it.
+    reg_sqrt = False
+
     #: Objectives whose leaf values are renewed after each tree and whose init score is a
     #: weighted percentile of the labels (LightGBM's ``IsRenewTreeOutput``): the percentile,
     #: else None.
@@ -173,6 +183,21 @@ class Objective:
     def from_params(cls, params):
         """Build from resolved parameters (:func:`oocgbdt.params.resolve_params`)."""
         return cls(num_class=params["num_class"], boost_from_average=params["boost_from_average"])
+
+    def objective_labels(self, y):
+        """The labels the loss is fit to, from the labels as given.
+
+        ``y`` itself, or with :attr:`reg_sqrt` ``sign(y) * sqrt(|y|)`` computed in ``y``'s dtype
+        (LightGBM ``RegressionL2loss::Init``, ``src/objective/regression_objective.hpp``, on
+        its float32 labels). :meth:`label_stats`, :meth:`gradients` and
+        :meth:`percentile_weights` apply it themselves; leaf renewal's residuals use it.
+        """
+        if not self.reg_sqrt:
+            return y
+        y = np.asarray(y)
+        if y.dtype.kind != "f":
+            y = y.astype(np.float64)
+        return np.sign(y) * np.sqrt(np.abs(y))
 
     def at_round(self, iteration):
         """The objective of boosting round ``iteration`` (itself unless its gradients depend on
@@ -365,6 +390,7 @@ class Objective:
         y = np.asarray(y)
         if y.dtype.kind != "f":
             y = y.astype(np.float64)
+        y = self.objective_labels(y)
         raw_score = np.ascontiguousarray(raw_score, dtype=Y_DTYPE)
         if raw_score.shape not in ((n_samples, k),) + (((n_samples,),) if k == 1 else ()):
             raise ValueError(
@@ -426,12 +452,37 @@ class RegressionL2(Objective):
 
     Loss ``(s - y)**2 / 2``; gradient ``s - y``, hessian 1 (times the weight). Init score: the
     weighted mean of ``y``. Prediction: the raw score.
+
+    With ``reg_sqrt`` (this loss and those of ``regression_l1``, ``fair``, ``quantile``,
+    ``mape``), ``y`` is replaced by ``sign(y) sqrt(|y|)`` everywhere above, and predictions are
+    ``sign(s) s**2`` (``RegressionL2loss``, ``ConvertOutput``); the losses that LightGBM
+    derives from this class without it (``huber``, ``poisson``, ``gamma``, ``tweedie``) turn it
+    off with a warning, as LightGBM does.
     """
 
     name = "regression"
+    #: Whether ``reg_sqrt`` applies: True, False (LightGBM turns it off with a warning), None
+    #: (not a parameter of this objective: ignored).
+    _reg_sqrt_support = True
+
+    def __init__(self, num_class=1, boost_from_average=True, reg_sqrt=False):
+        super().__init__(num_class, boost_from_average)
+        if reg_sqrt and self._reg_sqrt_support is False:
+            warnings.warn(f"reg_sqrt does not apply to objective {self.name!r}: it is turned "
+                          f"off (as LightGBM does)", UserWarning, stacklevel=3)
+        self.reg_sqrt = bool(reg_sqrt) and bool(self._reg_sqrt_support)
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params["num_class"], params["boost_from_average"],
+                   reg_sqrt=params["reg_sqrt"])
+
+    @property
+    def lightgbm_objective_string(self):
+        return f"{self.name} sqrt" if self.reg_sqrt else self.name
 
     def label_stats(self, y, weight=None):
-        y = np.asarray(y)
+        y = np.asarray(self.objective_labels(y))
         if weight is None:
             return np.array([np.sum(y, dtype=np.float64), float(y.shape[0])])
         # Products in float64, as LightGBM (label_t * label_t promoted to double).
@@ -449,7 +500,8 @@ class RegressionL2(Objective):
         gradients_l2(y, raw_score.reshape(n), weight, grad_out.reshape(n), hess_out.reshape(n))
 
     def transform(self, raw_score):
-        return self._raw_1d(raw_score).copy()
+        s = self._raw_1d(raw_score)
+        return np.sign(s) * s * s if self.reg_sqrt else s.copy()
 
 
 class BinaryLogloss(Objective):
@@ -645,18 +697,19 @@ class _OneOutputRegression(RegressionL2):
 
     _param_names = ()
 
-    def __init__(self, num_class=1, boost_from_average=True, **loss_params):
-        super().__init__(num_class, boost_from_average)
+    def __init__(self, num_class=1, boost_from_average=True, reg_sqrt=False, **loss_params):
+        super().__init__(num_class, boost_from_average, reg_sqrt)
         for name in self._param_names:
             setattr(self, name, float(loss_params[name]))
 
     @classmethod
     def from_params(cls, params):
         return cls(params["num_class"], params["boost_from_average"],
-                   **{n: params[n] for n in cls._param_names})
+                   reg_sqrt=params["reg_sqrt"], **{n: params[n] for n in cls._param_names})
 
     def __repr__(self):
         extra = "".join(f", {n}={getattr(self, n)!r}" for n in self._param_names)
+        extra += ", reg_sqrt=True" if self.reg_sqrt else ""
         return (f"{type(self).__name__}(num_class={self.num_class}, "
                 f"boost_from_average={self.boost_from_average}{extra})")
 
@@ -686,6 +739,7 @@ class Huber(_OneOutputRegression):
     """Huber loss with delta ``alpha`` (LightGBM ``objective="huber"``). Init: weighted mean."""
 
     name = "huber"
+    _reg_sqrt_support = False
     _param_names = ("alpha",)
     _kernel = staticmethod(gradients_huber)
 
@@ -710,10 +764,10 @@ class Quantile(_OneOutputRegression):
     _param_names = ("alpha",)
     _kernel = staticmethod(gradients_quantile)
 
-    def __init__(self, num_class=1, boost_from_average=True, alpha=0.9):
+    def __init__(self, num_class=1, boost_from_average=True, reg_sqrt=False, alpha=0.9):
         if not 0.0 < float(alpha) < 1.0:
             raise ValueError(f"alpha must be in (0, 1) for objective 'quantile', got {alpha!r}")
-        super().__init__(num_class, boost_from_average, alpha=alpha)
+        super().__init__(num_class, boost_from_average, reg_sqrt, alpha=alpha)
 
     @property
     def renew_alpha(self):
@@ -734,7 +788,7 @@ class MAPE(_OneOutputRegression):
 
     def percentile_weights(self, y, weight):
         out = np.empty(np.asarray(y).shape[0], dtype=np.float32)
-        mape_label_weight(np.asarray(y), weight, out)
+        mape_label_weight(np.asarray(self.objective_labels(y)), weight, out)
         return out
 
 
@@ -747,6 +801,7 @@ class _LogLinkRegression(_OneOutputRegression):
     """
 
     label_check = "range"
+    _reg_sqrt_support = False
 
     def _check_label_values(self, y, name):
         bad = y < 0
@@ -803,6 +858,7 @@ class CrossEntropy(_OneOutputRegression):
 
     name = "cross_entropy"
     label_check = "range"
+    _reg_sqrt_support = None
     _kernel = staticmethod(gradients_cross_entropy)
 
     def _check_label_values(self, y, name):
@@ -830,6 +886,7 @@ class CrossEntropyLambda(CrossEntropy):
     """
 
     name = "cross_entropy_lambda"
+    positive_weights = True
     _kernel = staticmethod(gradients_cross_entropy_lambda)
 
     def _boost_from_score(self, stats):
@@ -1007,25 +1064,80 @@ class LambdarankNDCG(Objective):
     sigmoid : float > 0
     lambdarank_norm : bool
     lambdarank_truncation_level : int >= 1
+    lambdarank_position_bias_regularization : float >= 0
+        With the rows' positions (``train(position=...)``): L2 regularization of the position
+        bias factors (see :meth:`update_position_biases`).
+
+    Notes
+    -----
+    Unbiased LambdaRank (LightGBM 4.x, ``RankingObjective::GetGradientsWithSampledQueries`` and
+    ``LambdarankNDCG::UpdatePositionBiasFactors``): when the training rows have positions, each
+    round's gradients are those of ``score + bias[position]`` (the bias factors, float32, start
+    at 0), and after them every position's factor takes one Newton step
+    (:meth:`update_position_biases`). The factors only shape training; the model's predictions
+    do not include them.
     """
 
     name = "lambdarank"
     label_check = "values"
     needs_queries = True
+    #: The current position bias factors (a tuple of float32 values, one per position id), or
+    #: None: no positions (:meth:`with_position_biases`).
+    position_biases = None
 
     def __init__(self, num_class=1, boost_from_average=True, label_gain=None, sigmoid=1.0,
-                 lambdarank_norm=True, lambdarank_truncation_level=30):
+                 lambdarank_norm=True, lambdarank_truncation_level=30,
+                 lambdarank_position_bias_regularization=0.0):
         super().__init__(num_class, boost_from_average)
         self.label_gain = None if label_gain is None else tuple(float(g) for g in label_gain)
         self.sigmoid = float(sigmoid)
         self.lambdarank_norm = bool(lambdarank_norm)
         self.lambdarank_truncation_level = int(lambdarank_truncation_level)
+        self.lambdarank_position_bias_regularization = float(
+            lambdarank_position_bias_regularization)
 
     @classmethod
     def from_params(cls, params):
         return cls(params["num_class"], params["boost_from_average"], params["label_gain"],
                    params["sigmoid"], params["lambdarank_norm"],
-                   params["lambdarank_truncation_level"])
+                   params["lambdarank_truncation_level"],
+                   params["lambdarank_position_bias_regularization"])
+
+    def with_position_biases(self, biases):
+        """This objective with the position bias factors ``biases`` (one per position id, as
+        float32): :meth:`rank_gradients` then adds ``biases[position]`` to each row's score."""
+        out = copy.copy(self)
+        out.position_biases = tuple(float(b) for b in np.asarray(biases, dtype=np.float32))
+        return out
+
+    def update_position_biases(self, biases, sums, learning_rate):
+        """One round's update of the position bias factors (LightGBM
+        ``LambdarankNDCG::UpdatePositionBiasFactors``, ``src/objective/rank_objective.hpp``).
+
+        Parameters
+        ----------
+        biases : ndarray of shape (n_positions,), float32
+            The factors the round's gradients were computed with.
+        sums : ndarray of shape (3, n_positions), float64
+            Over every training row, per position id: the sum of the gradients, the sum of the
+            hessians (both after the sample weights) and the row count
+            (:func:`oocgbdt.core.partition.partition_position_sums`, added over partitions).
+        learning_rate : float
+
+        Returns
+        -------
+        ndarray of shape (n_positions,), float32
+            ``b + learning_rate * d1 / (|d2| + 0.001)`` with ``d1 = -sum(g) - b * reg * count``
+            and ``d2 = -sum(h) - reg * count`` (``reg``:
+            ``lambdarank_position_bias_regularization``), computed in float64 and stored as
+            float32, as LightGBM.
+        """
+        biases = np.asarray(biases, dtype=np.float32).astype(np.float64)
+        sums = np.asarray(sums, dtype=np.float64)
+        reg = self.lambdarank_position_bias_regularization
+        first = -sums[0] - biases * reg * sums[2]
+        second = -sums[1] - reg * sums[2]
+        return (biases + learning_rate * first / (np.abs(second) + 0.001)).astype(np.float32)
 
     @property
     def gains(self):
@@ -1052,16 +1164,22 @@ class LambdarankNDCG(Objective):
         raise ValueError("objective 'lambdarank' needs query groups: pass group= (query sizes)")
 
     def rank_gradients(self, y, raw_score, weight, query_offsets, grad_out, hess_out,
-                       first_query=0):
+                       first_query=0, positions=None):
         """Gradients of one partition's whole queries (``query_offsets``: int64, first 0, last
-        the number of rows; ``first_query``: the global index of its first query)."""
+        the number of rows; ``first_query``: the global index of its first query;
+        ``positions``: the rows' position ids, int32, used with :attr:`position_biases`)."""
         from oocgbdt.kernels.ranking import discounts, gradients_lambdarank, sigmoid_table
 
         n = len(y)
         table, lo, hi, factor = sigmoid_table(self.sigmoid)
         y = np.asarray(y)
+        raw_score = np.ascontiguousarray(raw_score, dtype=Y_DTYPE).reshape(n)
+        if positions is not None and self.position_biases is not None:
+            # float64 score + float32 factor, as LightGBM's score_adjusted
+            biases = np.asarray(self.position_biases, dtype=np.float32)
+            raw_score = raw_score + biases[np.asarray(positions)].astype(np.float64)
         gradients_lambdarank(y if y.dtype.kind == "f" else y.astype(np.float64),
-                             np.ascontiguousarray(raw_score, dtype=Y_DTYPE).reshape(n), weight,
+                             raw_score, weight,
                              np.asarray(query_offsets, dtype=np.int64), self.gains, discounts(),
                              table, lo, hi, factor, self.sigmoid, self.lambdarank_norm,
                              self.lambdarank_truncation_level, grad_out.reshape(n),

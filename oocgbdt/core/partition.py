@@ -22,7 +22,7 @@ from oocgbdt.kernels.routing import CATEGORICAL_NODE, split_rows
 from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
 
 __all__ = [
-    "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_set_init_scores", "partition_gradients", "partition_compact_columns", "partition_root",
+    "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_set_init_scores", "partition_gradients", "partition_set_positions", "partition_position_sums", "partition_compact_columns", "partition_root",
     "SplitPlan", "BUILD_LEFT", "BUILD_RIGHT", "BUILD_BOTH", "partition_split_many", "binned_leaves", "partition_apply_tree",
     "partition_leaf_counts",
     "histograms_only", "histogram_rows",
@@ -68,6 +68,8 @@ class PartitionData:
         Ranking: the partition's query boundaries (first 0, last ``n_rows``); a query never
         spans two partitions. None without query groups. ``first_query``: the global index
         of its first query.
+    positions : ndarray of shape (n_rows,), dtype int32, or None
+        Unbiased LambdaRank: each row's position id (``0 .. n_positions - 1``), or None.
     compact : tuple or None
         ``(columns, X_compact)``: the partition's column numbers (int64, ascending) and a copy of
         those columns of ``X_binned``, shape (n_rows, len(columns)), that the round's trees
@@ -86,6 +88,7 @@ class PartitionData:
     compact: tuple | None = None
     queries: np.ndarray | None = None
     first_query: int = 0
+    positions: np.ndarray | None = None
 
     @property
     def n_rows(self) -> int:
@@ -219,8 +222,10 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
         if data.queries is None:
             raise ValueError(f"objective {objective.name!r} needs query groups: pass group= "
                              f"(the query sizes of the training rows)")
+        extra = {} if data.positions is None else {"positions": data.positions}
         objective.rank_gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight,
-                                 data.queries, grad, hess, first_query=data.first_query)
+                                 data.queries, grad, hess, first_query=data.first_query,
+                                 **extra)
     else:
         objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad,
                             hess)
@@ -668,6 +673,29 @@ def partition_set_queries(data: PartitionData, queries) -> PartitionData:
         raise ValueError(f"query boundaries must run from 0 to the partition's {data.n_rows} "
                          f"rows, got {queries[0]} to {queries[-1]}")
     return replace(data, queries=queries, first_query=int(first))
+
+
+def partition_set_positions(data: PartitionData, positions) -> PartitionData:
+    """Attach the rows' position ids (unbiased LambdaRank; see :attr:`PartitionData.positions`)."""
+    positions = np.asarray(positions, dtype=np.int32)
+    if positions.shape != (data.n_rows,):
+        raise ValueError(f"positions must have one id per row of the partition ({data.n_rows}), "
+                         f"got shape {positions.shape}")
+    return replace(data, positions=positions)
+
+
+def partition_position_sums(data: PartitionData, n_positions: int) -> np.ndarray:
+    """Per position id, over the partition's rows: the sum of the gradients, the sum of the
+    hessians (float64 sums of the float32 values, in row order, as LightGBM's
+    ``UpdatePositionBiasFactors`` with one thread) and the row count; shape (3, n_positions),
+    added over partitions."""
+    out = np.empty((3, n_positions), dtype=np.float64)
+    out[0] = np.bincount(data.positions, weights=data.gradients[0].astype(np.float64),
+                         minlength=n_positions)
+    out[1] = np.bincount(data.positions, weights=data.hessians[0].astype(np.float64),
+                         minlength=n_positions)
+    out[2] = np.bincount(data.positions, minlength=n_positions)
+    return out
 
 
 def merge_metric_partials(parts, metrics):

@@ -88,7 +88,7 @@ def _row_keys(row_offset, n, lo_levels):
 
 def percentile_rows_of_labels(data, objective, row_offset: int, lo_levels: int) -> PercentileRows:
     """Every row in leaf 0, valued by its label: the init score's percentile."""
-    y = np.asarray(data.y, dtype=np.float64)
+    y = np.asarray(objective.objective_labels(data.y), dtype=np.float64)
     w = objective.percentile_weights(data.y, data.weight)
     lo = _row_keys(row_offset, y.shape[0], lo_levels) if w is not None else np.zeros(
         y.shape[0], dtype=np.uint64)
@@ -104,7 +104,8 @@ def percentile_rows_of_tree(data, tree_arrays: dict, class_idx: int, objective, 
         keep = np.full(leaf.shape[0], -1, dtype=np.int32)
         keep[data.rows] = leaf[data.rows]
         leaf = keep
-    residual = np.asarray(data.y, dtype=np.float64) - data.raw_score[class_idx]
+    residual = (np.asarray(objective.objective_labels(data.y), dtype=np.float64)
+                - data.raw_score[class_idx])
     w = objective.percentile_weights(data.y, data.weight)
     lo = _row_keys(row_offset, leaf.shape[0], lo_levels) if w is not None else np.zeros(
         leaf.shape[0], dtype=np.uint64)

@@ -12,8 +12,8 @@ import numpy as np
 
 from oocgbdt.kernels.bundling import expand_histogram
 from oocgbdt.kernels.categorical import find_best_categorical_splits
-from oocgbdt.kernels.splitting import (find_best_thresholds, leaf_output, leaf_output_ex,
-                                      monotone_penalty_factor)
+from oocgbdt.kernels.splitting import (K_EPSILON, find_best_thresholds, leaf_output,
+                                      leaf_output_ex, monotone_penalty_factor)
 
 __all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "LeafContext", "best_split",
            "leaf_totals", "feature_blocks", "check_monotone_constraints"]
@@ -530,9 +530,15 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
                              left=LeafTotals(0.0, 0.0, 0.0), right=totals,
                              splittable=np.isfinite(gains), context=context), gains
         return None, gains
-    left = LeafTotals(float(rec[3]), float(rec[4]), float(rec[5]))
+    # LightGBM's arithmetic, to the last bit (FindBestThresholdSequentially, and the categorical
+    # search alike): with H = the leaf's hessian sum + 2 kEpsilon and L = the scan's left sum
+    # (kEpsilon included), the children hold L - kEpsilon and H - L - kEpsilon; their outputs
+    # (computed by the kernels from L and H - L) are rec[6] and rec[7].
+    sum_h2 = totals.sum_hessians + 2.0 * K_EPSILON
+    left_h = float(rec[4])
+    left = LeafTotals(float(rec[3]), left_h - K_EPSILON, float(rec[5]))
     right = LeafTotals(totals.sum_gradients - left.sum_gradients,
-                       totals.sum_hessians - left.sum_hessians, totals.count - left.count)
+                       sum_h2 - left_h - K_EPSILON, totals.count - left.count)
     if cat_bins is not None and cat_mask[f]:
         n_left = int(rec[1])
         onehot = int(meta.n_bins[f]) <= params.max_cat_to_onehot

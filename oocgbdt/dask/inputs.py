@@ -40,9 +40,9 @@ from oocgbdt.runtime.cluster import find_client
 __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs",
            "partition_lengths", "remap_codes", "dataset_map", "dataset_map_of", "as_dask_array",
            "as_row_chunked", "align_rows", "check_values", "TrainingInputs", "training_inputs",
-           "check_labels_and_weights", "check_group", "query_chunks", "align_to_queries",
-           "init_score_array", "init_score_inputs", "check_init_scores", "map_rows",
-           "distinct_values"]
+           "check_labels_and_weights", "check_group", "check_position", "query_chunks",
+           "align_to_queries", "init_score_array", "init_score_inputs", "check_init_scores",
+           "map_rows", "distinct_values"]
 
 
 def is_lazy(obj) -> bool:
@@ -418,8 +418,9 @@ def align_rows(X: da.Array, v, name: str, chunk_rows=None, numeric: bool = True)
 
 
 def check_values(y: da.Array, weight: da.Array | None, y_name="y", weight_name="sample_weight",
-                 compute=dask.compute):
-    """One small reduction: reject NaN/inf labels and NaN/inf/negative/all-zero weights.
+                 compute=dask.compute, positive_for=None):
+    """One small reduction: reject NaN/inf labels and NaN/inf/negative/all-zero weights, and,
+    with ``positive_for`` (an objective's name), any zero weight.
 
     Raises
     ------
@@ -429,6 +430,8 @@ def check_values(y: da.Array, weight: da.Array | None, y_name="y", weight_name="
     checks = [(~da.isfinite(y)).sum()]
     if weight is not None:
         checks += [(~da.isfinite(weight)).sum(), (weight < 0).sum(), (weight > 0).sum()]
+        if positive_for is not None:
+            checks.append((weight == 0).sum())
     counts = compute(*checks)
     if counts[0]:
         raise ValueError(f"{y_name} must be finite; found {int(counts[0])} NaN or infinite value(s).")
@@ -441,6 +444,10 @@ def check_values(y: da.Array, weight: da.Array | None, y_name="y", weight_name="
         if not counts[3]:
             raise ValueError(f"{weight_name} must have at least one weight > 0; found all "
                              f"{weight.shape[0]} weight(s) equal to zero.")
+        if positive_for is not None and counts[4]:
+            raise ValueError(f"{weight_name} must be > 0 for objective {positive_for!r} "
+                             f"(LightGBM refuses a non-positive weight); found {int(counts[4])} "
+                             f"weight(s) equal to zero.")
 
 
 @dataclass
@@ -641,6 +648,33 @@ def check_group(group, n_rows, name="group"):
     return g
 
 
+def check_position(position, n_rows, objective):
+    """The training rows' positions (LightGBM's ``Dataset(position=)``) as
+    ``(ids, n_positions)``: ``ids`` (int32, shape (n_rows,)) numbers the distinct positions
+    ``0 .. n_positions - 1`` in increasing order of their values (LightGBM numbers them by first
+    appearance; each position's bias factor is learned alone, so the numbering changes nothing).
+
+    Raises
+    ------
+    ValueError
+        ``position`` not 1-D, of another length than the rows, not integer-valued, or given with
+        an objective other than ``lambdarank`` (the only one that uses positions).
+    """
+    if objective.name != "lambdarank":
+        raise ValueError(f"position is used by objective 'lambdarank' only (position bias "
+                         f"factors of unbiased LambdaRank), got objective {objective.name!r}")
+    p = np.asarray(position)
+    if p.ndim != 1 or p.shape[0] != int(n_rows):
+        raise ValueError(f"position must be a 1-D array with one value per training row "
+                         f"({int(n_rows)}), got shape {p.shape}")
+    if p.dtype.kind not in "iuf" or (p.dtype.kind == "f" and not np.all(p == np.floor(p))):
+        raise ValueError(f"position must hold integer positions, got dtype {p.dtype}"
+                         + (" with non-integer or non-finite values" if p.dtype.kind == "f"
+                            else ""))
+    values, ids = np.unique(p.astype(np.int64), return_inverse=True)
+    return ids.astype(np.int32).reshape(-1), int(values.shape[0])
+
+
 def query_chunks(group, target_rows):
     """Chunk sizes of whole queries: consecutive queries grouped until a chunk holds at least
     ``target_rows`` rows (a query is never split; the last chunk may be smaller)."""
@@ -821,7 +855,9 @@ def check_labels_and_weights(inputs: TrainingInputs, objective, compute) -> None
         Naming the set and what its labels or weights break.
     """
     evals = inputs.evals
-    check_values(inputs.y, inputs.weight, compute=compute)
+    check_values(inputs.y, inputs.weight, compute=compute,
+                 positive_for=(objective.name if getattr(objective, "positive_weights", False)
+                               else None))
     for name, _, ye, we in evals:
         check_values(ye, we, y_name=f"eval_set {name!r} y", weight_name=f"{name!r} weight",
                      compute=compute)

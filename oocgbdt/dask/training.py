@@ -45,7 +45,7 @@ from oocgbdt.dask.cache import (cached_partition_tasks, check_cache_path, choose
 from oocgbdt.core.partition import partition_set_init_scores
 from oocgbdt.core.split import check_monotone_constraints
 from oocgbdt.dask.inputs import (align_to_queries, check_init_scores, check_labels_and_weights,
-                                 init_score_inputs, is_sparse, training_inputs)
+                                 check_position, init_score_inputs, is_sparse, training_inputs)
 from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
 from oocgbdt.dask.predict import predict as lazy_predict
@@ -72,7 +72,7 @@ def _client_compute(client):
 def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=None,
           eval_sample_weight=None, feature_names=None, client=None, verbose=None, group=None,
           eval_group=None, init_model=None, callbacks=None, init_score=None,
-          eval_init_score=None) -> Booster:
+          eval_init_score=None, position=None) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -114,6 +114,12 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
         so that no query spans two partitions.
     eval_group : list of (array-like of int or None), optional
         The query sizes of each eval set.
+    position : array-like of int of shape (n_samples,), optional
+        ``objective="lambdarank"``: each training row's position (the rank it was shown at),
+        LightGBM's ``Dataset(position=)``, held in memory. Training then learns one bias
+        factor per distinct position, added to the scores the gradients are computed from
+        (unbiased LambdaRank, ``lambdarank_position_bias_regularization``); predictions do
+        not include them.
     init_model : Booster, or path of a model file (oocgbdt JSON or LightGBM text), optional
         Continue this model (LightGBM's ``init_model``): every training and eval row starts
         from the model's raw score (predicted on the rows as training reads them, float32),
@@ -223,6 +229,8 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
                          "init_score by them); pass one of the two.")
     init_scores = init_score_inputs(inputs, init_score, eval_init_score,
                                     objective.num_tree_per_iteration)
+    positions = (None if position is None
+                 else check_position(position, inputs.X.shape[0], objective))
     if params["early_stopping_rounds"] is not None and not (inputs.evals and metrics):
         raise ValueError(f"early_stopping_rounds={params['early_stopping_rounds']} needs an eval "
                          f"set and a metric to watch (as in LightGBM), got "
@@ -255,7 +263,7 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
             # handles), also when it is not the default client.
             fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
                        init_booster, callbacks, learning_rates, embedded=client is None,
-                       init_scores=init_scores)
+                       init_scores=init_scores, positions=positions)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -312,7 +320,7 @@ def _with_init_scores(tasks, scores, groups, key):
 
 def _fit(params, inputs, objective, metrics, client, stored, key, caches,
          init_booster=None, callbacks=None, learning_rates=None, embedded=False,
-         init_scores=None) -> dict:
+         init_scores=None, positions=None) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
@@ -453,6 +461,11 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
             boost_kwargs["queries"] = {
                 names[s]: partition_queries(inputs.queries[names[s]], bounds[s])
                 for s, *_ in sets if names[s] in inputs.queries}
+        if positions is not None:
+            ids, n_positions = positions
+            b = bounds["train"]
+            boost_kwargs["positions"] = ([ids[b[i]:b[i + 1]] for i in range(len(b) - 1)],
+                                         n_positions)
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
                               callbacks=callbacks or None)
         boosted = True

@@ -431,7 +431,7 @@ def find_best_categorical_splits(hist, bin_offsets, n_bins, feature_mask, sum_g,
             out[f, 1] = res[4]
             out[f, 2] = 0.0
             out[f, 3] = res[1]
-            out[f, 4] = res[2] - K_EPSILON
+            out[f, 4] = res[2]  # kEpsilon included, as find_best_thresholds
             out[f, 5] = res[3]
             if out.shape[1] >= 8:
                 l2f = l2 if n_bins[f] <= max_cat_to_onehot else l2 + cat_l2

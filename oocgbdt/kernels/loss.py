@@ -90,7 +90,7 @@ def gradients_l2(
     weight : ndarray of shape (n_samples,), dtype=float32 or float64, or None
         Sample weights; None means every weight is 1.
     gradients_out : ndarray of shape (n_samples,), dtype=float32
-        Written with ``(raw_score - y) * weight``.
+        Written with ``float32(raw_score - y) * float32(weight)`` (a float32 product).
     hessians_out : ndarray of shape (n_samples,), dtype=float32
         Written with ``weight`` (1 when ``weight`` is None).
 
@@ -105,7 +105,8 @@ def gradients_l2(
             hessians_out[i] = 1.0
     else:
         for i in range(n_samples):
-            gradients_out[i] = (raw_score[i] - y[i]) * weight[i]
+            # float32 difference times float32 weight, in float32, as LightGBM
+            gradients_out[i] = np.float32(raw_score[i] - y[i]) * np.float32(weight[i])
             hessians_out[i] = weight[i]
 
 
@@ -114,7 +115,7 @@ def gradients_l2_naive(y, raw_score, weight, gradients_out, hessians_out):
     g = np.asarray(raw_score, dtype=np.float64) - y
     h = np.ones_like(g)
     if weight is not None:
-        g = g * weight
+        g = g.astype(np.float32) * np.asarray(weight).astype(np.float32)
         h = h * weight
     gradients_out[:] = g.astype(G_H_DTYPE)
     hessians_out[:] = h.astype(G_H_DTYPE)

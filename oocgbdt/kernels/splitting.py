@@ -12,8 +12,9 @@ feature_histogram.hpp``: ``FindBestThreshold``, ``FindBestThresholdSequentially`
   leaf has no missing rows both scans see the same partitions; F then wins only by more than
   rounding (as it must when counts are estimated, below, F can admit a threshold R rejects).
 * The leaf's hessian sum enters as ``sum_h + 2 * kEpsilon`` and the accumulated side starts at
-  ``kEpsilon`` (``FeatureHistogram::FindBestThreshold``); the returned left hessian sum has that
-  ``kEpsilon`` removed, as LightGBM's ``SplitInfo::left_sum_hessian``.
+  ``kEpsilon`` (``FeatureHistogram::FindBestThreshold``); the returned left hessian sum is
+  LightGBM's ``best_sum_left_hessian``, that ``kEpsilon`` included: the children's sums and
+  outputs are derived from it as LightGBM does (:func:`oocgbdt.core.split.best_split`).
 * A split must leave ``min_data_in_leaf`` rows and ``min_sum_hessian_in_leaf`` hessian on each
   side and have ``split_gain > min_gain_to_split``. The row counts checked against
   ``min_data_in_leaf`` are LightGBM's estimates from hessians
@@ -398,7 +399,7 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
             out[f, 1] = res[1]
             out[f, 2] = default_left
             out[f, 3] = res[2]
-            out[f, 4] = res[3] - K_EPSILON
+            out[f, 4] = res[3]
             out[f, 5] = res[4]
             if out.shape[1] >= 8:
                 out[f, 6] = side_output(res[2], res[3], res[4], l1, l2, max_delta_step,
@@ -519,5 +520,6 @@ def find_best_thresholds_naive(hist, bin_offsets, n_bins, missing_types, default
         if best_rec is not None:
             out[f, 0] = best - parent_gain
             out[f, 1:6] = best_rec
+            out[f, 4] += 1e-15  # kEpsilon included, as the kernel
             if out.shape[1] >= 8:
                 out[f, 6:8] = outs

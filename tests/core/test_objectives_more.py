@@ -178,3 +178,52 @@ def test_multiclassova_need_train_and_stats_merge():
     stats = obj.label_stats(y[:2]) + obj.label_stats(y[2:])
     np.testing.assert_array_equal(stats, obj.label_stats(y))
     assert obj.need_train_from_stats(stats).tolist() == [True, True, False]
+
+
+def test_reg_sqrt_is_turned_off_where_lightgbm_turns_it_off():
+    with pytest.warns(UserWarning, match="reg_sqrt does not apply to objective 'huber'"):
+        obj = get_objective({"objective": "huber", "reg_sqrt": True})
+    assert not obj.reg_sqrt and obj.lightgbm_objective_string == "huber"
+    assert not get_objective({"objective": "cross_entropy", "reg_sqrt": True}).reg_sqrt
+    obj = get_objective({"objective": "regression", "reg_sqrt": True})
+    y = np.array([-4.0, 0.0, 2.25], dtype=np.float32)
+    np.testing.assert_array_equal(obj.objective_labels(y), [-2.0, 0.0, 1.5])
+    np.testing.assert_array_equal(obj.transform(np.array([-2.0, 0.0, 1.5])), [-4.0, 0.0, 2.25])
+
+
+@pytest.mark.parametrize("name", ["regression", "huber", "fair", "poisson", "gamma", "tweedie",
+                                  "cross_entropy", "cross_entropy_lambda", "binary",
+                                  "multiclass", "multiclassova"])
+def test_weighted_gradients_are_lightgbms_bit_for_bit(name):
+    """LightGBM trained on our weighted gradients (a custom objective) grows the model of its
+    own objective, bit for bit, over several rounds: the same float32 gradients and hessians
+    (e.g. L2's ``float32(s - y) * weight`` is a float32 product there)."""
+    import json
+
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(3)
+    n = 1000
+    X = rng.normal(size=(n, 4))
+    base = X[:, 0] + 0.5 * X[:, 1] ** 2 + rng.normal(size=n) * 0.3
+    y = {"poisson": rng.poisson(np.exp(base / 2)), "tweedie": rng.poisson(np.exp(base / 2)),
+         "gamma": np.exp(base / 2) + 0.1, "binary": base > 0.5,
+         "multiclass": np.digitize(base, [0, 1]), "multiclassova": np.digitize(base, [0, 1]),
+         }.get(name, 1 / (1 + np.exp(-base)) if name.startswith("cross") else base * 3)
+    y = np.asarray(y, dtype=np.float32)
+    w = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    params = _params(name, **({"num_class": 3} if name == "multiclass" else {}))
+    obj = get_objective(params)
+    obj = obj.with_label_stats(obj.label_stats(y, w))
+    k = obj.num_tree_per_iteration
+
+    def fobj(raw, _data):
+        g, h = np.empty((n, k), np.float32), np.empty((n, k), np.float32)
+        obj.gradients(y, np.asarray(raw).reshape(n, k), w, g, h)
+        return (g[:, 0], h[:, 0]) if k == 1 else (g, h)
+
+    common = dict(params, num_leaves=7, boost_from_average=False, deterministic=True,
+                  num_threads=1, verbose=-1)
+    trees = [json.dumps(lgb.train(dict(common, objective=o), lgb.Dataset(X, y, weight=w),
+                                  num_boost_round=6).dump_model()["tree_info"])
+             for o in (name, fobj)]
+    assert trees[0] == trees[1]

@@ -118,6 +118,7 @@ def test_every_alias_resolves(alias):
         "extra_trees": True, "extra_seed": 4, "interaction_constraints": [[0, 1], [2]],
         "max_delta_step": 0.7, "monotone_constraints": [1, 0, -1],
         "monotone_constraints_method": "basic", "monotone_penalty": 1.5, "path_smooth": 2.0,
+        "reg_sqrt": True, "lambdarank_position_bias_regularization": 0.5,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value

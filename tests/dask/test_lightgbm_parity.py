@@ -167,3 +167,28 @@ def test_binary_on_three_workers_sharing_the_search_equals_lightgbm(binary, bina
     assert ours.cache_report["n_partitions"] == {"train": 10}
     assert executors and set(executors) == {("SpmdExecutor", 3, 3)}
     _assert_lightgbm_trees(ours, binary_lightgbm, X, Xt, 30)
+
+
+def test_first_tree_children_sums_are_lightgbms_to_the_bit():
+    """A split's children hold LightGBM's sums, computed with its arithmetic to the last bit
+    (``FindBestThresholdSequentially``: the left hessian sum minus ``kEpsilon``, the right one
+    ``sum_h + 2 kEpsilon - left - kEpsilon``, outputs from the sums with ``kEpsilon`` in): in
+    one partition the first tree's leaf values and hessian sums equal LightGBM's exactly
+    (weighted logloss, hessians that differ row to row). Ties between splits that are
+    mathematically equal then fall as in LightGBM."""
+    rng = np.random.default_rng(2)
+    n = 3000
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] ** 2 + rng.normal(size=n) > 1).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, n).astype(np.float32)
+    params = dict(objective="binary", num_leaves=15, boost_from_average=False,
+                  min_data_in_leaf=10)
+    ours = oocgbdt.train(dict(params, n_estimators=1), X, y, sample_weight=w, verbose=False)
+    model = lgb.train(dict(params, verbose=-1, deterministic=True, num_threads=1,
+                           enable_bundle=False), lgb.Dataset(X, y, weight=w), num_boost_round=1)
+    _, leaves = _lgb_nodes(model.dump_model()["tree_info"][0])
+    tree = ours.trees[0]
+    np.testing.assert_array_equal(tree.leaf_value,
+                                  [leaves[j]["leaf_value"] for j in range(tree.n_leaves)])
+    np.testing.assert_array_equal(tree.leaf_weight,
+                                  [leaves[j]["leaf_weight"] for j in range(tree.n_leaves)])

@@ -5,7 +5,8 @@ Parity: the same trees as LightGBM (split features, thresholds, row counts, ever
 leaf) and leaf values and raw scores within the tolerances of ``test_lightgbm_parity.py`` (float64
 summation order), for a regression loss with renewed leaves (``regression_l1``, with weights),
 a smooth one (``huber``), count losses (``poisson``, ``tweedie``), ``cross_entropy`` and
-``multiclassova``, on rows cut into several partitions.
+``multiclassova``, on rows cut into several partitions; ``reg_sqrt`` with the losses it applies
+to (small synthetic data, labels of both signs).
 
 Renewal: leaf values of ``regression_l1``, ``quantile`` and ``mape`` are exact weighted
 percentiles selected from reduced counts, so the model is the same, bit for bit, for 1, 3 and 8
@@ -125,3 +126,29 @@ def test_renewed_leaves_do_not_depend_on_partitions_or_workers(housing, params, 
             m = leaf == lf
             expected = lightgbm_percentile(res[m], None if pw is None else pw[m], obj.renew_alpha)
             assert tree.leaf_value[lf] == expected * 0.1
+
+
+@pytest.mark.parametrize("name, weighted", [
+    ("regression", True), ("regression_l1", False), ("fair", False), ("quantile", True),
+    ("mape", False),
+])
+def test_reg_sqrt_trains_as_lightgbm(name, weighted):
+    """``reg_sqrt``: the same model as LightGBM's (labels of both signs), predictions squared
+    back with their sign, the objective line ``"<name> sqrt"``, which LightGBM reads back."""
+    rng = np.random.default_rng(11)
+    n = 400
+    X = rng.normal(size=(n, 3)).astype(np.float32)
+    y = ((X[:, 0] * 3 + X[:, 1] ** 2 + rng.normal(size=n)) * 5).astype(np.float32)
+    w = rng.uniform(0.5, 2.0, n).astype(np.float32) if weighted else None
+    params = dict(objective=name, reg_sqrt=True, num_leaves=7, min_data_in_leaf=5,
+                  learning_rate=0.2)
+    ours = oocgbdt.train(dict(params, n_estimators=6), X, y, sample_weight=w, verbose=False)
+    model = lgb.train(dict(params, verbose=-1, deterministic=True, num_threads=1),
+                      lgb.Dataset(X, y, weight=w), num_boost_round=6)
+    raw = model.predict(X, raw_score=True)
+    np.testing.assert_allclose(ours.predict(X, raw_score=True), raw, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(ours.predict(X), np.sign(raw) * raw * raw, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ours.predict(X), model.predict(X), rtol=1e-9, atol=1e-9)
+    assert ours.objective.lightgbm_objective_string == f"{name} sqrt"
+    exported = lgb.Booster(model_str=ours.model_to_string(format="lightgbm"))
+    np.testing.assert_allclose(exported.predict(X), ours.predict(X), rtol=1e-12, atol=1e-12)

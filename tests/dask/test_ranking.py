@@ -87,20 +87,25 @@ def _assert_ranking_equal(ours, model, evals, X, Xt):
 def test_same_model_from_chunks_inside_queries_zarr_and_two_workers(rank, tmp_path):
     """Storage chunks of 400 rows cut through queries; the rows are read across them, so every
     partition holds whole queries, and the model is the same as from NumPy in one piece (up to
-    the summation order of the histograms over partitions: equal trees, scores to 1e-12)."""
+    the summation order of the histograms over partitions: equal trees, scores to 1e-12). The
+    rows have positions (unbiased LambdaRank): the bias factors' sums are added over partitions
+    and workers."""
     from distributed import Client, LocalCluster
 
     X, y, g, Xt, yt, gt = rank
-    ref = _fit(X, y, g, Xt, yt, gt)
+    position = np.concatenate([np.arange(s) % 7 for s in g])
+    ref = _fit(X, y, g, Xt, yt, gt, position=position)
     ds = open_dataset(write_dataset(tmp_path / "rank", X, y, chunk_rows=400).path)
     assert not set(np.cumsum(ds.X.chunks[0])) <= set(np.cumsum(g))  # a chunk cuts a query
-    small = dict(params=dict(partition_rows=400))  # several partitions, each of whole queries
+    # several partitions, each of whole queries
+    small = dict(params=dict(partition_rows=400), position=position)
     fits = {"zarr": _fit(ds.X, ds.y, g, Xt, yt, gt, **small)}
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=":0") as cluster, \
             Client(cluster, set_as_default=False) as client:
         fits["2 workers"] = _fit(da.from_array(X, chunks=(400, -1)), da.from_array(y, chunks=400),
-                                 g, Xt, yt, gt, client=client, params=dict(partition_rows=400))
+                                 g, Xt, yt, gt, client=client, params=dict(partition_rows=400),
+                                 position=position)
     assert fits["2 workers"].cache_report["n_partitions"]["train"] > 2
     assert fits["zarr"].cache_report["n_partitions"]["train"] > 2
     for name, fit in fits.items():
@@ -138,3 +143,58 @@ def test_ranking_bad_input(rank):
         oocgbdt.train(dict(PARAMS, n_estimators=1), X, y + 0.5, group=[300], verbose=False)
     with pytest.raises(ValueError, match=r"GBDTRanker.fit needs group"):
         oocgbdt.GBDTRanker().fit(X, y)
+
+
+def _shown_rows(seed=0, n_queries=60):
+    """Queries of 5 to 24 rows shown in a random order; the labels drop with the position shown
+    (a position bias), besides depending on two features."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.integers(5, 25, n_queries)
+    n = int(sizes.sum())
+    X = rng.normal(size=(n, 5)).astype(np.float32)
+    position = np.concatenate([rng.permutation(s) for s in sizes])
+    y = np.clip(np.round(X[:, 0] + 0.5 * X[:, 1] + 1.5 - 0.15 * position
+                         + rng.normal(size=n) * 0.5), 0, 4).astype(np.float32)
+    return X, y, sizes, position
+
+
+@pytest.mark.parametrize("regularization, rows", [(0.0, 100_000), (0.5, 300)])
+def test_position_bias_equals_lightgbm(regularization, rows):
+    """Unbiased LambdaRank: LightGBM's trees with the same positions (its ``Dataset(position=)``)
+    in one partition and in 3, whose bias sums are added over partitions; the positions change
+    the model (LightGBM's without them is another)."""
+    X, y, sizes, position = _shown_rows()
+    params = dict(objective="lambdarank", num_leaves=7, min_data_in_leaf=5, learning_rate=0.1,
+                  lambdarank_position_bias_regularization=regularization)
+    n_trees = 12
+    ours = oocgbdt.train(dict(params, n_estimators=n_trees, chunk_rows=rows, partition_rows=rows),
+                         X, y, group=sizes, position=position, verbose=False)
+    assert ours.cache_report["n_partitions"]["train"] == (1 if rows > len(y) else 3)
+    lgb_params = dict(params, enable_bundle=False, deterministic=True, num_threads=1, verbose=-1)
+    model = lgb.train(lgb_params, lgb.Dataset(X, y, group=sizes, position=position), n_trees)
+    _assert_lightgbm_trees(ours, model, X, X[::7], n_trees)
+    unbiased = lgb.train(lgb_params, lgb.Dataset(X, y, group=sizes), n_trees)
+    assert np.abs(unbiased.predict(X) - ours.predict(X)).max() > 0.1
+    if regularization:
+        ranker = oocgbdt.GBDTRanker(n_estimators=n_trees, **{k: v for k, v in params.items()
+                                                            if k != "objective"})
+        ranker.fit(X, y, group=sizes, position=position)
+        np.testing.assert_array_equal(ranker.predict(X), ours.predict(X))
+
+
+def test_position_bad_input():
+    X, y, sizes, position = _shown_rows(n_queries=10)
+    params = dict(objective="lambdarank", n_estimators=1)
+    with pytest.raises(ValueError, match=r"position must be a 1-D array with one value per "
+                                         r"training row \(\d+\), got shape \(5,\)"):
+        oocgbdt.train(params, X, y, group=sizes, position=position[:5], verbose=False)
+    with pytest.raises(ValueError, match=r"position must hold integer positions, got dtype "
+                                         r"float64 with non-integer"):
+        oocgbdt.train(params, X, y, group=sizes, position=position + 0.5, verbose=False)
+    with pytest.raises(ValueError, match=r"position is used by objective 'lambdarank' only .* "
+                                         r"got objective 'rank_xendcg'"):
+        oocgbdt.train(dict(params, objective="rank_xendcg"), X, y, group=sizes,
+                      position=position, verbose=False)
+    with pytest.raises(ValueError, match=r"lambdarank_position_bias_regularization"):
+        oocgbdt.train(dict(params, lambdarank_position_bias_regularization=-1.0), X, y,
+                      group=sizes, position=position, verbose=False)

@@ -84,7 +84,8 @@ def test_weights_multiply(kind):
 def test_l2_formula():
     y, raw, weight = _data("l2", label_dtype=np.float64)
     g, h = _run(gradients_l2, y, raw, weight)
-    np.testing.assert_array_equal(g, ((raw - y) * weight).astype(np.float32))
+    # LightGBM: the difference rounded to float32, times the float32 weight, in float32.
+    np.testing.assert_array_equal(g, (raw - y).astype(np.float32) * weight.astype(np.float32))
     np.testing.assert_array_equal(h, weight.astype(np.float32))
     g, h = _run(gradients_l2, y, raw, None)
     np.testing.assert_array_equal(h, 1.0)

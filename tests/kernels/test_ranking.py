@@ -81,3 +81,45 @@ def test_xendcg_matches_naive(weighted, iteration, first_query):
     # The kernel sums its three terms in float32 as LightGBM; the twin in float64.
     np.testing.assert_allclose(out[0], out[2], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out[1], out[3], rtol=1e-6, atol=1e-7)
+
+
+def test_tables_use_the_c_library_as_lightgbm():
+    """The sigmoid table and the discounts hold, entry for entry, the C library's ``exp`` and
+    ``log2`` (LightGBM's ``ConstructSigmoidTable`` and ``DCGCalculator::Init``), not NumPy's
+    vectorized functions, which differ in the last bit of some entries."""
+    import math
+
+    table, lo, _, factor = sigmoid_table(1.0)
+    idx = np.random.default_rng(0).choice(table.shape[0], 50_000, replace=False)
+    expected = [1.0 / (1.0 + math.exp(float(i) / factor + lo)) for i in idx]
+    np.testing.assert_array_equal(table[idx], expected)
+    disc = discounts()
+    np.testing.assert_array_equal(disc, [1.0 / math.log2(2.0 + k) for k in range(disc.shape[0])])
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_lambdarank_gradients_are_lightgbms_bit_for_bit(weighted):
+    """LightGBM trained on these gradients (a custom objective) grows its own lambdarank model,
+    bit for bit: the same float32 gradients and hessians every round."""
+    import json
+
+    lgb = pytest.importorskip("lightgbm")
+    from oocgbdt.core.objectives import get_objective
+
+    y, _, w, offsets = _queries(7, n_queries=40)
+    w = w if weighted else None
+    X = np.random.default_rng(1).normal(size=(len(y), 4)) + y[:, None] * 0.3
+    group = np.diff(offsets)
+    objective = get_objective({"objective": "lambdarank"})
+
+    def fobj(raw, _data):
+        g, h = np.empty(len(y), G_H_DTYPE), np.empty(len(y), G_H_DTYPE)
+        objective.rank_gradients(y, raw, w, offsets, g, h)
+        return g, h
+
+    params = dict(num_leaves=7, min_data_in_leaf=5, deterministic=True, num_threads=1,
+                  verbose=-1)
+    models = [lgb.train(dict(params, objective=obj), lgb.Dataset(X, y, weight=w, group=group),
+                        num_boost_round=10) for obj in ("lambdarank", fobj)]
+    trees = [json.dumps(m.dump_model()["tree_info"]) for m in models]
+    assert trees[0] == trees[1]
