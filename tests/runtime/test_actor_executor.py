@@ -554,7 +554,7 @@ if __name__ == "__main__":
     X = rng.normal(size=(20000, 10)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=20000) > 0).astype(float)
     params = dict(objective="binary", num_leaves=31, n_estimators=1000, chunk_rows=2000,
-                  partition_rows=4000, verbose=False)
+                  partition_rows=4000, verbose=False, max_worker_failures=0)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as c:
         victim = sorted(c.scheduler_info()["workers"])[1]
@@ -604,8 +604,9 @@ if __name__ == "__main__":
 
 @pytest.mark.parametrize("phase", ["boosting", "loading", "placed", "loaded"])
 def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
-    """A worker process dies in the middle of a fit: the fit raises within seconds, naming the
-    lost worker, instead of waiting forever (or raising the closed connection's bare
+    """A worker process dies in the middle of a fit that may lose none
+    (``max_worker_failures=0``): the fit raises within seconds, naming the lost worker and
+    the last completed round, instead of waiting forever (or raising the closed connection's bare
     ``CommClosedError``). ``boosting``: killed 6 s after the fit starts, while the shards run
     passes (the liveness checks of ``ActorExecutor._result``). ``loading``: killed once the
     partitions' tasks are pinned to the shards' workers (the pinned tasks would wait for the
@@ -629,7 +630,8 @@ def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
         pytest.fail("training hung after a worker was lost (killed after 120 s)")
     assert "KILLED" in out, out
     # the error says what happened (not the closed connection it was seen through)
-    assert "RAISED RuntimeError" in out and "was lost during training" in out, out
+    assert "RAISED WorkerLost" in out and "was lost during training" in out, out
+    assert "more than max_worker_failures=0; the last completed round is" in out, out
 
 
 @pytest.mark.parametrize("n_workers", [1, 2])
