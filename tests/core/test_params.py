@@ -72,6 +72,8 @@ def test_defaults():
     assert r["cache"] == "auto" and r["cache_path"] is None and r["cache_memory_fraction"] == 0.5
     assert r["partition_rows"] is None
     assert r["min_workers"] == 1 and r["worker_wait_timeout"] == 600.0
+    assert r["checkpoint_path"] is None and r["checkpoint_every"] == 0
+    assert r["max_worker_failures"] == 3
     assert resolve_params({}) == r
 
 
@@ -113,7 +115,8 @@ def test_every_alias_resolves(alias):
         "tweedie_variance_power": 1.2, "sigmoid": 2.0, "is_unbalance": True,
         "scale_pos_weight": 1.0, "multi_error_top_k": 3, "label_gain": [0.0, 1.0, 5.0],
         "lambdarank_truncation_level": 10, "lambdarank_norm": False, "eval_at": [1, 3], "objective_seed": 9,
-            "min_workers": 3, "worker_wait_timeout": 5.0,
+            "min_workers": 3, "worker_wait_timeout": 5.0, "checkpoint_every": 5,
+            "checkpoint_path": "/tmp/oocgbdt-checkpoint.json", "max_worker_failures": 1,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value

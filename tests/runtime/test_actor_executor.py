@@ -614,20 +614,9 @@ def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
     statistics are read (tasks reading partitions pinned to a dead worker). ``loaded``: killed
     after loading, before the loop (while the workers' heap is released). Each runs in a process of its own, killed with its cluster if
     it hangs."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    script = tmp_path / "kill_a_worker.py"
-    script.write_text(_KILL_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script), phase], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("training hung after a worker was lost (killed after 120 s)")
+    from tests._scripts import run_script
+    out = run_script(tmp_path, _KILL_SCRIPT, phase, timeout=120,
+                     what="training after a worker was lost")
     assert "KILLED" in out, out
     # the error says what happened (not the closed connection it was seen through)
     assert "RAISED WorkerLost" in out and "was lost during training" in out, out
