@@ -335,7 +335,9 @@ class ActorExecutor(OperationQueue):
                 self._stop_shards(f"the caller stopped: {e!r}")
                 raise
             if errors:  # inside the block: the callbacks catch up with the rounds kept
-                raise errors[0]
+                # A shard whose push to a lost shard failed reports its own error: the loss
+                # (seen on the lost shard's own call) is the cause to report.
+                raise next((e for e in errors if isinstance(e, WorkerLost)), errors[0])
             if bar is not None:
                 bar.finish(results[0], boost_kwargs["objective"].num_tree_per_iteration)
         return results[0]
