@@ -96,9 +96,11 @@ class FitProgress:
         with self._lock:
             if int(state["round"]) != self.end:
                 return False
+            if not self.trees:  # a continued part of the fit reports zeros: the scores
+                # it starts from hold the fit's initial score already
+                self.init_score = np.asarray(state["init_score"], dtype=np.float64)
             self.trees.extend(state["trees"])
             self.tree_stats.extend(state["tree_stats"])
-            self.init_score = np.asarray(state["init_score"], dtype=np.float64)
             for name, by_metric in state["evals"].items():
                 for m, v in by_metric.items():
                     self.evals_result.setdefault(name, {}).setdefault(m, []).append(float(v))

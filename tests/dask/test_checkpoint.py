@@ -40,9 +40,10 @@ def _data(n=3000, seed=0):
     dict(data_sample_strategy="goss", feature_screening="ema", screening_warmup=2),
 ], ids=["bagging-fraction-early-stopping", "goss-ema"])
 def test_a_resumed_fit_gives_the_uninterrupted_model(tmp_path, extra):
-    """Interrupted after round 7 (checkpoints every 3 rounds: the last at round 6), resumed:
-    the same trees, evaluation history, best iteration and screening history as one
-    uninterrupted fit."""
+    """Interrupted after round 7 (checkpoints every 3 rounds: the last at round 6), resumed
+    and interrupted again after round 10 (checkpoint of round 9, written by the resumed
+    fit), resumed again: the same trees, evaluation history, best iteration and screening
+    history as one uninterrupted fit."""
     X, y = _data()
     Xv, yv = _data(800, seed=1)
     params = dict(objective="binary", num_leaves=7, n_estimators=25, chunk_rows=500,
@@ -54,6 +55,10 @@ def test_a_resumed_fit_gives_the_uninterrupted_model(tmp_path, extra):
         oocgbdt.train(with_ckpt, X, y, eval_set=[(Xv, yv)], callbacks=[_interrupt_at(7)])
     model, progress, _ = read_checkpoint(path)
     assert progress.rounds == 6 and len(model.trees) == 6
+    with pytest.raises(_Interrupted):
+        oocgbdt.train(with_ckpt, X, y, eval_set=[(Xv, yv)], resume=True,
+                      callbacks=[_interrupt_at(10)])
+    assert read_checkpoint(path)[1].rounds == 9
     resumed = oocgbdt.train(with_ckpt, X, y, eval_set=[(Xv, yv)], resume=True)
     if "early_stopping_rounds" in extra:
         assert whole.best_iteration < params["n_estimators"]  # early stopping did end it
