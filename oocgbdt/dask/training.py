@@ -512,7 +512,12 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
     # 5. loading and 6. boosting, again from the last completed round after a lost worker
     lost = []  # the addresses of the workers lost so far
     measured, boosted, attempt = {}, False, 0
-    bundle_report = None
+    bundle_report = []
+
+    def loaded(conflict_stats):  # once, as the partitions are first loaded
+        if not bundle_report:
+            bundle_report.append(_bundle_report(bundler, bin_mapper, conflict_stats, inputs.X,
+                                                params))
     start_measuring(client, key)
     try:
         while True:
@@ -528,13 +533,10 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
             segment_key = key if attempt == 0 else f"{key}-again{attempt}"
             task_sets = task_sets_from(start, segment_key)
             try:
-                result, fitted_params, conflict_stats = _load_and_boost(
+                result, fitted_params = _load_and_boost(
                     params, task_sets, inputs, bounds, sets, client, embedded, local, threads,
                     mode, bin_mapper, bundler, objective, metrics, segment_key, learning_rates,
-                    callbacks, progress, start, total)
-                if bundle_report is None:
-                    bundle_report = _bundle_report(bundler, bin_mapper, conflict_stats,
-                                                   inputs.X, params)
+                    callbacks, progress, start, total, loaded)
                 boosted = True
                 params = fitted_params
                 break
@@ -562,19 +564,20 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
             pass
     return dict(result=result, bin_mapper=bin_mapper, bundler=bundler,
                 params=_lookahead(dict(params, n_estimators=total), n_planned, mode),
-                cache_report=cache_report, bundle_report=bundle_report,
+                cache_report=cache_report,
+                bundle_report=bundle_report[0] if bundle_report else None,
                 memory_report=memory_report(plans, places, measured, mode), start=start,
                 tree_stats=stats_before, lost_workers=lost)
 
 
 def _load_and_boost(params, task_sets, inputs, bounds, sets, client, embedded, local, threads,
                     mode, bin_mapper, bundler, objective, metrics, key, learning_rates,
-                    callbacks, progress, start, total):
+                    callbacks, progress, start, total, on_loaded):
     """Stages 5 and 6 once: the partitions loaded where the loop runs (on the workers the
-    cluster has now), and the rounds from ``progress.end`` to ``total`` trained, continuing
-    ``start`` (the model so far, or the fit's ``init_model``, or None). Returns
-    ``(BoostResult, params as used, conflict statistics)``; raises :class:`WorkerLost` when
-    a shard's worker is lost."""
+    cluster has now; then ``on_loaded(conflict statistics)``), and the rounds from
+    ``progress.end`` to ``total`` trained, continuing ``start`` (the model so far, or the
+    fit's ``init_model``, or None). Returns ``(BoostResult, params as used)``; raises
+    :class:`WorkerLost` when a shard's worker is lost."""
     # The workers the cluster has now, after the bin sample and the cache write (or a lost
     # worker): those that joined meanwhile are used; with fewer than min_workers, wait.
     n_workers = 0 if local else wait_for_workers(
@@ -604,6 +607,7 @@ def _load_and_boost(params, task_sets, inputs, bounds, sets, client, embedded, l
         partitions = loaded["train"]
         eval_sets = [(name, loaded[f"eval_{i}"]) for i, (name, *_) in enumerate(inputs.evals)]
         del loaded
+        on_loaded(conflict_stats)
         params = _lookahead(params, n_workers, mode)
 
         # 6. boosting
@@ -629,7 +633,7 @@ def _load_and_boost(params, task_sets, inputs, bounds, sets, client, embedded, l
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
                               callbacks=callbacks or None, progress=progress)
         del partitions, eval_sets
-        return result, params, conflict_stats
+        return result, params
     finally:
         if executor is not None:
             executor.close()

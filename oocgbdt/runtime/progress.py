@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 
@@ -17,6 +18,9 @@ from oocgbdt.core.boosting import progress_bar, round_postfix, stop_by_callback
 from oocgbdt.core.callback import EvalResult, evaluation_result_list
 
 __all__ = ["EventBar", "RoundEvents", "caller_bar"]
+
+#: Seconds :func:`caller_bar`'s ``finish`` waits at most for the loop's last round states.
+STATE_WAIT_SECONDS = 10.0
 
 
 class EventBar:
@@ -77,7 +81,8 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=(), pr
 
     With ``progress`` (a :class:`~oocgbdt.core.checkpoint.FitProgress`), the loop's round
     states arrive as events too (:meth:`RoundEvents.state`) and are kept there; ``poll()``
-    also runs ``progress.poll()`` (the checkpoints). ``first_round``: the loop's first round in
+    also runs ``progress.poll()`` (the checkpoints), and ``finish`` waits for the states of
+    every round of the result (at most :data:`STATE_WAIT_SECONDS`) before it does. ``first_round``: the loop's first round in
     the whole model (default the callbacks' ``begin``: a fit continued after a lost worker
     starts later). Leaving the block on an error, the callbacks of the rounds kept in
     ``progress`` that they have not seen yet are run, so that a continued fit goes on from
@@ -95,6 +100,10 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=(), pr
 
     def apply(event):
         kind, value = event[1]
+        if kind == "state":  # kept also after finish (which waits for them)
+            if progress is not None:
+                progress.add(value)
+            return
         with lock:
             if finished:
                 return
@@ -104,8 +113,6 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=(), pr
                 bar.set_postfix(value, refresh=False)
             elif kind == "round":
                 rounds.put((value[0], [EvalResult(*e) for e in value[1]]))
-            elif kind == "state" and progress is not None:
-                progress.add(value)
 
     class Handle:
         def __init__(self):
@@ -130,6 +137,15 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=(), pr
                     callbacks.after_round(rnd, results)
 
         def finish(self, result, n_out):
+            if progress is not None:
+                # The loop's last round states may still be on their way (events travel
+                # through the scheduler, the result does not): the checkpoints due at the
+                # fit's last rounds are written once they are here.
+                end = self.first + len(result.trees) // int(n_out)
+                deadline = time.monotonic() + STATE_WAIT_SECONDS
+                while progress.end < end and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                progress.poll()
             with lock:
                 finished.append(True)
                 if callbacks is not None:
