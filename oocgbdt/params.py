@@ -961,11 +961,11 @@ _TABLE = [
         "max_worker_failures", 3, (), "int", _range(0, integer=True),
         "Workers a fit on several Dask workers may lose: after a loss the fit continues from "
         "the last round whose trees reached the caller, on the workers the cluster has then "
-        "(the lost shard's partitions loaded again from the input or the disk cache, raw "
-        "scores recomputed from the trees), to the model an undisturbed fit gives, bit for "
-        "bit. One more loss raises a RuntimeError naming the lost workers and the last "
-        "completed round (and writes the checkpoint, with checkpoint_path). 0: the first "
-        "loss raises.",
+        "(every partition loaded again from the input or the disk cache, raw scores "
+        "recomputed from the trees so far), to the model an undisturbed fit gives, bit for "
+        "bit. A loss past that many raises a RuntimeError (WorkerLost) naming the lost "
+        "workers and the rounds completed (and writes the checkpoint, with "
+        "checkpoint_path). 0: the first loss raises.",
     ),
 ]
 

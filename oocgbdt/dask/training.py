@@ -401,9 +401,12 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
     opened, so that :func:`train` removes it also when a later stage raises. ``embedded``:
     ``client`` is the embedded cluster's (its one worker; ``min_workers`` does not apply).
-    Returns a dict:
-    ``result`` (the BoostResult), ``bin_mapper``, ``bundler``, ``params`` (as used: the
-    ``lookahead_leaves`` chosen), ``cache_report`` and ``bundle_report``.
+    ``progress`` (:class:`~oocgbdt.core.checkpoint.FitProgress`) keeps the completed rounds;
+    a resumed fit's holds the checkpoint's. Returns a dict:
+    ``result`` (the BoostResult of the last part of the fit), ``start`` (the model that part
+    continued, or None), ``tree_stats`` (of the trees before that part), ``bin_mapper``,
+    ``bundler``, ``params`` (as used: the ``lookahead_leaves`` chosen), ``cache_report``,
+    ``bundle_report`` and ``memory_report``.
     """
     threads = fit_threads(params["num_threads"])  # in process; the workers' own below
     compute = _threaded_compute(threads) if client is None else _client_compute(client)
@@ -492,7 +495,7 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
 
     checkpoint_info = _checkpoint_info(params, inputs, objective)
 
-    def save_checkpoint(_=None):
+    def save_checkpoint():
         model = model_so_far()
         if params["checkpoint_path"] is not None and model is not None:
             write_checkpoint(params["checkpoint_path"], model, progress, checkpoint_info)
@@ -550,10 +553,10 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                                   f"with train(..., resume=True))")
                     raise WorkerLost(
                         f"{len(lost)} worker(s) lost during training ({', '.join(lost)}), more "
-                        f"than max_worker_failures={params['max_worker_failures']}; the last "
-                        f"completed round is {progress.end}{where}. {e}", lost) from e
+                        f"than max_worker_failures={params['max_worker_failures']}; the model "
+                        f"had completed {progress.end} round(s){where}. {e}", lost) from e
                 logger.warning(f"worker(s) {', '.join(e.workers)} lost; training continues "
-                               f"from round {progress.end} on the workers left ({len(lost)} "
+                               f"after round {progress.end} on the workers left ({len(lost)} "
                                f"of max_worker_failures={params['max_worker_failures']})")
             finally:
                 task_sets = None
@@ -567,7 +570,7 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                 cache_report=cache_report,
                 bundle_report=bundle_report[0] if bundle_report else None,
                 memory_report=memory_report(plans, places, measured, mode), start=start,
-                tree_stats=stats_before, lost_workers=lost)
+                tree_stats=stats_before)
 
 
 def _load_and_boost(params, task_sets, inputs, bounds, sets, client, embedded, local, threads,

@@ -606,7 +606,7 @@ if __name__ == "__main__":
 def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
     """A worker process dies in the middle of a fit that may lose none
     (``max_worker_failures=0``): the fit raises within seconds, naming the lost worker and
-    the last completed round, instead of waiting forever (or raising the closed connection's bare
+    the rounds completed, instead of waiting forever (or raising the closed connection's bare
     ``CommClosedError``). ``boosting``: killed 6 s after the fit starts, while the shards run
     passes (the liveness checks of ``ActorExecutor._result``). ``loading``: killed once the
     partitions' tasks are pinned to the shards' workers (the pinned tasks would wait for the
@@ -620,7 +620,7 @@ def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
     assert "KILLED" in out, out
     # the error says what happened (not the closed connection it was seen through)
     assert "RAISED WorkerLost" in out and "was lost during training" in out, out
-    assert "more than max_worker_failures=0; the last completed round is" in out, out
+    assert "more than max_worker_failures=0; the model had completed" in out, out
 
 
 @pytest.mark.parametrize("n_workers", [1, 2])
