@@ -12,6 +12,8 @@ partitions.
 """
 from __future__ import annotations
 
+import time
+
 from oocgbdt.core.boosting import boost
 from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.runtime.heap import training_heap
@@ -42,14 +44,15 @@ def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None, ro
 
 
 def _wait_polling(future, poll, seconds=0.05):
-    """``future.result()``, calling ``poll()`` about every ``seconds`` while waiting."""
+    """``future.result()``, calling ``poll()`` about every ``seconds`` while waiting (by
+    ``done()``: a short ``result(timeout=)`` on a future that completes meanwhile can raise
+    from inside ``distributed``'s sync instead of returning)."""
     if poll is None:
         return future.result()
-    while True:
-        try:
-            return future.result(timeout=seconds)
-        except TimeoutError:
-            poll()
+    while not future.done():
+        poll()
+        time.sleep(seconds)
+    return future.result()
 
 
 def run_boosting(client, executor, partitions, eval_sets, boost_kwargs, callbacks=None,

@@ -597,7 +597,7 @@ if __name__ == "__main__":
             oocgbdt.train(params, X, y, client=c)
             print("NO ERROR", flush=True)
         except Exception as e:
-            print("RAISED", type(e).__name__, round(time.time() - start, 1), str(e)[:200],
+            print("RAISED", type(e).__name__, round(time.time() - start, 1), str(e)[:800],
                   flush=True)
 """
 
