@@ -5,6 +5,7 @@ Usage::
 
     python -m benchmarks.chaos [--quick] [--rows N] [--features F] [--rounds R]
                                [--workers W] [--every SECONDS] [--seed S]
+                               [--cache auto|memory|disk]
 
 Data: ``rows x features`` float32 N(0, 1) features, binary labels from a nonlinear function of
 the first features (seeded). Defaults: 200,000 x 20, 60 rounds, 3 workers (1 thread each), a
@@ -89,6 +90,9 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=3)
     parser.add_argument("--every", type=float, default=None, help="seconds between kills")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache", choices=("auto", "memory", "disk"), default="auto",
+                        help="where the binned rows live (disk: a lost shard's partitions are "
+                             "read again from the disk cache)")
     args = parser.parse_args(argv)
     rows = args.rows or (20_000 if args.quick else 200_000)
     features = args.features or (10 if args.quick else 20)
@@ -99,9 +103,11 @@ def main(argv=None) -> int:
     from distributed import Client, LocalCluster
     X, y = synthetic(rows, features, args.seed)
     params = dict(objective="binary", num_leaves=31, n_estimators=rounds,
-                  chunk_rows=max(1000, rows // 16), verbose=False, max_worker_failures=10_000)
+                  chunk_rows=max(1000, rows // 16), verbose=False, max_worker_failures=10_000,
+                  cache=args.cache)
     print(f"# Chaos: {rows:,} x {features} rows, {rounds} rounds, {args.workers} worker "
-          f"processes, a random worker SIGKILLed every {every:g} s\n", flush=True)
+          f"processes, cache={args.cache}, a random worker SIGKILLed every {every:g} s\n",
+          flush=True)
     with LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         client.register_plugin(RoundCounter())
