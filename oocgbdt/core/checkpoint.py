@@ -68,6 +68,7 @@ class FitProgress:
         #: added since the last poll (the periodic checkpoint).
         self.on_rounds = None
         self._polled = 0
+        self._closed = False
         self._lock = threading.Lock()
 
     def poll(self) -> None:
@@ -94,7 +95,7 @@ class FitProgress:
             from pickle import loads
             state = loads(state)
         with self._lock:
-            if int(state["round"]) != self.end:
+            if self._closed or int(state["round"]) != self.end:
                 return False
             if not self.trees:  # a continued part of the fit reports zeros: the scores
                 # it starts from hold the fit's initial score already
@@ -110,6 +111,11 @@ class FitProgress:
                 self.screening_rows.append(np.asarray(state["screening_row"], dtype=np.int64))
             self.stop = state["stop"]
             return True
+
+    def close(self) -> None:
+        """Keep no more rounds (the fit gave up: its checkpoint and error say what it had)."""
+        with self._lock:
+            self._closed = True
 
     def truncate(self, rounds) -> None:
         """Keep the first ``rounds`` rounds only (a callback stopped the fit there)."""

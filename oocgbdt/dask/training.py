@@ -547,6 +547,7 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                 lost += e.workers
                 attempt += 1
                 if len(lost) > int(params["max_worker_failures"]):
+                    progress.close()  # late round states change neither file nor message
                     save_checkpoint()
                     where = ("" if params["checkpoint_path"] is None or not progress.trees
                              else f"; its checkpoint is {params['checkpoint_path']!r} (resume "

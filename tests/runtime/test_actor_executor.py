@@ -1,5 +1,6 @@
 """Tests of the actor executor (oocgbdt.runtime.actor_executor): same results as the in-process executor,
 deferred steps across shards, and no values left behind on the shards."""
+import re
 import threading
 import time
 
@@ -554,7 +555,8 @@ if __name__ == "__main__":
     X = rng.normal(size=(20000, 10)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=20000) > 0).astype(float)
     params = dict(objective="binary", num_leaves=31, n_estimators=1000, chunk_rows=2000,
-                  partition_rows=4000, verbose=False, max_worker_failures=0)
+                  partition_rows=4000, verbose=False, max_worker_failures=0,
+                  checkpoint_path=sys.argv[2])
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as c:
         victim = sorted(c.scheduler_info()["workers"])[1]
@@ -599,6 +601,9 @@ if __name__ == "__main__":
         except Exception as e:
             print("RAISED", type(e).__name__, round(time.time() - start, 1), str(e)[:800],
                   flush=True)
+        if os.path.exists(sys.argv[2]):  # written as the fit gave up
+            from oocgbdt.core.checkpoint import read_checkpoint
+            print("CHECKPOINT", read_checkpoint(sys.argv[2])[1].rounds, flush=True)
 """
 
 
@@ -613,14 +618,21 @@ def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
     dead worker's address). ``placed``: killed once they are loaded, before their bundling
     statistics are read (tasks reading partitions pinned to a dead worker). ``loaded``: killed
     after loading, before the loop (while the workers' heap is released). Each runs in a process of its own, killed with its cluster if
-    it hangs."""
+    it hangs. Giving up, the fit writes its checkpoint (``checkpoint_path``) of the rounds it
+    completed, when there are any."""
     from tests._scripts import run_script
-    out = run_script(tmp_path, _KILL_SCRIPT, phase, timeout=120,
+    out = run_script(tmp_path, _KILL_SCRIPT, phase, tmp_path / "fit.ckpt", timeout=120,
                      what="training after a worker was lost")
     assert "KILLED" in out, out
     # the error says what happened (not the closed connection it was seen through)
     assert "RAISED WorkerLost" in out and "was lost during training" in out, out
     assert "more than max_worker_failures=0; the model had completed" in out, out
+    # Giving up writes the checkpoint of the rounds completed (none before the loop).
+    done = int(re.search(r"had completed (\d+) round", out).group(1))
+    if phase == "boosting":
+        assert done > 0 and f"CHECKPOINT {done}\n" in out, out
+    else:
+        assert done == 0 and "CHECKPOINT" not in out, out
 
 
 @pytest.mark.parametrize("n_workers", [1, 2])
