@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def start_script(tmp_path, text, *args, name="script.py"):
     """Start ``text`` as a Python script with ``args`` (this checkout's ``oocgbdt`` and
-    ``tests`` first on its path) in a session of its own; returns the ``Popen`` (stdout
+    ``tests`` first on its path) in a process group of its own; returns the ``Popen`` (stdout
     piped, text)."""
     script = tmp_path / name
     script.write_text(text)
@@ -24,7 +24,7 @@ def start_script(tmp_path, text, *args, name="script.py"):
 
 
 def kill_script(proc):
-    """SIGKILL a started script and every process of its session; returns its stdout."""
+    """SIGKILL a started script and every process of its group; returns its stdout."""
     os.killpg(proc.pid, signal.SIGKILL)
     return proc.communicate()[0]
 
