@@ -258,6 +258,9 @@ def _cmd_train(args) -> int:
         raise CLIError(f"--cache-path '{cache_path}' and --model '{model_path}' overlap: the "
                        f"model file would be written at or inside the cache directory; give "
                        f"them different paths.")
+    if params["checkpoint_path"] is not None and _path(params["checkpoint_path"]) == model_path:
+        raise CLIError(f"--checkpoint and --model are the same file '{model_path}'; give them "
+                       f"different paths.")
     gave_verbose = any(ALIASES.get(k) == "verbose" for k in user_params)
     verbose = None if gave_verbose else not args.quiet
     if args.quiet:
