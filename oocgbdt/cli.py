@@ -147,10 +147,15 @@ def _collect_params(args) -> dict:
                            f"({params[name]!r} and {value!r}).")
         params[name] = value
     cache_path = None if args.cache_path is None else str(_path(args.cache_path))
+    checkpoint = getattr(args, "checkpoint", None)
+    checkpoint = None if checkpoint is None else str(_path(checkpoint))
     for canonical, flag, value in (("objective", "--objective", args.objective),
                                    ("num_class", "--num-class", args.num_class),
                                    ("cache", "--cache", args.cache),
-                                   ("cache_path", "--cache-path", cache_path)):
+                                   ("cache_path", "--cache-path", cache_path),
+                                   ("checkpoint_path", "--checkpoint", checkpoint),
+                                   ("checkpoint_every", "--checkpoint-every",
+                                    getattr(args, "checkpoint_every", None))):
         if value is None:
             continue
         for key, other in params.items():
@@ -274,6 +279,9 @@ def _cmd_train(args) -> int:
         raise CLIError(f"--cache-path '{cache_path}' and --model '{model_path}' overlap: the "
                        f"model file would be written at or inside the cache directory; give "
                        f"them different paths.")
+    if params["checkpoint_path"] is not None and _path(params["checkpoint_path"]) == model_path:
+        raise CLIError(f"--checkpoint and --model are the same file '{model_path}'; give them "
+                       f"different paths.")
     gave_verbose = any(ALIASES.get(k) == "verbose" for k in user_params)
     verbose = None if gave_verbose else not args.quiet
     if args.quiet:
@@ -322,7 +330,8 @@ def _cmd_train(args) -> int:
                         eval_names=names or None,
                         eval_sample_weight=[v.weight for v in valids] or None,
                         feature_names=list(ds.feature_names), client=client, verbose=verbose,
-                        init_score=init_score, eval_init_score=valid_init or None)
+                        init_score=init_score, eval_init_score=valid_init or None,
+                        resume=args.resume)
     finally:
         if client is not None:
             client.close()
@@ -718,6 +727,15 @@ def build_parser() -> argparse.ArgumentParser:
                         "after training and reused by a later run on the same data and bin "
                         "settings (a mismatch is an error; nothing is overwritten). Default: a "
                         "temporary directory, removed after training")
+    p.add_argument("--checkpoint", metavar="FILE",
+                   help="checkpoint file (parameter checkpoint_path): the model so far and the "
+                        "fit's state, written atomically every --checkpoint-every rounds; a "
+                        "file there that is not an oocgbdt checkpoint is never overwritten")
+    p.add_argument("--checkpoint-every", type=_positive_int, metavar="N",
+                   help="rounds between checkpoints (parameter checkpoint_every)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the fit whose checkpoint is --checkpoint (same data and "
+                        "parameters): the model is the one the uninterrupted run gives")
     p.add_argument("--scheduler", metavar="ADDRESS", help="address of a running Dask scheduler "
                    "to train on (default: an embedded LocalCluster on this machine)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing model file")

@@ -241,7 +241,6 @@ REFUSED = {
     "output_model": "save the model with Booster.save_model(path) or `oocgbdt train --output`",
     "saved_feature_importance_type": "Booster.feature_importance(importance_type=...) chooses "
                                      "it when asked",
-    "snapshot_freq": "checkpoints during training are not implemented yet",
     "use_quantized_grad": _NOT_YET + " (quantized gradients)",
     "num_grad_quant_bins": _NOT_YET + " (quantized gradients)",
     "quant_train_renew_leaf": _NOT_YET + " (quantized gradients)",

@@ -1072,6 +1072,32 @@ _TABLE = [
         "Seconds a fit waits for min_workers Dask workers before it raises a TimeoutError "
         "naming how many joined (as distributed's Client.wait_for_workers timeout).",
     ),
+    Param(
+        "checkpoint_path", None, (), "path or None", _any,
+        "File the fit's checkpoint is written to every checkpoint_every rounds (and when "
+        "max_worker_failures is exceeded): the model so far, the evaluation history, the "
+        "early-stopping and feature-screening state, written atomically (a temporary file "
+        "then os.replace). train(..., resume=True) continues from it to the model an "
+        "uninterrupted fit gives, bit for bit. A file there that is not an oocgbdt checkpoint "
+        "is never overwritten (ValueError before any work).",
+    ),
+    Param(
+        "checkpoint_every", 0, ("snapshot_freq", "save_period"), "int", _range(integer=True),
+        "Rounds between checkpoints written to checkpoint_path (LightGBM's snapshot_freq, "
+        "whose snapshots are separate model files; here one file is replaced each time). "
+        "0 or less: none (a checkpoint_path then only receives the checkpoint written when "
+        "max_worker_failures is exceeded).",
+    ),
+    Param(
+        "max_worker_failures", 3, (), "int", _range(0, integer=True),
+        "Workers a fit on several Dask workers may lose: after a loss the fit continues from "
+        "the last round whose trees reached the caller, on the workers the cluster has then "
+        "(every partition loaded again from the input or the disk cache, raw scores "
+        "recomputed from the trees so far), to the model an undisturbed fit gives, bit for "
+        "bit. A loss past that many raises a RuntimeError (WorkerLost) naming the lost "
+        "workers and the rounds completed (and writes the checkpoint, with "
+        "checkpoint_path). 0: the first loss raises.",
+    ),
 ]
 
 #: Canonical name -> :class:`Param`, in table order.

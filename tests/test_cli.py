@@ -185,6 +185,27 @@ def test_train_errors(workspace, tmp_path, capsys):
     assert not (tmp_path / "m.json").exists()
 
 
+def test_train_resume_continues_a_checkpoint_to_the_uninterrupted_model(workspace, tmp_path):
+    """--checkpoint FILE --checkpoint-every 2 on a 3-round run writes round 2; --resume with
+    n_estimators=5 continues it to the workspace's 5-round model, tree for tree; --resume
+    without a checkpoint, or --checkpoint naming the --model file, is an error (exit 2)."""
+    ckpt = tmp_path / "fit.ckpt"
+    common = ["train", str(workspace / "train.zarr"), "--valid", str(workspace / "valid.zarr"),
+              "--param", "num_leaves=7", "min_data_in_leaf=5", "--quiet", "--checkpoint",
+              str(ckpt)]
+    assert main(common + ["--resume", "--model", str(tmp_path / "none.json"),
+                          "--param", "n_estimators=5"]) == 2
+    assert main(common + ["--model", str(ckpt), "--param", "n_estimators=5"]) == 2
+    assert main(common + ["--checkpoint-every", "2", "--model", str(tmp_path / "three.json"),
+                          "--param", "n_estimators=3"]) == 0
+    assert main(common + ["--resume", "--model", str(tmp_path / "five.json"),
+                          "--param", "n_estimators=5"]) == 0
+    resumed = Booster.load_model(tmp_path / "five.json")
+    whole = Booster.load_model(workspace / "model.json")
+    assert resumed.num_iterations() == 5 and resumed.trees == whole.trees
+    assert resumed.evals_result == whole.evals_result
+
+
 def test_train_on_a_running_scheduler_closes_only_its_client(workspace, tmp_path):
     """--scheduler ADDRESS trains there: the model is the one of the embedded cluster (the data
     and its chunking decide the model, not the cluster), and the scheduler keeps running."""

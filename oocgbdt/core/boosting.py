@@ -33,7 +33,7 @@ from oocgbdt.core.split import (FeatureMeta, SplitParams, check_monotone_constra
                                 feature_blocks)
 
 __all__ = ["BoostResult", "boost", "compute_init_score", "histogram_pool_capacity",
-           "stop_by_callback"]
+           "round_state", "stop_by_callback"]
 
 
 @dataclass
@@ -181,7 +181,7 @@ def round_postfix(evals_result) -> dict:
 def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), eval_sets=(),
           verbose=True, key="oocgbdt", bundler=None, progress=None, learning_rates=None,
           on_round=None, continuation=None, queries=None, init_scores=False,
-          positions=None) -> BoostResult:
+          positions=None, on_state=None) -> BoostResult:
     """Run the boosting rounds.
 
     Parameters
@@ -218,7 +218,13 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         this fit's rounds are numbered from it, so the random streams keyed by round, the
         row sampling and the feature selection, are those one longer fit would draw),
         ``screening_scores`` and ``screening_history`` (the model's feature screening state,
-        or None). ``best_iteration`` then counts the model's rounds too.
+        or None). ``best_iteration`` then counts the model's rounds too. With ``history``
+        (a dict: ``rounds``, the rounds this fit already trained before the model was taken
+        from it, ``evals_result`` their evaluations and ``best`` the early-stopping state as
+        :func:`round_state` gives it), the fit goes on as one uninterrupted fit: its
+        evaluations continue the history, early stopping counts from it and
+        ``best_iteration`` counts the model's rounds (a checkpoint resumed, or a fit continued
+        after a lost worker, :mod:`oocgbdt.core.checkpoint`).
     queries : dict or None
         Ranking: ``{"train": [...], eval name: [...]}``, each partition's query boundaries
         (int64, from 0 to its rows), in partition order.
@@ -232,6 +238,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         position ids (int32 arrays in ``0 .. n_positions - 1``), in partition order. Each
         round's gradients then use the position bias factors, which are updated after them from
         their sums over every partition (``LambdarankNDCG.update_position_biases``).
+    on_state : callable, optional
+        ``on_state(state)`` after each completed round (its trees applied, evaluated and the
+        screening state updated), before early stopping is decided: ``state`` is the dict of
+        :func:`round_state`, what a checkpoint needs to continue from that round.
     """
     meta = FeatureMeta.from_bin_mapper(bin_mapper, bundler)
     check_monotone_constraints(params, meta.n_bins.shape[0],
@@ -258,6 +268,14 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     best = {}  # (set, metric) -> (score, round)
     n = len(partitions)
     first_round = 0 if continuation is None else int(continuation["first_round"])
+    history = (continuation or {}).get("history")
+    done = 0  # rounds of this fit trained before first_round (a resumed fit's history)
+    if history:
+        done = int(history["rounds"])
+        evals_result.update({name: {m: list(v) for m, v in by_metric.items()}
+                             for name, by_metric in history["evals_result"].items()
+                             if name in evals_result})
+        best.update({(s, m): (float(score), int(r)) for s, m, score, r in history["best"]})
     if queries:
         partitions = executor.map(partition_set_queries, partitions, queries["train"],
                                   key=f"{key}-queries", consume=0)
@@ -424,7 +442,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             if screener is not None:
                 screener.update(round_meta.feature_mask, round_gains)
             stop = _evaluate(executor, eval_chunks, metric_list, objective, evals_result, best,
-                             rnd, es_rounds, params, split_every, key)
+                             done + rnd, es_rounds, params, split_every, key)
+            if on_state is not None:
+                on_state(round_state(g, done + rnd, round_trees, result, evals_result, best,
+                                     screener, stop))
             if metric_list and eval_chunks:
                 bar.set_postfix(round_postfix(evals_result), refresh=False)
             bar.update(1)
@@ -432,7 +453,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 result.best_iteration = stop
                 break
             if on_round is not None:
-                stopped = on_round(g, evaluation_result_list(evals_result, metric_list, rnd))
+                stopped = on_round(g, evaluation_result_list(evals_result, metric_list,
+                                                             done + rnd))
                 if stopped is not None:
                     break
         else:
@@ -446,16 +468,36 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     if result.best_iteration is not None:
         result.best_score = {name: {m: evals_result[name][m][result.best_iteration - 1]
                                     for m in evals_result[name]} for name in evals_result}
-        result.best_iteration += first_round
+        result.best_iteration += first_round - done
     if stopped is not None:
-        stop_by_callback(result, stopped, n_out, first_round)
+        stop_by_callback(result, stopped, n_out, first_round, done)
     return result
 
 
-def stop_by_callback(result, stopped, n_out, first_round=0):
+def round_state(g, i, round_trees, result, evals_result, best, screener, stop) -> dict:
+    """What a checkpoint needs of round ``g`` (counted in the whole model; ``i`` counts the
+    fit's own rounds): ``round``, its ``trees`` and their ``tree_stats``, the fit's
+    ``init_score``, its ``evals`` (``{set: {metric: value}}``), the early-stopping state
+    ``best`` (``[set, metric, best score, its round of the fit]`` per pair, in order), the
+    feature screening state (``screening_scores``, and ``screening_row``, the round's
+    features) and ``stop`` (the 1-based round of the fit early stopping ends at, or None)."""
+    n = len(round_trees)
+    return dict(
+        round=int(g), trees=list(round_trees), tree_stats=list(result.tree_stats[-n:]),
+        init_score=np.asarray(result.init_score, dtype=np.float64),
+        evals={name: {m: float(v[i]) for m, v in by_metric.items() if len(v) > i}
+               for name, by_metric in evals_result.items()},
+        best=[[s, m, float(score), int(r)] for (s, m), (score, r) in best.items()],
+        screening_scores=None if screener is None else np.array(screener.scores_),
+        screening_row=None if screener is None else np.asarray(screener.history_[-1]),
+        stop=stop)
+
+
+def stop_by_callback(result, stopped, n_out, first_round=0, done=0):
     """End ``result`` at the round a callback stopped in (``stopped.stop_round``, counted in
-    the whole model, as ``best_iteration``; this fit's first round is ``first_round``): the
-    trees and evaluations of later rounds (trained by a loop on workers that went on
+    the whole model, as ``best_iteration``; this part of the fit starts at round
+    ``first_round``, after ``done`` rounds of the fit whose evaluations ``result`` holds too):
+    the trees and evaluations of later rounds (trained by a loop on workers that went on
     meanwhile) dropped, and the callback's best iteration kept, as LightGBM's ``train`` does on
     ``EarlyStopException``."""
     keep = stopped.stop_round - first_round + 1
@@ -463,11 +505,11 @@ def stop_by_callback(result, stopped, n_out, first_round=0):
     result.tree_stats = result.tree_stats[:keep * n_out]
     for by_metric in result.evals_result.values():
         for m in by_metric:
-            by_metric[m] = by_metric[m][:keep]
+            by_metric[m] = by_metric[m][:done + keep]
     if result.screening_history is not None:
         result.screening_history = result.screening_history[:first_round + keep]
     result.best_iteration = stopped.best_iteration + 1
-    best = result.best_iteration - 1 - first_round
+    best = result.best_iteration - 1 - (first_round - done)
     result.best_score = {name: {m: v[best] for m, v in by_metric.items() if 0 <= best < len(v)}
                          for name, by_metric in result.evals_result.items()}
 

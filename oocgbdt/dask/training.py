@@ -31,7 +31,10 @@ import dask
 import numpy as np
 
 from oocgbdt.core.booster import Booster
-from oocgbdt.core.callback import CallbackList
+from oocgbdt.core.callback import CallbackList, evaluation_result_list
+from oocgbdt.core.checkpoint import (FitProgress, check_checkpoint_path, read_checkpoint,
+                                     write_checkpoint)
+from oocgbdt.core.boosting import BoostResult, stop_by_callback
 from oocgbdt.core.categorical import resolve_categorical_feature
 from oocgbdt.core.node_sampling import check_interaction_constraints
 from oocgbdt.core.executor import LocalExecutor, fit_threads
@@ -50,7 +53,7 @@ from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, s
 from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
 from oocgbdt.dask.predict import predict as lazy_predict
 from oocgbdt.params import resolve_params
-from oocgbdt.runtime.actor_executor import ActorExecutor
+from oocgbdt.runtime.actor_executor import ActorExecutor, WorkerLost
 from oocgbdt.runtime.cluster import client_for_training, find_client, wait_for_workers
 from oocgbdt.runtime.heap import release_heap
 from oocgbdt.runtime.loop import run_boosting
@@ -72,7 +75,7 @@ def _client_compute(client):
 def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=None,
           eval_sample_weight=None, feature_names=None, client=None, verbose=None, group=None,
           eval_group=None, init_model=None, callbacks=None, init_score=None,
-          eval_init_score=None, position=None) -> Booster:
+          eval_init_score=None, position=None, resume=False) -> Booster:
     """Train a gradient-boosted tree model.
 
     Parameters
@@ -153,6 +156,15 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
         ``EarlyStopException`` ends training after that round (a loop on workers may have
         trained further meanwhile: those trees are dropped, so the model is the one an
         in-process fit stops with).
+    resume : bool, default False
+        Continue the fit whose checkpoint is at ``params["checkpoint_path"]``
+        (:mod:`oocgbdt.core.checkpoint`), written by an interrupted ``train`` call on the same
+        data with the same parameters: training goes on from its last round to
+        ``n_estimators`` rounds in all, with its evaluation history, early-stopping and
+        feature-screening state, and gives the model the uninterrupted fit gives, bit for bit
+        (same data and partitions). The callbacks are first run on the checkpoint's rounds
+        (so that their state, an ``early_stopping`` callback's say, is theirs after those
+        rounds). ``init_model`` is not allowed with it (the checkpoint holds the model).
 
     Returns
     -------
@@ -191,6 +203,13 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     TimeoutError
         The client's cluster had fewer than ``min_workers`` workers for ``worker_wait_timeout``
         seconds (before any work on it, or when the partitions are placed).
+    FileNotFoundError
+        ``resume`` and no checkpoint at ``checkpoint_path``.
+    oocgbdt.runtime.actor_executor.WorkerLost
+        (a RuntimeError) More than ``max_worker_failures`` workers were lost during the fit;
+        the message names them and the last completed round (whose checkpoint is written,
+        with ``checkpoint_path``). Up to that many, the fit continues on the workers left
+        from the last round whose trees reached this process (``docs/decisions/lost-workers.md``).
 
     Notes
     -----
@@ -236,11 +255,24 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
                          f"set and a metric to watch (as in LightGBM), got "
                          f"{'no eval_set' if not inputs.evals else 'metric=None (no metric)'}; "
                          f"give eval_set, or leave early_stopping_rounds unset.")
-    init_booster = _init_booster(init_model, inputs.X.shape[1], objective)
-    first_round = 0 if init_booster is None else init_booster.num_iterations()
-    callbacks = CallbackList(callbacks, params, first_round,
-                             first_round + int(params["n_estimators"]))
+    check_checkpoint_path(params["checkpoint_path"], resume)
+    if resume:
+        if init_model is not None:
+            raise ValueError("resume=True continues the checkpoint's model; init_model must be "
+                             "None")
+        init_booster, progress, total = _resumed(params, inputs, objective)
+    else:
+        init_booster = _init_booster(init_model, inputs.X.shape[1], objective)
+        total = int(params["n_estimators"])
+        progress = FitProgress(0 if init_booster is None else init_booster.num_iterations(),
+                               objective.num_tree_per_iteration)
+    first_round = progress.begin
+    callbacks = CallbackList(callbacks, params, first_round, first_round + total)
     learning_rates = callbacks.learning_rates()  # before any work: errors come first
+    for rnd in range(first_round, progress.end):  # a resumed fit's rounds, for their state
+        if callbacks.after_round(rnd, evaluation_result_list(
+                progress.evals_result, metrics, rnd - first_round)) is not None:
+            break
     cache_path, stored, dir_existed = check_cache_path(params)  # before any work
     local = client is None and not inputs.lazy
     if client is not None:
@@ -263,7 +295,7 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
             # handles), also when it is not the default client.
             fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
                        init_booster, callbacks, learning_rates, embedded=client is None,
-                       init_scores=init_scores, positions=positions)
+                       init_scores=init_scores, positions=positions, progress=progress)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -272,21 +304,100 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
                 remove_cache(disk.root, keep_dir=cache_path is not None and dir_existed)
     result, bin_mapper, bundler = fit["result"], fit["bin_mapper"], fit["bundler"]
     trees, init_score = result.trees, result.init_score
-    if init_booster is not None:
-        trees, init_score = list(init_booster.trees) + list(trees), init_booster.init_score
-    booster = Booster(trees, init_score, fit["params"], inputs.X.shape[1],
-                      feature_names=inputs.feature_names, feature_infos=bin_mapper.feature_infos_,
-                      best_iteration=result.best_iteration, evals_result=result.evals_result,
-                      best_score=result.best_score, screening_history=result.screening_history,
-                      screening_scores=result.screening_scores,
-                      bundles=None if bundler is None else [b.tolist() for b in bundler.bundles_],
-                      pandas_categorical=inputs.pandas_categorical,
-                      pandas_categorical_features=inputs.pandas_categorical_features)
-    booster.tree_stats = result.tree_stats
+    start = fit["start"]  # the model the last part of the fit continued (None: none)
+    if start is not None:
+        trees, init_score = list(start.trees) + list(trees), start.init_score
+    booster = _booster(fit["params"], inputs, bin_mapper, bundler, trees, init_score,
+                       result.screening_history, result.screening_scores,
+                       best_iteration=result.best_iteration, evals_result=result.evals_result,
+                       best_score=result.best_score)
+    booster.tree_stats = fit["tree_stats"] + result.tree_stats
     booster.bundle_report = fit["bundle_report"]
     booster.cache_report = fit["cache_report"]
     booster.memory_report = fit["memory_report"]
     return booster
+
+
+def _booster(params, inputs, bin_mapper, bundler, trees, init_score, screening_history,
+             screening_scores, **kwargs):
+    """The Booster of ``trees`` trained on ``inputs`` (its feature names and category map)."""
+    return Booster(trees, init_score, params, inputs.X.shape[1],
+                   feature_names=inputs.feature_names, feature_infos=bin_mapper.feature_infos_,
+                   screening_history=screening_history, screening_scores=screening_scores,
+                   bundles=None if bundler is None else [b.tolist() for b in bundler.bundles_],
+                   pandas_categorical=inputs.pandas_categorical,
+                   pandas_categorical_features=inputs.pandas_categorical_features, **kwargs)
+
+
+#: Parameters a resumed fit may change: where and how it runs, not what it trains
+#: (``n_estimators`` is the number of rounds in all, the checkpoint's included).
+RUN_PARAMS = frozenset({
+    "verbose", "num_threads", "checkpoint_path", "checkpoint_every", "max_worker_failures",
+    "min_workers", "worker_wait_timeout", "cache", "cache_path", "cache_memory_fraction",
+    "n_estimators", "lookahead_leaves"})
+
+
+def _comparable(params) -> dict:
+    """``params`` as a checkpoint stores them, without :data:`RUN_PARAMS` (JSON values)."""
+    import json
+    return json.loads(json.dumps({k: v for k, v in params.items() if k not in RUN_PARAMS},
+                                 default=repr, sort_keys=True))
+
+
+def _resumed(params, inputs, objective):
+    """``(init_booster, progress, total rounds)`` of the checkpoint at ``checkpoint_path``,
+    checked against this fit's data and parameters (ValueError naming what differs)."""
+    path = params["checkpoint_path"]
+    model, progress, fit = read_checkpoint(path)
+    found = dict(n_rows=int(inputs.X.shape[0]), n_features=int(inputs.X.shape[1]),
+                 n_outputs=int(objective.num_tree_per_iteration))
+    for name, value in found.items():
+        if fit[name] != value:
+            raise ValueError(f"checkpoint {str(path)!r} is of a fit with {name}={fit[name]}; "
+                             f"this fit has {value}")
+    ours = _comparable(params)
+    differ = sorted(k for k in set(ours) | set(fit["params"])
+                    if ours.get(k) != fit["params"].get(k))
+    if differ:
+        shown = ", ".join(f"{k}: {fit['params'].get(k)!r} there, {ours.get(k)!r} here"
+                          for k in differ[:5])
+        raise ValueError(f"checkpoint {str(path)!r} is of a fit with other parameters ({shown}"
+                         f"); resume with the parameters it was written with")
+    n_before = len(model.trees) - len(progress.trees)
+    init_booster = None
+    if progress.begin > 0:  # the fit continued a model: its trees come first
+        init_booster = Booster(model.trees[:n_before], model.init_score, model.params,
+                               model.n_features,
+                               screening_history=(None if model.screening_history_ is None
+                                                  else model.screening_history_[:progress.begin]))
+    return init_booster, progress, int(params["n_estimators"])
+
+
+def _checkpoint_info(params, inputs, objective) -> dict:
+    """What a resumed fit must match (see :func:`_resumed`)."""
+    return dict(params=_comparable(params), n_rows=int(inputs.X.shape[0]),
+                n_features=int(inputs.X.shape[1]),
+                n_outputs=int(objective.num_tree_per_iteration),
+                n_estimators=int(params["n_estimators"]))
+
+
+def _progress_result(progress, params, callbacks, n_out) -> BoostResult:
+    """The fit's result from its progress alone (nothing left to train: every round done,
+    early stopping or a callback stopped it), relative to the model so far (no trees)."""
+    result = BoostResult(trees=[], init_score=np.zeros(n_out), tree_stats=[],
+                         evals_result=progress.history()["evals_result"])
+    done = progress.rounds
+    if progress.stop is not None:
+        result.best_iteration = progress.begin + int(progress.stop)
+    elif params["early_stopping_rounds"] is not None and progress.best:
+        result.best_iteration = progress.begin + int(progress.best[0][3]) + 1
+    if result.best_iteration is not None:
+        i = result.best_iteration - 1 - progress.begin
+        result.best_score = {n: {m: v[i] for m, v in bm.items() if i < len(v)}
+                             for n, bm in result.evals_result.items()}
+    if callbacks is not None and callbacks.stopped is not None:
+        stop_by_callback(result, callbacks.stopped, n_out, progress.end, done)
+    return result
 
 
 def _init_booster(init_model, n_features, objective):
@@ -320,7 +431,7 @@ def _with_init_scores(tasks, scores, groups, key):
 
 def _fit(params, inputs, objective, metrics, client, stored, key, caches,
          init_booster=None, callbacks=None, learning_rates=None, embedded=False,
-         init_scores=None, positions=None) -> dict:
+         init_scores=None, positions=None, progress=None) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
@@ -328,9 +439,12 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
     ``client`` is the embedded cluster's (its one worker; ``min_workers`` does not apply).
     ``init_scores``: ``{set name: Dask array}``, the given starting scores of some sets
     (:func:`~oocgbdt.dask.inputs.init_score_inputs`).
-    Returns a dict:
-    ``result`` (the BoostResult), ``bin_mapper``, ``bundler``, ``params`` (as used: the
-    ``lookahead_leaves`` chosen), ``cache_report`` and ``bundle_report``.
+    ``progress`` (:class:`~oocgbdt.core.checkpoint.FitProgress`) keeps the completed rounds;
+    a resumed fit's holds the checkpoint's. Returns a dict:
+    ``result`` (the BoostResult of the last part of the fit), ``start`` (the model that part
+    continued, or None), ``tree_stats`` (of the trees before that part), ``bin_mapper``,
+    ``bundler``, ``params`` (as used: the ``lookahead_leaves`` chosen), ``cache_report``,
+    ``bundle_report`` and ``memory_report``.
     """
     threads = fit_threads(params["num_threads"])  # in process; the workers' own below
     compute = _threaded_compute(threads) if client is None else _client_compute(client)
@@ -384,26 +498,141 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
         disk.seconds_write = time.perf_counter() - t_write
         finish_cache(disk.root, disk.pieces, disk.seconds_write)
         disk.remove = params["cache_path"] is None
-    if disk is None:
-        task_sets = {s: partition_tasks(Xs, ys, ws, bin_mapper, bundler, n_out,
+    def task_sets_from(start, key):
+        """The loading tasks of every set, each partition starting from ``start``'s raw
+        scores (None: from zero)."""
+        if disk is None:
+            sets_ = {s: partition_tasks(Xs, ys, ws, bin_mapper, bundler, n_out,
                                         f"{key}-chunk" if s == "train" else f"{key}-{s}",
                                         groups=groups[s])
                      for s, Xs, ys, ws in sets}
-    else:
-        task_sets = {s: cached_partition_tasks(ys, ws, groups[s], disk.pieces[s], disk.root, s,
+        else:
+            sets_ = {s: cached_partition_tasks(ys, ws, groups[s], disk.pieces[s], disk.root, s,
                                                n_cols, bins_dtype, n_out, f"{key}-{s}")
                      for s, Xs, ys, ws in sets}
-    scores = dict(init_scores or {})
-    if init_booster is not None:
-        # The rows as training reads them (float32), predicted lazily by the model.
-        scores = {s: lazy_predict(init_booster, Xs, raw_score=True) for s, Xs, _, _ in sets}
-    task_sets = {s: (_with_init_scores(task_sets[s], scores[s], groups[s], f"{key}-{s}-init")
-                     if s in scores else task_sets[s])
-                 for s, *_ in sets}
+        scores = {}
+        for s, Xs, _, _ in sets:
+            given = (init_scores or {}).get(s)
+            # The rows as training reads them (float32), predicted lazily by the model so far;
+            # a given init_score is not in the model, so it is added to its predictions.
+            model = None if start is None else lazy_predict(start, Xs, raw_score=True)
+            if model is not None and given is not None:
+                model = model + given.reshape(model.shape).rechunk(model.chunks)
+            if model is not None or given is not None:
+                scores[s] = model if model is not None else given
+        return {s: (_with_init_scores(sets_[s], scores[s], groups[s], f"{key}-{s}-init")
+                    if s in scores else sets_[s])
+                for s, *_ in sets}
 
-    # 5. loading
-    # The workers the cluster has now, after the bin sample and the cache write: those that
-    # joined meanwhile are used; with fewer than min_workers left, wait for more.
+    cache_report = dict(
+        mode=mode, reason=reason, path=None if disk is None else disk.root,
+        kept=disk is not None and not disk.remove,
+        reused=disk is not None and disk.reused, bytes_binned=bytes_binned,
+        bytes_on_disk=None if disk is None else directory_bytes(disk.root),
+        seconds_write=None if disk is None else disk.seconds_write,
+        n_partitions={s: len(groups[s]) for s, *_ in sets},
+        partition_rows={s: np.diff(bounds[s]).tolist() for s, *_ in sets})
+    total = int(params["n_estimators"])
+    progress = progress if progress is not None else FitProgress(
+        0 if init_booster is None else init_booster.num_iterations(), n_out)
+
+    def model_so_far():
+        return progress.model(init_booster, lambda trees, init, history, scores: _booster(
+            params, inputs, bin_mapper, bundler, trees, init, history, scores))
+
+    checkpoint_info = _checkpoint_info(params, inputs, objective)
+
+    def save_checkpoint():
+        model = model_so_far()
+        if params["checkpoint_path"] is not None and model is not None:
+            write_checkpoint(params["checkpoint_path"], model, progress, checkpoint_info)
+            logger.info(f"checkpoint: round {progress.end} written to "
+                        f"{params['checkpoint_path']}")
+
+    every = int(params["checkpoint_every"])
+    if every > 0 and params["checkpoint_path"] is not None:
+        written = [progress.rounds // every]
+
+        def on_rounds(progress):
+            if progress.rounds // every > written[0]:
+                written[0] = progress.rounds // every
+                save_checkpoint()
+        progress.on_rounds = on_rounds
+
+    # 5. loading and 6. boosting, again from the last completed round after a lost worker
+    lost = []  # the addresses of the workers lost so far
+    measured, boosted, attempt = {}, False, 0
+    bundle_report = []
+
+    def loaded(conflict_stats):  # once, as the partitions are first loaded
+        if not bundle_report:
+            bundle_report.append(_bundle_report(bundler, bin_mapper, conflict_stats, inputs.X,
+                                                params))
+    start_measuring(client, key)
+    try:
+        while True:
+            if callbacks is not None and callbacks.stopped is not None:
+                progress.truncate(callbacks.stopped.stop_round + 1 - progress.begin)
+            start = model_so_far() or init_booster
+            stats_before = list(progress.tree_stats)
+            if (progress.rounds >= total or progress.stop is not None
+                    or (callbacks is not None and callbacks.stopped is not None)):
+                result = _progress_result(progress, params, callbacks, n_out)
+                boosted = True
+                break
+            segment_key = key if attempt == 0 else f"{key}-again{attempt}"
+            task_sets = task_sets_from(start, segment_key)
+            try:
+                result, fitted_params = _load_and_boost(
+                    params, task_sets, inputs, bounds, sets, client, embedded, local, threads,
+                    mode, bin_mapper, bundler, objective, metrics, segment_key, learning_rates,
+                    callbacks, progress, start, total, loaded, init_scores=init_scores,
+                    positions=positions)
+                boosted = True
+                params = fitted_params
+                break
+            except WorkerLost as e:
+                lost += e.workers
+                attempt += 1
+                if len(lost) > int(params["max_worker_failures"]):
+                    progress.close()  # late round states change neither file nor message
+                    save_checkpoint()
+                    where = ("" if params["checkpoint_path"] is None or not progress.trees
+                             else f"; its checkpoint is {params['checkpoint_path']!r} (resume "
+                                  f"with train(..., resume=True))")
+                    raise WorkerLost(
+                        f"{len(lost)} worker(s) lost during training ({', '.join(lost)}), more "
+                        f"than max_worker_failures={params['max_worker_failures']}; the model "
+                        f"had completed {progress.end} round(s){where}. {e}", lost) from e
+                logger.warning(f"worker(s) {', '.join(e.workers)} lost; training continues "
+                               f"after round {progress.end} on the workers left ({len(lost)} "
+                               f"of max_worker_failures={params['max_worker_failures']})")
+            finally:
+                task_sets = None
+    finally:
+        try:  # after an error, without waiting: a lost worker would not answer
+            measured = stop_measuring(client, key, wait=boosted)
+        except Exception:  # best effort: the fit's own error, if any, is the one to raise
+            pass
+    return dict(result=result, bin_mapper=bin_mapper, bundler=bundler,
+                params=_lookahead(dict(params, n_estimators=total), n_planned, mode),
+                cache_report=cache_report,
+                bundle_report=bundle_report[0] if bundle_report else None,
+                memory_report=memory_report(plans, places, measured, mode), start=start,
+                tree_stats=stats_before)
+
+
+def _load_and_boost(params, task_sets, inputs, bounds, sets, client, embedded, local, threads,
+                    mode, bin_mapper, bundler, objective, metrics, key, learning_rates,
+                    callbacks, progress, start, total, on_loaded, init_scores=None,
+                    positions=None):
+    """Stages 5 and 6 once: the partitions loaded where the loop runs (on the workers the
+    cluster has now; then ``on_loaded(conflict statistics)``), and the rounds from
+    ``progress.end`` to ``total`` trained, continuing ``start`` (the model so far, or the
+    fit's ``init_model``, or None). Returns ``(BoostResult, params as used)``; raises
+    :class:`WorkerLost` when a shard's worker is lost."""
+    # The workers the cluster has now, after the bin sample and the cache write (or a lost
+    # worker): those that joined meanwhile are used; with fewer than min_workers, wait.
     n_workers = 0 if local else wait_for_workers(
         client, 1 if embedded else params["min_workers"], params["worker_wait_timeout"],
         verbose=params["verbose"])
@@ -417,13 +646,11 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
         executor = ActorExecutor(client, num_threads=params["num_threads"])
     else:
         executor = None  # one worker: the partitions are futures there
-    measured, boosted = {}, False
     try:
-        start_measuring(client, key)
         loaded, conflict_stats = load_partitions(task_sets, client,
                                                  executor if n_workers > 1 else None,
                                                  n_threads=threads)
-        del task_sets  # the graphs that read raw X; only the partitions' handles stay
+        task_sets.clear()  # the graphs that read raw X; only the partitions' handles stay
         if not local:
             # Reading raw partitions leaves freed heap that glibc keeps; hand it back so the
             # workers' memory (what their limit watches) is what training holds. Best effort:
@@ -433,28 +660,25 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
         partitions = loaded["train"]
         eval_sets = [(name, loaded[f"eval_{i}"]) for i, (name, *_) in enumerate(inputs.evals)]
         del loaded
-        cache_report = dict(
-            mode=mode, reason=reason, path=None if disk is None else disk.root,
-            kept=disk is not None and not disk.remove,
-            reused=disk is not None and disk.reused, bytes_binned=bytes_binned,
-            bytes_on_disk=None if disk is None else directory_bytes(disk.root),
-            seconds_write=None if disk is None else disk.seconds_write,
-            n_partitions={s: len(groups[s]) for s, *_ in sets},
-            partition_rows={s: np.diff(bounds[s]).tolist() for s, *_ in sets})
-        bundle_report = _bundle_report(bundler, bin_mapper, conflict_stats, inputs.X, params)
+        on_loaded(conflict_stats)
         params = _lookahead(params, n_workers, mode)
 
         # 6. boosting
-        boost_kwargs = dict(bin_mapper=bin_mapper, params=params, objective=objective,
-                            metrics=metrics, verbose=params["verbose"], key=key, bundler=bundler,
-                            learning_rates=learning_rates)
+        done = progress.rounds
+        boost_kwargs = dict(bin_mapper=bin_mapper, params=dict(params, n_estimators=total - done),
+                            objective=objective, metrics=metrics, verbose=params["verbose"],
+                            key=key, bundler=bundler,
+                            learning_rates=None if learning_rates is None
+                            else learning_rates[done:])
         if init_scores and "train" in init_scores:
             boost_kwargs["init_scores"] = True
-        if init_booster is not None:
+        if start is not None:
             boost_kwargs["continuation"] = dict(
-                first_round=init_booster.num_iterations(),
-                screening_scores=init_booster.screening_scores_,
-                screening_history=init_booster.screening_history_)
+                first_round=start.num_iterations(),
+                screening_scores=(start.screening_scores_ if not done
+                                  else progress.screening_scores),
+                screening_history=start.screening_history_,
+                history=progress.history() if done else None)
         if inputs.queries:
             names = {"train": "train"}
             names.update({f"eval_{i}": name for i, (name, *_) in enumerate(inputs.evals)})
@@ -467,19 +691,12 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
             boost_kwargs["positions"] = ([ids[b[i]:b[i + 1]] for i in range(len(b) - 1)],
                                          n_positions)
         result = run_boosting(client, executor, partitions, eval_sets, boost_kwargs,
-                              callbacks=callbacks or None)
-        boosted = True
+                              callbacks=callbacks or None, progress=progress)
         del partitions, eval_sets
+        return result, params
     finally:
-        try:  # after an error, without waiting: a lost worker would not answer
-            measured = stop_measuring(client, key, wait=boosted)
-        except Exception:  # best effort: the fit's own error, if any, is the one to raise
-            pass
         if executor is not None:
             executor.close()
-    return dict(result=result, bin_mapper=bin_mapper, bundler=bundler, params=params,
-                cache_report=cache_report, bundle_report=bundle_report,
-                memory_report=memory_report(plans, places, measured, mode))
 
 
 def _resolve_categorical(params, inputs, feature_names):

@@ -33,7 +33,7 @@ from oocgbdt.runtime.progress import caller_bar
 from oocgbdt.runtime.queue import OperationQueue
 from oocgbdt.runtime.shard import PeerFailed, Shard
 
-__all__ = ["ActorExecutor", "LIVENESS_SECONDS"]
+__all__ = ["ActorExecutor", "LIVENESS_SECONDS", "WorkerLost"]
 
 #: Seconds between checks, while the caller waits for a shard, that every shard's worker is
 #: still there (see ActorExecutor._result).
@@ -42,6 +42,14 @@ LIVENESS_SECONDS = 2.0
 POLL_SECONDS = 0.05
 #: Seconds ActorExecutor.close waits, for all shards together, for them to clear their values.
 CLOSE_SECONDS = 10.0
+
+
+class WorkerLost(RuntimeError):
+    """A shard's worker was lost during a fit; ``workers`` are their addresses."""
+
+    def __init__(self, message, workers):
+        super().__init__(message)
+        self.workers = list(workers)
 
 
 class ActorExecutor(OperationQueue):
@@ -153,15 +161,11 @@ class ActorExecutor(OperationQueue):
                 lost = self._lost()
                 if not lost:
                     continue
-                message = self._lost_message(lost)
-                self._stop_shards(message)
-                raise RuntimeError(message) from None
+                raise self._worker_lost(lost) from None
             except Exception as e:
                 if o is not None and isinstance(e, OSError):  # CommClosedError: worker gone
                     self._gone.add(o)
-                    message = self._lost_message(self._lost())
-                    self._stop_shards(message)
-                    raise RuntimeError(message) from e
+                    raise self._worker_lost(self._lost()) from e
                 self._stop_shards(f"a call to a shard failed: {e!r}")
                 raise
 
@@ -185,16 +189,18 @@ class ActorExecutor(OperationQueue):
             except TimeoutError:
                 lost = self._lost()
                 if lost:
-                    message = self._lost_message(lost)
-                    self._stop_shards(message)
-                    raise RuntimeError(message) from None
+                    raise self._worker_lost(lost) from None
 
-    def _lost_message(self, lost):
+    def _worker_lost(self, lost) -> WorkerLost:
+        """The error of losing the workers of shards ``lost``, once the others are told to
+        stop (:meth:`_stop_shards`)."""
         addresses = ", ".join(self.workers[o] for o in lost)
-        return (f"the worker of shard(s) {lost} ({addresses}) was lost during training, and "
-                f"with it that shard's partitions, per-row state and histograms (actor state is "
-                f"not resilient). Train again; if the worker was killed at its memory limit, "
-                f"give workers more memory or use cache='disk'.")
+        message = (f"the worker of shard(s) {lost} ({addresses}) was lost during training, "
+                   f"and with it that shard's partitions, per-row state and histograms. If "
+                   f"the worker was killed at its memory limit, give workers more memory or "
+                   f"use cache='disk'.")
+        self._stop_shards(message)
+        return WorkerLost(message, [self.workers[o] for o in lost])
 
     def _stop_shards(self, message):
         """Tell every shard whose worker is still there that training failed (without waiting):
@@ -290,25 +296,30 @@ class ActorExecutor(OperationQueue):
             values.update(zip(by_owner[o], _pickle.loads(self._result(c, o))))
         return walk(handles, lambda r: values[r.id])
 
-    def boost(self, partitions, eval_sets, boost_kwargs, callbacks=None):
+    def boost(self, partitions, eval_sets, boost_kwargs, callbacks=None, progress=None):
         """Run :func:`~oocgbdt.core.boosting.boost` on every shard at once (SPMD, see
         :class:`SpmdExecutor`) over these handles; returns shard 0's result.
 
+        ``progress`` (a :class:`~oocgbdt.core.checkpoint.FitProgress`) receives shard 0's
+        round states as they arrive (:func:`~oocgbdt.runtime.progress.caller_bar`).
         With ``boost_kwargs["verbose"]`` the progress bar is shown here, driven by shard 0's
         rounds (:mod:`oocgbdt.runtime.progress`). Raises the failure of the shard that failed
-        first (not the :class:`PeerFailed` of the shards it stopped), or a RuntimeError when a
-        worker is lost.
+        first (not the :class:`PeerFailed` of the shards it stopped), or :class:`WorkerLost` (a
+        RuntimeError) when a worker is lost.
         """
         self.wait()
         n = len(self.shards)
         results, errors = [], []
         with caller_bar(self.client, boost_kwargs["params"]["n_estimators"],
                         bool(boost_kwargs.get("verbose")), callbacks=callbacks,
-                        metrics=boost_kwargs["metrics"]) as bar:
+                        metrics=boost_kwargs["metrics"], progress=progress,
+                        first_round=(boost_kwargs.get("continuation") or {}).get(
+                            "first_round")) as bar:
             kwargs = [dict(boost_kwargs, verbose=False) for _ in range(n)]
             if bar is not None:
                 kwargs[0]["progress_topic"] = bar.topic
                 kwargs[0]["progress_rounds"] = callbacks is not None
+                kwargs[0]["progress_states"] = progress is not None
             calls = [self._call(o, "boost", _pickle.dumps((partitions, eval_sets, kwargs[o], n)))
                      for o in range(n)]
             try:
@@ -323,10 +334,12 @@ class ActorExecutor(OperationQueue):
             except BaseException as e:  # the caller was interrupted: stop the shards' loops
                 self._stop_shards(f"the caller stopped: {e!r}")
                 raise
-            if bar is not None and not errors:
+            if errors:  # inside the block: the callbacks catch up with the rounds kept
+                # A shard whose push to a lost shard failed reports its own error: the loss
+                # (seen on the lost shard's own call) is the cause to report.
+                raise next((e for e in errors if isinstance(e, WorkerLost)), errors[0])
+            if bar is not None:
                 bar.finish(results[0], boost_kwargs["objective"].num_tree_per_iteration)
-        if errors:
-            raise errors[0]
         return results[0]
 
     #: The caller's split records come back from the shards that searched them.

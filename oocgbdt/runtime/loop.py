@@ -12,6 +12,8 @@ partitions.
 """
 from __future__ import annotations
 
+import time
+
 from oocgbdt.core.boosting import boost
 from oocgbdt.core.executor import LocalExecutor, fit_threads
 from oocgbdt.runtime.heap import training_heap
@@ -20,9 +22,11 @@ from oocgbdt.runtime.progress import EventBar, RoundEvents, caller_bar
 __all__ = ["run_boosting", "boost_on_worker"]
 
 
-def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None, rounds=False):
+def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None, rounds=False,
+                    states=False):
     """Task body: the boosting loop next to the data, on the worker's threads; its progress
-    bar, given a topic, is the caller's (:mod:`oocgbdt.runtime.progress`)."""
+    bar, given a topic, is the caller's (:mod:`oocgbdt.runtime.progress`), and so are its
+    round evaluations (``rounds``) and round states (``states``)."""
     from distributed import get_worker
     executor = LocalExecutor(n_threads=fit_threads(boost_kwargs["params"]["num_threads"],
                                                    get_worker().state.nthreads))
@@ -30,6 +34,8 @@ def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None, ro
         boost_kwargs = dict(boost_kwargs, progress=lambda total: EventBar(progress_topic))
         if rounds:
             boost_kwargs["on_round"] = RoundEvents(progress_topic)
+        if states:
+            boost_kwargs["on_state"] = RoundEvents(progress_topic).state
     try:
         with training_heap():
             return boost(executor, partitions, eval_sets=eval_sets, **boost_kwargs)
@@ -38,17 +44,19 @@ def boost_on_worker(partitions, eval_sets, boost_kwargs, progress_topic=None, ro
 
 
 def _wait_polling(future, poll, seconds=0.05):
-    """``future.result()``, calling ``poll()`` about every ``seconds`` while waiting."""
+    """``future.result()``, calling ``poll()`` about every ``seconds`` while waiting (by
+    ``done()``: a short ``result(timeout=)`` on a future that completes meanwhile can raise
+    from inside ``distributed``'s sync instead of returning)."""
     if poll is None:
         return future.result()
-    while True:
-        try:
-            return future.result(timeout=seconds)
-        except TimeoutError:
-            poll()
+    while not future.done():
+        poll()
+        time.sleep(seconds)
+    return future.result()
 
 
-def run_boosting(client, executor, partitions, eval_sets, boost_kwargs, callbacks=None):
+def run_boosting(client, executor, partitions, eval_sets, boost_kwargs, callbacks=None,
+                 progress=None):
     """Run the boosting loop over loaded partitions; returns its
     :class:`~oocgbdt.core.boosting.BoostResult`.
 
@@ -66,19 +74,30 @@ def run_boosting(client, executor, partitions, eval_sets, boost_kwargs, callback
         ``metrics``, ``bin_mapper``, ``bundler``, ``verbose``, ``key``).
     callbacks : CallbackList, optional
         Run here, in the caller's process, once per round (:mod:`oocgbdt.core.callback`).
+    progress : FitProgress, optional
+        Receives every completed round's state here, in the caller's process
+        (:mod:`oocgbdt.core.checkpoint`), and its ``poll()`` runs here (the checkpoints).
     """
     if client is None:
         on_round = None if callbacks is None else callbacks.after_round
+        on_state = None
+        if progress is not None:
+            def on_state(state):
+                progress.add(state)
+                progress.poll()
         return boost(executor, partitions, eval_sets=eval_sets, on_round=on_round,
-                     **boost_kwargs)
+                     on_state=on_state, **boost_kwargs)
     if executor is not None:
-        return executor.boost(partitions, eval_sets, boost_kwargs, callbacks=callbacks)
+        return executor.boost(partitions, eval_sets, boost_kwargs, callbacks=callbacks,
+                              progress=progress)
     params, objective = boost_kwargs["params"], boost_kwargs["objective"]
+    first = boost_kwargs.get("continuation") or {}
     with caller_bar(client, params["n_estimators"], boost_kwargs["verbose"],
-                    callbacks=callbacks, metrics=boost_kwargs["metrics"]) as bar:
+                    callbacks=callbacks, metrics=boost_kwargs["metrics"], progress=progress,
+                    first_round=first.get("first_round")) as bar:
         future = client.submit(
             boost_on_worker, partitions, eval_sets, dict(boost_kwargs, verbose=False),
-            None if bar is None else bar.topic, callbacks is not None,
+            None if bar is None else bar.topic, callbacks is not None, progress is not None,
             key=f"{boost_kwargs['key']}-boost", pure=False)
         result = _wait_polling(future, None if bar is None else bar.poll)
         if bar is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 
@@ -17,6 +18,9 @@ from oocgbdt.core.boosting import progress_bar, round_postfix, stop_by_callback
 from oocgbdt.core.callback import EvalResult, evaluation_result_list
 
 __all__ = ["EventBar", "RoundEvents", "caller_bar"]
+
+#: Seconds :func:`caller_bar`'s ``finish`` waits at most for the loop's last round states.
+STATE_WAIT_SECONDS = 10.0
 
 
 class EventBar:
@@ -54,9 +58,16 @@ class RoundEvents:
                                                                 evaluation_result_list]]])
         return None
 
+    def state(self, state):
+        """The loop's ``on_state``: the round's :func:`~oocgbdt.core.boosting.round_state`,
+        pickled, for the caller's :class:`~oocgbdt.core.checkpoint.FitProgress`."""
+        from distributed.protocol import pickle
+        self.worker.log_event(self.topic, ["state", pickle.dumps(state)])
+
 
 @contextmanager
-def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
+def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=(), progress=None,
+               first_round=None):
     """Within the block, a tqdm bar of ``total`` rounds in this process follows the events of
     the yielded topic (None when not ``enabled`` and there are no ``callbacks``). The yielded
     object's ``finish(result, n_out)`` sets the bar to the rounds and metrics of the loop's
@@ -66,8 +77,17 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
     arrive as events (:class:`RoundEvents`); ``poll()`` runs the callbacks of the rounds that
     arrived, on the calling thread, and ``finish`` runs those of the rounds whose events are
     still on their way (from the result's ``evals_result``) and ends the result at a
-    callback's stop (:func:`oocgbdt.core.boosting.stop_by_callback`)."""
-    if not enabled and callbacks is None:
+    callback's stop (:func:`oocgbdt.core.boosting.stop_by_callback`).
+
+    With ``progress`` (a :class:`~oocgbdt.core.checkpoint.FitProgress`), the loop's round
+    states arrive as events too (:meth:`RoundEvents.state`) and are kept there; ``poll()``
+    also runs ``progress.poll()`` (the checkpoints), and ``finish`` waits for the states of
+    every round of the result (at most :data:`STATE_WAIT_SECONDS`) before it does. ``first_round``: the loop's first round in
+    the whole model (default the callbacks' ``begin``: a fit continued after a lost worker
+    starts later). Leaving the block on an error, the callbacks of the rounds kept in
+    ``progress`` that they have not seen yet are run, so that a continued fit goes on from
+    ``progress.end``."""
+    if not enabled and callbacks is None and progress is None:
         yield None
         return
     topic = f"oocgbdt-progress-{uuid.uuid4().hex}"
@@ -80,6 +100,10 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
 
     def apply(event):
         kind, value = event[1]
+        if kind == "state":  # kept also after finish (which waits for them)
+            if progress is not None:
+                progress.add(value)
+            return
         with lock:
             if finished:
                 return
@@ -96,9 +120,13 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
             self.bar = bar
             # the round whose callbacks run next, counted in the whole model (a continued
             # model's rounds first)
-            self.next_round = 0 if callbacks is None else callbacks.begin
+            self.first = (first_round if first_round is not None
+                          else 0 if callbacks is None else callbacks.begin)
+            self.next_round = self.first
 
         def poll(self):
+            if progress is not None:
+                progress.poll()
             while callbacks is not None:
                 try:
                     rnd, results = rounds.get_nowait()
@@ -109,12 +137,21 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
                     callbacks.after_round(rnd, results)
 
         def finish(self, result, n_out):
+            if progress is not None:
+                # The loop's last round states may still be on their way (events travel
+                # through the scheduler, the result does not): the checkpoints due at the
+                # fit's last rounds are written once they are here.
+                end = self.first + len(result.trees) // int(n_out)
+                deadline = time.monotonic() + STATE_WAIT_SECONDS
+                while progress.end < end and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                progress.poll()
             with lock:
                 finished.append(True)
                 if callbacks is not None:
                     self.poll()
                     begin = callbacks.begin
-                    end = begin + len(result.trees) // int(n_out)
+                    end = self.first + len(result.trees) // int(n_out)
                     for rnd in range(self.next_round, end):
                         if callbacks.stopped is not None:
                             break
@@ -122,15 +159,25 @@ def caller_bar(client, total: int, enabled: bool, callbacks=None, metrics=()):
                             result.evals_result, metrics, rnd - begin))
                     self.next_round = end
                     if callbacks.stopped is not None:
-                        stop_by_callback(result, callbacks.stopped, n_out, begin)
+                        stop_by_callback(result, callbacks.stopped, n_out, self.first,
+                                         self.first - begin)
                 postfix = round_postfix(result.evals_result)
                 if postfix:
                     bar.set_postfix(postfix, refresh=False)
                 bar.update(len(result.trees) // int(n_out) - bar.n)
 
     client.subscribe_topic(topic, apply)
+    handle = Handle()
     try:
-        yield Handle()
+        yield handle
+    except BaseException:
+        if progress is not None and callbacks is not None:
+            handle.poll()
+            for rnd in range(handle.next_round, progress.end):
+                if callbacks.after_round(rnd, evaluation_result_list(
+                        progress.evals_result, metrics, rnd - callbacks.begin)) is not None:
+                    break
+        raise
     finally:
         client.unsubscribe_topic(topic)
         bar.close()

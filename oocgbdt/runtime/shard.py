@@ -379,10 +379,13 @@ class Shard:
         boost_kwargs = dict(boost_kwargs)
         topic = boost_kwargs.pop("progress_topic", None)
         rounds = boost_kwargs.pop("progress_rounds", False)
+        states = boost_kwargs.pop("progress_states", False)
         if topic is not None:
             boost_kwargs["progress"] = lambda total: EventBar(topic)
             if rounds:
                 boost_kwargs["on_round"] = RoundEvents(topic)
+            if states:
+                boost_kwargs["on_state"] = RoundEvents(topic).state
         executor = SpmdExecutor(self, n_shards)
         try:
             result = boost(executor, walk(partitions, as_ref),

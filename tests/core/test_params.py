@@ -72,6 +72,8 @@ def test_defaults():
     assert r["cache"] == "auto" and r["cache_path"] is None and r["cache_memory_fraction"] == 0.5
     assert r["partition_rows"] is None
     assert r["min_workers"] == 1 and r["worker_wait_timeout"] == 600.0
+    assert r["checkpoint_path"] is None and r["checkpoint_every"] == 0
+    assert r["max_worker_failures"] == 3
     assert resolve_params({}) == r
 
 
@@ -119,6 +121,8 @@ def test_every_alias_resolves(alias):
         "max_delta_step": 0.7, "monotone_constraints": [1, 0, -1],
         "monotone_constraints_method": "basic", "monotone_penalty": 1.5, "path_smooth": 2.0,
         "reg_sqrt": True, "lambdarank_position_bias_regularization": 0.5,
+        "checkpoint_every": 5, "checkpoint_path": "/tmp/oocgbdt-checkpoint.json",
+        "max_worker_failures": 1,
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value

@@ -1,5 +1,6 @@
 """Tests of the actor executor (oocgbdt.runtime.actor_executor): same results as the in-process executor,
 deferred steps across shards, and no values left behind on the shards."""
+import re
 import threading
 import time
 
@@ -554,7 +555,8 @@ if __name__ == "__main__":
     X = rng.normal(size=(20000, 10)).astype(np.float32)
     y = (X[:, 0] + rng.normal(scale=0.5, size=20000) > 0).astype(float)
     params = dict(objective="binary", num_leaves=31, n_estimators=1000, chunk_rows=2000,
-                  partition_rows=4000, verbose=False)
+                  partition_rows=4000, verbose=False, max_worker_failures=0,
+                  checkpoint_path=sys.argv[2])
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0") as cluster, Client(cluster) as c:
         victim = sorted(c.scheduler_info()["workers"])[1]
@@ -597,39 +599,40 @@ if __name__ == "__main__":
             oocgbdt.train(params, X, y, client=c)
             print("NO ERROR", flush=True)
         except Exception as e:
-            print("RAISED", type(e).__name__, round(time.time() - start, 1), str(e)[:200],
+            print("RAISED", type(e).__name__, round(time.time() - start, 1), str(e)[:800],
                   flush=True)
+        if os.path.exists(sys.argv[2]):  # written as the fit gave up
+            from oocgbdt.core.checkpoint import read_checkpoint
+            print("CHECKPOINT", read_checkpoint(sys.argv[2])[1].rounds, flush=True)
 """
 
 
 @pytest.mark.parametrize("phase", ["boosting", "loading", "placed", "loaded"])
 def test_a_worker_lost_mid_fit_raises_instead_of_hanging(tmp_path, phase):
-    """A worker process dies in the middle of a fit: the fit raises within seconds, naming the
-    lost worker, instead of waiting forever (or raising the closed connection's bare
+    """A worker process dies in the middle of a fit that may lose none
+    (``max_worker_failures=0``): the fit raises within seconds, naming the lost worker and
+    the rounds completed, instead of waiting forever (or raising the closed connection's bare
     ``CommClosedError``). ``boosting``: killed 6 s after the fit starts, while the shards run
     passes (the liveness checks of ``ActorExecutor._result``). ``loading``: killed once the
     partitions' tasks are pinned to the shards' workers (the pinned tasks would wait for the
     dead worker's address). ``placed``: killed once they are loaded, before their bundling
     statistics are read (tasks reading partitions pinned to a dead worker). ``loaded``: killed
     after loading, before the loop (while the workers' heap is released). Each runs in a process of its own, killed with its cluster if
-    it hangs."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    script = tmp_path / "kill_a_worker.py"
-    script.write_text(_KILL_SCRIPT)
-    proc = subprocess.Popen([sys.executable, str(script), phase], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("training hung after a worker was lost (killed after 120 s)")
+    it hangs. Giving up, the fit writes its checkpoint (``checkpoint_path``) of the rounds it
+    completed, when there are any."""
+    from tests._scripts import run_script
+    out = run_script(tmp_path, _KILL_SCRIPT, phase, tmp_path / "fit.ckpt", timeout=120,
+                     what="training after a worker was lost")
     assert "KILLED" in out, out
     # the error says what happened (not the closed connection it was seen through)
-    assert "RAISED RuntimeError" in out and "was lost during training" in out, out
+    assert "RAISED WorkerLost" in out and "was lost during training" in out, out
+    assert "more than max_worker_failures=0; the model had completed" in out, out
+    # Giving up writes the checkpoint of the rounds completed (none before the loop).
+    done = int(re.search(r"had completed (\d+) round", out).group(1))
+    if phase == "boosting":
+        assert done > 0 and f"CHECKPOINT {done}\n" in out, out
+    else:
+        assert done == 0 and "CHECKPOINT" not in out, out
 
 
 @pytest.mark.parametrize("n_workers", [1, 2])
