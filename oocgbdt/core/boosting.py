@@ -197,6 +197,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         Resolved parameters (:func:`oocgbdt.params.resolve_params`).
     objective : Objective; metrics : list of metric objects
     eval_sets : list of ``(name, list of PartitionData handles)``
+        Eval rows, binned one column per feature even when ``bundler`` is given (as
+        LightGBM's validation data, ``Dataset::CreateValid``): each tree is walked on them by
+        feature.
     verbose : bool
         Show a progress bar over rounds with the latest metric.
     progress : callable, optional
