@@ -197,6 +197,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         Resolved parameters (:func:`oocgbdt.params.resolve_params`).
     objective : Objective; metrics : list of metric objects
     eval_sets : list of ``(name, list of PartitionData handles)``
+        Eval rows, binned one column per feature even when ``bundler`` is given (as
+        LightGBM's validation data, ``Dataset::CreateValid``): each tree is walked on them by
+        feature.
     verbose : bool
         Show a progress bar over rounds with the latest metric.
     progress : callable, optional
@@ -401,6 +404,12 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                     arrays["leaf_value"] = tree.leaf_value
                 arrays["routed"] = np.asarray(grower.routed, dtype=bool)
                 arrays_h = executor.scatter(arrays)
+                # Eval partitions are binned per feature, never bundled
+                # (oocgbdt.dask.partitions.set_layout): their walk reads feature columns.
+                eval_h = arrays_h
+                if meta.bundled and eval_chunks:
+                    eval_h = executor.scatter(dict(tree.binned_arrays(meta.default_bins, meta.n_bins),
+                                                   leaf_value=arrays["leaf_value"]))
                 partitions = executor.map(partition_apply_tree, partitions, [arrays_h] * n, [k] * n,
                                      tree_rows, key=f"{tree_key}-apply", consume=0)
                 del tree_rows
@@ -411,7 +420,7 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 tree.set_leaf_counts(np.sum(counts, axis=0))
                 for name in eval_chunks:
                     ec = eval_chunks[name]
-                    eval_chunks[name] = executor.map(partition_apply_tree, ec, [arrays_h] * len(ec),
+                    eval_chunks[name] = executor.map(partition_apply_tree, ec, [eval_h] * len(ec),
                                                     [k] * len(ec), key=f"{tree_key}-apply-{name}",
                                                     consume=0)
                 round_trees.append(tree)

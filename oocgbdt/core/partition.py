@@ -612,7 +612,8 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
 
     ``tree_arrays`` comes from :meth:`oocgbdt.core.tree.Tree.binned_arrays`, plus, for bundled
     partitions, :meth:`oocgbdt.core.split.FeatureMeta.node_arrays` (each node's feature is then read
-    off its bundle column). Used for training and evaluation partitions alike; returns a new PartitionData.
+    off its bundle column). Used for training and evaluation partitions alike (eval partitions
+    are never bundled: they get the arrays without the node arrays); returns a new PartitionData.
 
     ``rows``: this partition's :class:`TreeRows` after the tree's last pass. When the round used
     every row, each row's leaf is read off its segment

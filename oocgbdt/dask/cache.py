@@ -26,7 +26,8 @@ Store layout (a directory)::
                              bytes_binned, seconds_write
     train/p00000/0 ...       partition 0's pieces in row order: uint8/uint16 arrays of shape
                              (piece rows, n_columns), one chunk each
-    eval_0/p00000/0 ...      the eval sets, same layout
+    eval_0/p00000/0 ...      the eval sets, same layout, one column per feature (never
+                             bundled: :func:`oocgbdt.dask.partitions.set_layout`)
 
 **Fingerprint** (:func:`fingerprint_parts`): sha256 over the shape of every set, its partition
 boundaries, the parameters that change bins (``BIN_SETTINGS``), the fitted bin mapper (upper
@@ -77,7 +78,7 @@ from zarr.codecs import BloscCodec
 from oocgbdt.core.partition import partition_init
 from oocgbdt.dask.binning import bin_sample
 from oocgbdt.dask.inputs import is_sparse
-from oocgbdt.dask.partitions import bin_raw_blocks, row_blocks
+from oocgbdt.dask.partitions import bin_raw_blocks, row_blocks, set_layout
 
 __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CLAIM_FILE", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
            "PER_ROW_STATE_BYTES", "PIECE_RAW_BYTES", "Piece", "CachedBins", "inspect_cache_path",
@@ -88,7 +89,7 @@ __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CLAIM_FILE", "CODEC", "BIN_SETTINGS
            "DiskCache", "describe_bytes", "open_disk_cache", "write_cache", "cached_partition_tasks"]
 
 CACHE_FORMAT = "oocgbdt-cache"
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 #: Blosc lz4 at level 1 with byte shuffle (a no-op for uint8; groups the high bytes of uint16).
 #: Measured on 262,144-row partitions: dense quantile bins of 100 normal features do not
 #: compress (bins are near-uniform by construction; Blosc stores them raw, read 15 ms for 26 MB),
@@ -768,7 +769,9 @@ def open_disk_cache(params, sets, bounds, bin_mapper, bundler, train_sample, sto
 
 
 def write_cache(sets, groups, root, bin_mapper, bundler, client, key, n_threads=None):
-    """The disk cache's write pass: bin every piece of every set and write it under ``root``.
+    """The disk cache's write pass: bin every piece of every set and write it under ``root``
+    (the training set into ``bundler``'s bundles, eval sets per feature:
+    :func:`~oocgbdt.dask.partitions.set_layout`).
 
     One task per piece (:func:`piece_groups`, :func:`write_piece`), with no worker
     restrictions: a worker holds one piece's raw rows per thread at a time, and Dask's queuing
@@ -785,10 +788,11 @@ def write_cache(sets, groups, root, bin_mapper, bundler, client, key, n_threads=
     bd = dask.delayed(bundler, pure=True) if bundler is not None else None
     tasks, layout = [], {}
     for s, Xs, _, _ in sets:
+        set_bundler, n_columns, _ = set_layout(s, Xs.shape[1], bin_mapper, bundler)
         # Raw bytes per row held by a write task: dense float32 values; for sparse input (whose
         # stored entries are unknown before reading) 4 bytes per binned column.
         if is_sparse(Xs):
-            row_bytes = 4 * (bundler.n_bundles if bundler is not None else Xs.shape[1])
+            row_bytes = 4 * n_columns
         else:
             row_bytes = Xs.shape[1] * np.dtype(Xs.dtype).itemsize
         blocks = row_blocks(Xs)
@@ -797,7 +801,8 @@ def write_cache(sets, groups, root, bin_mapper, bundler, client, key, n_threads=
             for j, (a, b) in enumerate(part):
                 path = os.path.join(partition_path(root, s, i), str(j))
                 tasks.append(dask.delayed(write_piece, pure=False)(
-                    path, blocks[a:b], bm, bd, dask_key_name=f"{key}-write-{s}-{i}-{j}"))
+                    path, blocks[a:b], bm, None if set_bundler is None else bd,
+                    dask_key_name=f"{key}-write-{s}-{i}-{j}"))
     futures = None
     try:
         if client is None:

@@ -14,7 +14,8 @@ blocks, as :meth:`oocgbdt.runtime.queue.OperationQueue.owner_of_partition` place
   label (and weight); plus the state being replaced: per thread one partition's new gradients
   or raw scores and their temporaries (in process, every partition's old arrays, which the
   in-process executor keeps until the round's last task ends);
-- ``bins``: ``cache="memory"``: the binned (bundled) rows of its training and eval partitions;
+- ``bins``: ``cache="memory"``: the binned rows of its training (bundled) and eval (one column
+  per feature) partitions;
   ``cache="disk"``: one partition's bins per thread, read for a pass; with row sampling or
   feature screening, the compact copies of the sampled rows or screened columns;
 - ``histograms``: the kept leaf histograms of one tree, ``num_leaves`` (or as many as
@@ -101,7 +102,7 @@ def _sampled_share(params) -> float:
 def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int,
                 row_bytes: int, n_hist_bins: int, mode: str, n_places: int, threads: int,
                 weighted: dict, sparse: bool = False, raw_in_memory: bool = False,
-                baseline: int = WORKER_BASELINE_BYTES):
+                baseline: int = WORKER_BASELINE_BYTES, eval_row_bytes: int | None = None):
     """Estimate each place's peak memory during a fit, in bytes.
 
     Parameters
@@ -115,7 +116,7 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
     n_features : int
         Raw columns of X (float32 when read).
     row_bytes : int
-        Bytes of one binned (bundled) row.
+        Bytes of one binned (bundled) training row.
     n_hist_bins : int
         Rows of a leaf histogram (``FeatureMeta.n_hist_bins``).
     mode : {"memory", "disk"}
@@ -134,6 +135,9 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
         of them, counted in ``baseline``.
     baseline : int
         Bytes of the process before the fit.
+    eval_row_bytes : int, optional
+        Bytes of one binned eval row (eval sets are not bundled:
+        :func:`oocgbdt.dask.partitions.set_layout`); None: ``row_bytes``.
 
     Returns
     -------
@@ -143,6 +147,7 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
         ``training`` (everything but ``baseline``) and ``peak``, in bytes.
     """
     k = int(n_outputs)
+    eval_row_bytes = int(row_bytes if eval_row_bytes is None else eval_row_bytes)
     train_rows = list(partition_rows["train"])
     hist_bytes = int(n_hist_bins) * HISTOGRAM_BIN_BYTES
     capacity = histogram_pool_capacity(params["histogram_pool_size"], n_hist_bins)
@@ -162,8 +167,11 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
         mine = {s: [partition_rows[s][i] for i in blocks[s][place]] for s in partition_rows}
         rows = sum(mine["train"])
         largest = max((r for s in mine for r in mine[s]), default=0)
+        largest_bins = max((r * (row_bytes if s == "train" else eval_row_bytes)
+                            for s in mine for r in mine[s]), default=0)
         busy = max(1, min(int(threads), max(1, len(mine["train"]))))
         eval_rows = sum(sum(r) for s, r in mine.items() if s != "train")
+        eval_bins = eval_rows * eval_row_bytes
         eval_state = sum(sum(r) * (_SCORE_BYTES * k + _LABEL_BYTES
                                    + (_LABEL_BYTES if weighted.get(s) else 0))
                          for s, r in mine.items() if s != "train")
@@ -176,13 +184,13 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
         per_row_state = rows * train_row_state + eval_state + replaced
         compact = int(rows * row_bytes * (sampled + screened))  # both: an upper bound
         if mode == "memory":
-            bins = (rows + eval_rows) * row_bytes + compact
+            bins = rows * row_bytes + eval_bins + compact
             read_buffers = 0
             raw = 0 if sparse or raw_in_memory else RAW_READ_FACTOR * largest * n_features * 4
-            loading = busy * (raw + largest * row_bytes)
+            loading = busy * (raw + largest_bins)
         else:
             bins = compact
-            read_buffers = busy * largest * row_bytes
+            read_buffers = busy * largest_bins
             loading = busy * min(PIECE_RAW_BYTES, max(1, largest) * n_features * 4)
         partials = int(len(mine["train"]) * children * hist_bytes
                        * (1 + 1 / int(params["split_every"])))
@@ -277,7 +285,8 @@ def check_plan(plans, limits, *, mode: str, params) -> None:
 
 
 def plan_fit(params, sets, bounds, *, n_outputs: int, n_features: int, row_bytes: int,
-             bin_mapper, bundler, mode: str, client, embedded: bool, sparse: bool):
+             bin_mapper, bundler, mode: str, client, embedded: bool, sparse: bool,
+             eval_row_bytes: int | None = None):
     """Plan a fit's memory where it will run, log it and check it (:func:`check_plan`).
 
     ``sets`` are ``(name, X, y, weight)`` and ``bounds`` each set's partition boundaries (rows).
@@ -296,7 +305,7 @@ def plan_fit(params, sets, bounds, *, n_outputs: int, n_features: int, row_bytes
     n_hist_bins = FeatureMeta.from_bin_mapper(bin_mapper, bundler).n_hist_bins
     common = dict(partition_rows=partition_rows, n_outputs=n_outputs, n_features=n_features,
                   row_bytes=row_bytes, n_hist_bins=n_hist_bins, mode=mode, weighted=weighted,
-                  sparse=sparse)
+                  sparse=sparse, eval_row_bytes=eval_row_bytes)
     if client is None:
         plans = plan_memory(params, n_places=1, threads=fit_threads(params["num_threads"]),
                             baseline=_rss(),

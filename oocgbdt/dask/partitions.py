@@ -17,8 +17,24 @@ from oocgbdt.core.partitioning import default_partition_rows, group_chunks, part
 from oocgbdt.dask.inputs import is_sparse
 
 __all__ = ["default_partition_rows", "group_chunks", "partition_bounds", "partition_groups",
-           "load_partition", "bin_raw_blocks", "row_blocks", "partition_tasks"]
+           "set_layout", "load_partition", "bin_raw_blocks", "row_blocks", "partition_tasks"]
 
+
+
+def set_layout(set_name: str, n_features: int, bin_mapper, bundler=None):
+    """How the binned rows of the set ``set_name`` are stored: ``(bundler or None, n_columns,
+    dtype)``.
+
+    The training set (``"train"``) is merged into the bundler's bundles (when there is one);
+    an eval set is binned one column per feature, never bundled, as LightGBM's validation data
+    (``Dataset::CreateValid``, ``src/io/dataset.cpp``, gives each feature its own group). The
+    bundles are fitted on the training sample: an eval row may have two features of one bundle
+    off their default bins, and a bundle column keeps only one of them, which would evaluate
+    another row than the one ``Booster.predict`` sees.
+    """
+    if set_name == "train" and bundler is not None:
+        return bundler, int(bundler.n_bundles), np.dtype(bundler.dtype_)
+    return None, int(n_features), np.dtype(bin_mapper.binned_dtype_)
 
 
 def load_partition(blocks, y_blocks, w_blocks, n_outputs: int, bin_mapper, bundler=None):

@@ -50,7 +50,8 @@ from oocgbdt.core.split import check_monotone_constraints
 from oocgbdt.dask.inputs import (align_to_queries, check_init_scores, check_labels_and_weights,
                                  check_position, init_score_inputs, is_sparse, training_inputs)
 from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
-from oocgbdt.dask.partitions import partition_bounds, partition_groups, partition_tasks, row_blocks
+from oocgbdt.dask.partitions import (partition_bounds, partition_groups, partition_tasks,
+                                     row_blocks, set_layout)
 from oocgbdt.dask.predict import predict as lazy_predict
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor, WorkerLost
@@ -458,19 +459,19 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
         bundler = fit_bundler(inputs.X, bin_mapper, params, lambda a: compute(a)[0],
                               key=f"{key}-efb")
     n_out = objective.num_tree_per_iteration
-    if bundler is not None:
-        n_cols, bins_dtype = bundler.n_bundles, np.dtype(bundler.dtype_)
-    else:
-        n_cols, bins_dtype = inputs.X.shape[1], np.dtype(bin_mapper.binned_dtype_)
-    row_bytes = n_cols * bins_dtype.itemsize
+    sets = inputs.sets
+    # Training rows are bundled; eval rows are binned one column per feature, as LightGBM's
+    # validation data (Dataset::CreateValid): a bundle keeps one value per row, and an eval
+    # row off the training sample may have two non-default members of a bundle.
+    layouts = {s: set_layout(s, inputs.X.shape[1], bin_mapper, bundler) for s, *_ in sets}
+    row_bytes = {s: n_cols * dtype.itemsize for s, (_, n_cols, dtype) in layouts.items()}
 
     # 3. partitions
-    sets = inputs.sets
-    groups = {s: partition_groups(Xs, params, row_bytes) for s, Xs, _, _ in sets}
+    groups = {s: partition_groups(Xs, params, row_bytes[s]) for s, Xs, _, _ in sets}
     bounds = {s: partition_bounds(Xs.chunks[0], groups[s]) for s, Xs, _, _ in sets}
 
     # 4. where the binned rows live
-    bytes_binned = sum(int(Xs.shape[0]) for _, Xs, _, _ in sets) * row_bytes
+    bytes_binned = sum(int(Xs.shape[0]) * row_bytes[s] for s, Xs, _, _ in sets)
     mode, reason = choose_cache(params, stored, local, client, bytes_binned)
     logger.info(f"cache: {mode} ({reason}); binned rows {describe_bytes(bytes_binned)} in "
                 + ", ".join(f"{len(groups[s])} partition(s) of {s}" for s, *_ in sets))
@@ -479,7 +480,10 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
     n_planned = 1 if local else len(client.scheduler_info()["workers"])
     plans, places = plan_fit(_lookahead(params, n_planned, mode), sets, bounds,
                              n_outputs=n_out, n_features=int(inputs.X.shape[1]),
-                             row_bytes=row_bytes, bin_mapper=bin_mapper, bundler=bundler,
+                             row_bytes=row_bytes["train"],
+                             eval_row_bytes=next((b for s, b in row_bytes.items()
+                                                  if s != "train"), None),
+                             bin_mapper=bin_mapper, bundler=bundler,
                              mode=mode, client=client, embedded=embedded,
                              sparse=is_sparse(inputs.X))
     disk = None
@@ -498,17 +502,18 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
         disk.seconds_write = time.perf_counter() - t_write
         finish_cache(disk.root, disk.pieces, disk.seconds_write)
         disk.remove = params["cache_path"] is None
+
     def task_sets_from(start, key):
         """The loading tasks of every set, each partition starting from ``start``'s raw
         scores (None: from zero)."""
         if disk is None:
-            sets_ = {s: partition_tasks(Xs, ys, ws, bin_mapper, bundler, n_out,
+            sets_ = {s: partition_tasks(Xs, ys, ws, bin_mapper, layouts[s][0], n_out,
                                         f"{key}-chunk" if s == "train" else f"{key}-{s}",
                                         groups=groups[s])
                      for s, Xs, ys, ws in sets}
         else:
             sets_ = {s: cached_partition_tasks(ys, ws, groups[s], disk.pieces[s], disk.root, s,
-                                               n_cols, bins_dtype, n_out, f"{key}-{s}")
+                                               *layouts[s][1:], n_out, f"{key}-{s}")
                      for s, Xs, ys, ws in sets}
         scores = {}
         for s, Xs, _, _ in sets:

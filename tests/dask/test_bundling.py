@@ -346,3 +346,76 @@ def _count_lost_values(X, bin_mapper, bundler):
                              dtype=np.int64, chunks=((1,) * X.numblocks[0], (2,)),
                              meta=np.empty((0, 0), dtype=np.int64))
     return per_chunk.sum(axis=0)
+
+
+def _conflicting_eval_data():
+    """Training rows where features 0 and 1 never are non-zero together (bundled with
+    max_conflict_rate=0), and eval rows where a third of the rows have both non-zero."""
+    rng = np.random.default_rng(7)
+
+    def rows(n, both_share):
+        X = np.zeros((n, 3), np.float32)
+        level = rng.integers(0, 3, size=n)
+        both = rng.random(n) < both_share
+        X[(level == 1) | both, 0] = rng.normal(size=((level == 1) | both).sum()) + 3
+        X[(level == 2) | both, 1] = rng.normal(size=((level == 2) | both).sum()) - 3
+        X[:, 2] = rng.normal(size=n)
+        y = (2 * X[:, 0] - 3 * X[:, 1] + X[:, 2] + 0.1 * rng.normal(size=n)).astype(np.float32)
+        return X, y
+
+    (X, y), (Xe, ye) = rows(2000, 0.0), rows(400, 0.3)
+    return X, y, Xe, ye
+
+
+_EVAL_PARAMS = dict(objective="regression", num_leaves=7, learning_rate=0.1, min_data_in_leaf=5,
+                    max_bin=63, chunk_rows=1000)
+
+
+@pytest.mark.parametrize("cache", ["memory", "disk"])
+def test_eval_rows_with_two_values_in_one_bundle(cache, tmp_path):
+    """An eval row with two non-zero features of one training bundle is scored on both values:
+    the per-round eval l2 equals LightGBM's (its validation data is binned per feature) and the
+    l2 of Booster.predict after each round."""
+    import lightgbm as lgb
+
+    X, y, Xe, ye = _conflicting_eval_data()
+    rounds = 6
+    p = dict(_EVAL_PARAMS, n_estimators=rounds, cache=cache)
+    if cache == "disk":
+        p["cache_path"] = str(tmp_path / "cache")
+    b = oocgbdt.train(p, X, y, eval_set=[(Xe, ye)], verbose=False)
+    assert [0, 1] in b.bundles_
+    assert ((Xe[:, :2] != 0).sum(axis=1) == 2).sum() > 50  # the conflicting eval rows
+    got = np.asarray(b.evals_result["valid_0"]["l2"])
+
+    lp = {k: v for k, v in _EVAL_PARAMS.items() if k != "chunk_rows"}
+    train = lgb.Dataset(X, y, params=dict(max_bin=63, verbose=-1))
+    res = {}
+    lgb.train(dict(lp, verbose=-1), train, rounds,
+              valid_sets=[lgb.Dataset(Xe, ye, reference=train)], valid_names=["v"],
+              callbacks=[lgb.record_evaluation(res)])
+    np.testing.assert_allclose(got, res["v"]["l2"], rtol=1e-12)
+    by_predict = [np.mean((b.predict(Xe, num_iteration=k) - ye.astype(np.float64)) ** 2)
+                  for k in range(1, rounds + 1)]
+    np.testing.assert_allclose(got, by_predict, rtol=1e-12)
+
+
+def test_eval_rows_with_two_values_in_one_bundle_on_two_workers():
+    """The same eval scores with the eval partitions held by two workers."""
+    import dask.array as da
+    from distributed import Client, LocalCluster
+
+    X, y, Xe, ye = _conflicting_eval_data()
+    p = dict(_EVAL_PARAMS, n_estimators=4)
+    local = oocgbdt.train(p, X, y, eval_set=[(Xe, ye)], verbose=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cl, Client(cl) as c:
+        remote = oocgbdt.train(p, da.from_array(X, chunks=(1000, 3)), da.from_array(y, chunks=1000),
+                               eval_set=[(da.from_array(Xe, chunks=(200, 3)),
+                                          da.from_array(ye, chunks=200))],
+                               client=c, verbose=False)
+    assert remote == local
+    assert remote.evals_result == local.evals_result
+    by_predict = [np.mean((local.predict(Xe, num_iteration=k) - ye.astype(np.float64)) ** 2)
+                  for k in range(1, 5)]
+    np.testing.assert_allclose(local.evals_result["valid_0"]["l2"], by_predict, rtol=1e-12)

@@ -57,6 +57,21 @@ def test_plan_terms_follow_the_documented_arithmetic():
     assert second["peak"] == 1000 + second["training"]
 
 
+def test_plan_counts_eval_rows_at_their_own_width():
+    """Eval rows are binned per feature, never bundled: with 20-byte eval rows beside 5-byte
+    (bundled) training rows, their bins and the widest partition loaded or read are counted
+    at 20 bytes a row."""
+    params = resolve_params(dict(objective="binary", num_leaves=7, lookahead_leaves=0))
+    rows = {"train": [100, 100, 50], "eval_0": [40]}
+    common = dict(partition_rows=rows, n_outputs=1, n_features=20, row_bytes=5, n_hist_bins=101,
+                  n_places=2, threads=1, weighted={}, baseline=0, eval_row_bytes=20)
+    _, mem = plan_memory(params, mode="memory", **common)
+    assert mem["bins"] == 150 * 5 + 40 * 20
+    assert mem["loading"] == 3 * 100 * 20 * 4 + 40 * 20  # the eval partition's bins are wider
+    _, disk = plan_memory(params, mode="disk", **common)
+    assert disk["read_buffers"] == 40 * 20 and disk["bins"] == 0
+
+
 def test_a_fit_that_cannot_fit_fails_before_loading_with_the_numbers():
     """1,000 features of 255 bins: 255 kept leaf histograms take about 1 GB, over a 1 GB
     worker. The fit stops after the bin sample, before any partition is loaded, naming the
