@@ -119,6 +119,7 @@ def test_every_alias_resolves(alias):
         "max_delta_step": 0.7, "monotone_constraints": [1, 0, -1],
         "monotone_constraints_method": "basic", "monotone_penalty": 1.5, "path_smooth": 2.0,
         "reg_sqrt": True, "lambdarank_position_bias_regularization": 0.5,
+        "auc_mu_weights": [0.0],  # num_class 1: one diagonal entry
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value
