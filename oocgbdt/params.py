@@ -834,10 +834,11 @@ _TABLE = [
         "categorical_feature", None,
         ("cat_feature", "categorical_column", "cat_column", "categorical_features"),
         "categorical", _any,
-        "Columns split as categories (values: non-negative integer codes; NaN and negative "
-        "values are missing). None: none; 'auto': the DataFrame input's category columns "
-        "(none for arrays); a list of int indices or of str feature names; or LightGBM's "
-        "string form '0,1,2' / 'name:a,b'. See docs/categorical.md.",
+        "Columns split as categories (values: non-negative integer codes, a fraction "
+        "truncated toward zero; NaN and values <= -1 are missing). None: none; 'auto': the "
+        "DataFrame input's category columns (none for arrays); a list of int indices or of "
+        "str feature names; or LightGBM's string form '0,1,2' / 'name:a,b'. See "
+        "docs/categorical.md.",
     ),
     Param(
         "max_cat_to_onehot", 4, (), "int", _range(0, lo_open=True, integer=True),
