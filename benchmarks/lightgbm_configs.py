@@ -308,11 +308,8 @@ def train_lightgbm(params, fit):
 
 
 #: Input checks of oocgbdt where LightGBM accepts the input: (text of the error, the page that
-#: documents the difference).
-DOCUMENTED_INPUT_CHECKS = (
-    ("must hold integer category codes", "docs/categorical.md (LightGBM truncates fractional "
-                                         "category values; oocgbdt refuses them)"),
-)
+#: documents the difference); none at present.
+DOCUMENTED_INPUT_CHECKS = ()
 
 
 def documented_refusal(exc, params):

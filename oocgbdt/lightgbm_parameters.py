@@ -273,7 +273,6 @@ REFUSED = {
     "convert_model": "converting a model to C++ code is not implemented; `oocgbdt export` "
                      "writes LightGBM's model file",
     "is_provide_training_metric": "pass the training data in eval_set to evaluate it",
-    "auc_mu_weights": "the auc_mu metric is not implemented",
 }
 
 #: XGBoost's name -> (the LightGBM name to use or None, what to do). Names that LightGBM itself

@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from oocgbdt._dtypes import K_ZERO_THRESHOLD
 from oocgbdt.lightgbm_parameters import foreign_parameter
 
 __all__ = [
@@ -172,8 +173,11 @@ for _m in ("binary_logloss", "binary_error", "average_precision", "cross_entropy
     METRIC_OBJECTIVES[_m] = _PROBABILITY
 METRIC_OBJECTIVES["multi_logloss"] = MULTICLASS_OBJECTIVES
 METRIC_OBJECTIVES["multi_error"] = MULTICLASS_OBJECTIVES
+METRICS += ("auc_mu",)
+METRIC_ALIASES["auc_mu"] = "auc_mu"
+METRIC_OBJECTIVES["auc_mu"] = MULTICLASS_OBJECTIVES
 for _m in ("l2", "rmse", "l1", "auc", "huber", "fair", "quantile", "mape", "binary_error",
-           "average_precision", "multi_error"):  # on raw scores, as LightGBM without objective
+           "average_precision", "multi_error", "auc_mu"):  # on raw scores, as LightGBM without objective
     METRIC_OBJECTIVES[_m] = METRIC_OBJECTIVES[_m] + ("custom",)
 del _m
 # The objective's own name read as a metric, as LightGBM does when ``metric`` is not given.
@@ -670,6 +674,12 @@ _TABLE = [
         "Metric 'multi_error': a row is right when its class is among the top k predictions.",
     ),
     Param(
+        "auc_mu_weights", None, (), "list of float or None", _any,
+        "Metric 'auc_mu': the num_class x num_class matrix of class weights, flattened "
+        "row-major (entry [i, j] at i * num_class + j); off-diagonal entries must be nonzero, "
+        "diagonal entries are read as 0. None: 1 off the diagonal.",
+    ),
+    Param(
         "num_class", 1, ("num_classes",), "int", _range(1, integer=True),
         "Number of classes: >= 2 for objective='multiclass' or 'multiclassova', 1 otherwise.",
     ),
@@ -824,10 +834,11 @@ _TABLE = [
         "categorical_feature", None,
         ("cat_feature", "categorical_column", "cat_column", "categorical_features"),
         "categorical", _any,
-        "Columns split as categories (values: non-negative integer codes; NaN and negative "
-        "values are missing). None: none; 'auto': the DataFrame input's category columns "
-        "(none for arrays); a list of int indices or of str feature names; or LightGBM's "
-        "string form '0,1,2' / 'name:a,b'. See docs/categorical.md.",
+        "Columns split as categories (values: non-negative integer codes, a fraction "
+        "truncated toward zero; NaN and values <= -1 are missing). None: none; 'auto': the "
+        "DataFrame input's category columns (none for arrays); a list of int indices or of "
+        "str feature names; or LightGBM's string form '0,1,2' / 'name:a,b'. See "
+        "docs/categorical.md.",
     ),
     Param(
         "max_cat_to_onehot", 4, (), "int", _range(0, lo_open=True, integer=True),
@@ -1133,6 +1144,27 @@ def _check_num_class(params):
         )
 
 
+def _check_auc_mu_weights(params):
+    # Config::GetAucMuWeights (src/io/config.cpp), which LightGBM runs whatever the metric.
+    weights, k = params["auc_mu_weights"], params["num_class"]
+    if weights is None:
+        return
+    if len(weights) != k * k:
+        raise ValueError(
+            f"auc_mu_weights must have num_class**2 = {k * k} entries (the num_class x "
+            f"num_class matrix, flattened row-major), got {len(weights)}"
+        )
+    zeros = [p for p in range(k * k) if p // k != p % k and abs(weights[p]) < K_ZERO_THRESHOLD]
+    if zeros:
+        raise ValueError(
+            f"auc_mu_weights must be nonzero off the diagonal, got 0 at position {zeros[0]} "
+            f"(row {zeros[0] // k}, column {zeros[0] % k})"
+        )
+    # a nonzero diagonal entry is read as 0, as LightGBM overwrites it
+    params["auc_mu_weights"] = [0.0 if p // k == p % k else float(w)
+                                for p, w in enumerate(weights)]
+
+
 def _check_objective_params(params):
     # RegressionQuantileloss and BinaryLogloss's constructors (src/objective/*.hpp).
     if params["objective"] == "quantile" and not 0.0 < params["alpha"] < 1.0:
@@ -1212,7 +1244,8 @@ def _check_node_draws(params):
         )
 
 
-_JOINT_CHECKS = [_check_num_class, _check_objective_params, _check_metric_objective, _check_screening,
+_JOINT_CHECKS = [_check_num_class, _check_auc_mu_weights, _check_objective_params,
+                 _check_metric_objective, _check_screening,
                  _check_sampling, _check_grow_policy, _check_node_draws]
 
 

@@ -269,9 +269,12 @@ class _GBDTModel(BaseEstimator):
                 del p[own]
             p[key] = value
         # ``metric``'s names are checked here; whether they suit the objective is checked by
-        # ``train``, as the classifier's objective is known only after the labels are read.
+        # ``train``, as the classifier's objective is known only after the labels are read (so
+        # is its num_class, which auc_mu_weights' length must match: checked alone here).
         try:
-            resolve_params({k: v for k, v in p.items() if k != "metric"})
+            resolve_params({k: v for k, v in p.items() if k not in ("metric", "auc_mu_weights")})
+            if "auc_mu_weights" in p:
+                check_param("auc_mu_weights", p["auc_mu_weights"])
             metric = p["metric"]
             if callable(metric) or isinstance(metric, (list, tuple)):
                 # Callables are eval metrics of LightGBM's eval_metric signature.

@@ -40,3 +40,6 @@ def test_lightgbm_configs_quick(shared_data, monkeypatch, capsys):
     by_name = {r[0]: r for r in rows}
     assert by_name["sklearn_example_l1"][status] == "runs"  # eval_metric, early_stopping
     assert by_name["regression"][status] == "runs"  # regression.train.init as init_score
+    assert by_name["multiclass_classification"][status] == "runs"  # auc_mu, auc_mu_weights
+    for name in ("advanced_example", "plot_example"):  # a fractional categorical column
+        assert by_name[name][status] == "runs"

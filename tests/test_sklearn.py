@@ -454,6 +454,20 @@ def test_classifier_matches_lgbmclassifier_multiclass(shared_data):
     assert ours.feature_importances_.sum() == _n_splits(ours.booster_)
 
 
+def test_classifier_auc_mu_weights_as_lgbmclassifier(shared_data):
+    """``auc_mu_weights`` sized for the classes the labels give (num_class is known only at
+    fit): the eval metric is LGBMClassifier's, round by round."""
+    X, y = load_lightgbm_tsv(shared_data / "lightgbm_multiclass" / "multiclass.train")
+    params = dict(PARITY, n_estimators=3, metric="auc_mu", auc_mu_weights=list(range(25)))
+    fit = dict(eval_set=[(X[1500:2100], y[1500:2100])], eval_names=["v"])
+    ours = GBDTClassifier(**params).fit(X[:1500], y[:1500], **fit)
+    theirs = _lgbm("LGBMClassifier", **params).fit(X[:1500], y[:1500], **fit)
+    np.testing.assert_allclose(ours.evals_result_["v"]["auc_mu"],
+                               theirs.evals_result_["v"]["auc_mu"], rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"auc_mu_weights must have num_class\*\*2 = 25"):
+        GBDTClassifier(**dict(params, auc_mu_weights=[1.0] * 9)).fit(X[:300], y[:300])
+
+
 # ---------------------------------------------------------------------------------------------
 # DataFrames with category and text columns
 # ---------------------------------------------------------------------------------------------

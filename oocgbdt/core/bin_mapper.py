@@ -32,7 +32,7 @@ from oocgbdt._dtypes import (
     X_BINNED_DTYPE_WIDE,
     X_DTYPE,
 )
-from oocgbdt.core.categorical import check_category_codes, find_categorical_bin
+from oocgbdt.core.categorical import find_categorical_bin, warn_fractional_categories
 from oocgbdt.kernels.binning import (
     count_at_most,
     counts_in_bins,
@@ -328,8 +328,8 @@ class BinMapper:
             raise ValueError("categorical_features with a sparse X_sample are not supported; "
                              "pass the categorical columns in a dense array")
         cat_results = {}
+        warn_fractional_categories(X, categorical, stacklevel=3)
         for f in categorical:
-            check_category_codes(X[:, f], f)
             cat_results[f] = find_categorical_bin(X[:, f], n_sample, max_bin, min_data_in_bin,
                                                   use_missing, zero_as_missing,
                                                   feature_pre_filter, filter_cnt)

@@ -1,6 +1,6 @@
 """This module contains what categorical features need outside the kernels: which columns are
-categorical (:func:`resolve_categorical_feature`), the check of their sampled values
-(:func:`check_category_codes`) and LightGBM's categorical bin finding on the bin sample
+categorical (:func:`resolve_categorical_feature`), the warning about fractional sampled values
+(:func:`warn_fractional_categories`) and LightGBM's categorical bin finding on the bin sample
 (:func:`find_categorical_bin`).
 
 Data flow position: :func:`resolve_categorical_feature` runs once in
@@ -18,7 +18,7 @@ import numpy as np
 from oocgbdt._dtypes import K_ZERO_THRESHOLD, MISSING_NAN, MISSING_NONE
 from oocgbdt.kernels.binning import distinct_of_sorted
 
-__all__ = ["resolve_categorical_feature", "check_category_codes", "find_categorical_bin"]
+__all__ = ["resolve_categorical_feature", "warn_fractional_categories", "find_categorical_bin"]
 
 
 def resolve_categorical_feature(value, feature_names, n_features, auto=()) -> tuple:
@@ -78,33 +78,42 @@ def resolve_categorical_feature(value, feature_names, n_features, auto=()) -> tu
     return tuple(sorted(out))
 
 
-def check_category_codes(values, feature, feature_name=None) -> None:
-    """Refuse a categorical column whose sampled values have a fractional part.
+def warn_fractional_categories(X, categorical, stacklevel=3) -> tuple:
+    """Warn once about the categorical columns whose sampled values have a fractional part.
 
-    LightGBM truncates such values toward zero (``static_cast<int>``); oocgbdt refuses them
-    instead, since a fraction in a column declared categorical is almost always a numerical
-    column declared by mistake. NaN and negative values are allowed (missing).
+    Such values are truncated toward zero to integer categories wherever a value is read (bins,
+    raw-value prediction), as LightGBM does with ``static_cast<int>`` (``config.h``: "floating
+    point numbers in categorical features will be rounded towards 0"); LightGBM does so
+    silently. A fraction in a column declared categorical is often a numerical column declared
+    by mistake, hence one warning naming the columns.
 
     Parameters
     ----------
-    values : ndarray of float
-        The column's sampled values.
-    feature : int
-    feature_name : str, optional
+    X : ndarray of shape (K, n_features), float
+        The bin sample.
+    categorical : sequence of int
+        The categorical columns.
+    stacklevel : int
+        Passed to :func:`warnings.warn`.
 
-    Raises
-    ------
-    ValueError
-        Naming the column and one offending value.
+    Returns
+    -------
+    tuple of int
+        The columns that hold a fractional value (NaN and infinities are not fractional).
     """
-    v = np.asarray(values, dtype=np.float64)
-    v = v[np.isfinite(v) & (v >= 0)]
-    bad = v[v != np.floor(v)]
-    if bad.size:
-        label = f"column {feature}" + (f" ({feature_name!r})" if feature_name is not None else "")
-        raise ValueError(f"categorical_feature {label} must hold integer category codes "
-                         f"(non-negative integers; NaN or negative for missing), found the "
-                         f"fractional value {float(bad[0])!r} in the bin sample")
+    found = {}
+    for f in categorical:
+        v = np.asarray(X[:, f], dtype=np.float64)
+        v = v[np.isfinite(v)]
+        bad = v[v != np.trunc(v)]
+        if bad.size:
+            found[f] = float(bad[0])
+    if found:
+        cols = ", ".join(f"{f} (e.g. {x!r})" for f, x in found.items())
+        warnings.warn(f"categorical_feature column(s) {cols} hold fractional values; they are "
+                      f"truncated toward zero to integer categories, as LightGBM does",
+                      UserWarning, stacklevel=stacklevel)
+    return tuple(found)
 
 
 def find_categorical_bin(column, total_sample_cnt, max_bin, min_data_in_bin, use_missing,
@@ -145,7 +154,7 @@ def find_categorical_bin(column, total_sample_cnt, max_bin, min_data_in_bin, use
     distinct, counts = distinct_of_sorted(np.sort(values), zero_cnt)
     min_value, max_value = float(distinct[0]), float(distinct[-1])
 
-    # to int categories: negative values are missing; equal ints merge (they are adjacent)
+    # to int categories: negative ints are missing; equal ints merge (they are adjacent)
     cats, cat_counts = [], []
     for v, c in zip(distinct, counts):
         iv = int(v)  # truncation toward zero

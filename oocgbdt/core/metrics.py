@@ -25,6 +25,7 @@ __all__ = [
     "RMSEMetric",
     "BinaryLoglossMetric",
     "AUCMetric",
+    "AucMuMetric",
     "MultiLoglossMetric",
     "MultiErrorMetric",
     "MultiErrorTopKMetric",
@@ -316,6 +317,110 @@ class AUCMetric(Metric):
         pos_above = np.cumsum(pos) - pos
         area = np.dot(neg, pos_above + 0.5 * pos)
         return float(area / (sum_pos * sum_neg))
+
+
+class AucMuMetric(Metric):
+    """LightGBM's ``auc_mu`` (``AucMuMetric`` in ``src/metric/multiclass_metric.hpp``), the
+    multiclass AUC-mu of Kleiman and Page (ICML 2019).
+
+    For each pair of classes ``i < j``, with ``W`` the ``num_class x num_class`` weight matrix
+    (``auc_mu_weights``, row-major; default all ones with a zero diagonal) and
+    ``v = W[i] - W[j]``, every row of class ``i`` or ``j`` gets the distance
+    ``(v[i] - v[j]) * (v . raw_score)``. The pair's statistic is the weighted share of
+    (class-``i`` row, class-``j`` row) pairs where the class-``i`` row is farther, a tie
+    counting one half, divided by the two classes' total weights (their row counts without
+    sample weights); the value is the mean over the ``num_class (num_class - 1) / 2`` pairs.
+    A class without rows gives NaN, as in LightGBM. It is computed on the raw scores.
+
+    The statistics are exact and mergeable: the distinct raw-score rows of the chunk with the
+    summed weight of each class's rows at each, so their size grows with the number of distinct
+    score rows (at most the number of rows), as for :class:`AUCMetric`. Ties are equal
+    distances; LightGBM also counts as ties distances closer than ``kEpsilon`` (1e-15), which
+    only distinct scores 1e-15 apart would show.
+    """
+
+    name = "auc_mu"
+    higher_is_better = True
+    _param_names = ("auc_mu_weights",)
+    auc_mu_weights = None
+
+    def __init__(self, auc_mu_weights=None):
+        self.auc_mu_weights = (None if auc_mu_weights is None
+                               else tuple(float(w) for w in auc_mu_weights))
+
+    @classmethod
+    def from_params(cls, params):
+        return cls(params.get("auc_mu_weights"))
+
+    def partial(self, y, raw_score, weight=None, objective=None):
+        """Stats: ``(scores, class_weight)``, float64 arrays of shape ``(n_distinct, K)``: the
+        distinct raw-score rows and, per row, the summed weight of the rows of each class."""
+        y, raw_score, weight = _prepare(y, raw_score, weight)
+        if raw_score.ndim != 2 or raw_score.shape[1] < 2:
+            raise ValueError(f"metric 'auc_mu' needs one score per class (n_samples, "
+                             f"num_class >= 2), got {raw_score.shape}")
+        k = raw_score.shape[1]
+        labels = np.asarray(y).astype(np.intp)
+        if labels.size and (labels.min() < 0 or labels.max() >= k):
+            raise ValueError(f"metric 'auc_mu' needs labels in 0..{k - 1}, found "
+                             f"{int(labels.min())}..{int(labels.max())}")
+        w = (np.ones(y.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64))
+        class_weight = np.zeros((y.shape[0], k))
+        class_weight[np.arange(y.shape[0]), labels] = w
+        return self._group(raw_score, class_weight)
+
+    @staticmethod
+    def _group(scores, class_weight):
+        unique, inverse = np.unique(scores, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        summed = np.zeros((unique.shape[0], scores.shape[1]))
+        np.add.at(summed, inverse, class_weight)
+        return unique, summed
+
+    def merge(self, a, b):
+        return self._group(np.concatenate([a[0], b[0]]), np.concatenate([a[1], b[1]]))
+
+    def weight_matrix(self, num_class):
+        """The ``(num_class, num_class)`` float64 class weight matrix (``GetAucMuWeights`` in
+        ``src/io/config.cpp``): ones off the diagonal by default; the diagonal is always 0.
+
+        Raises
+        ------
+        ValueError
+            ``auc_mu_weights`` does not have ``num_class**2`` entries.
+        """
+        if self.auc_mu_weights is None:
+            return np.ones((num_class, num_class)) - np.eye(num_class)
+        if len(self.auc_mu_weights) != num_class * num_class:
+            raise ValueError(f"auc_mu_weights must have num_class**2 = {num_class * num_class} "
+                             f"entries (a flattened row-major matrix), found "
+                             f"{len(self.auc_mu_weights)}")
+        m = np.array(self.auc_mu_weights, dtype=np.float64).reshape(num_class, num_class)
+        np.fill_diagonal(m, 0.0)
+        return m
+
+    def finalize(self, stats):
+        scores, class_weight = stats
+        k = scores.shape[1]
+        W = self.weight_matrix(k)
+        totals = class_weight.sum(axis=0)
+        ans = 0.0
+        for i in range(k):
+            for j in range(i + 1, k):
+                v = W[i] - W[j]
+                rows = (class_weight[:, i] > 0) | (class_weight[:, j] > 0)
+                s = scores[rows]
+                dot = np.zeros(s.shape[0])
+                for m in range(k):  # LightGBM's summation order
+                    dot += v[m] * s[:, m]
+                # S[i][j]: class-j weight below each class-i row, ties counting one half
+                _, pos_w, neg_w = AUCMetric._group((v[i] - v[j]) * dot, class_weight[rows, i],
+                                                   class_weight[rows, j])
+                below = np.cumsum(neg_w) - neg_w
+                s_ij = float(np.dot(pos_w, below + 0.5 * neg_w))
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ans += np.float64(s_ij) / totals[i] / totals[j]
+        return float(2.0 * ans / k / (k - 1))
 
 
 class L1Metric(L2Metric):
@@ -679,6 +784,7 @@ METRIC_CLASSES = {
     "kullback_leibler": KullbackLeiblerMetric,
     "ndcg": NDCGMetric,
     "map": MAPMetric,
+    "auc_mu": AucMuMetric,
 }
 assert set(METRIC_CLASSES) == set(METRICS)
 

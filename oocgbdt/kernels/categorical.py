@@ -8,8 +8,9 @@ the split search of a leaf, on its reduced histogram (:func:`oocgbdt.core.split.
 
 Sources (LightGBM 4.7, facts restated in ``docs/categorical.md``):
 
-* a category is ``int(value)`` truncated toward zero; NaN and negative values are missing
-  (``BinMapper::ValueToBin``, ``include/LightGBM/bin.h``), categories without a bin go to bin 0;
+* a category is ``int(value)`` truncated toward zero; NaN and values <= -1 (a negative int)
+  are missing (``BinMapper::ValueToBin``, ``include/LightGBM/bin.h``), categories without a
+  bin go to bin 0;
 * bitsets are 32-bit words, bit ``v % 32`` of word ``v // 32``; a position beyond the last word
   is not in the set (``Common::ConstructBitset`` / ``Common::FindInBitset``,
   ``include/LightGBM/utils/common.h``);

@@ -13,7 +13,9 @@ columns, so rows sum to the raw score.
 Trees are packed as in :mod:`oocgbdt.kernels.predict`, plus the counts and LightGBM's
 categorical layout: a node with ``decision_type & 1`` is categorical, its ``threshold`` is the
 index into the tree's ``cat_boundaries``, and the words ``cat_threshold[b[i]:b[i+1]]`` are the
-bitset of the raw category values that go left (``Tree::CategoricalDecision``).
+bitset of the raw category values that go left (``Tree::CategoricalDecision``: a value's
+category is the value truncated toward zero; NaN, values <= -1 and values from 2^31 have none
+and go right).
 """
 import itertools
 import math
@@ -21,6 +23,7 @@ import math
 import numpy as np
 
 from oocgbdt.kernels._jit import njit
+from oocgbdt.kernels.categorical import INT32_LIMIT, category_of
 from oocgbdt.kernels.predict import K_ZERO_THRESHOLD
 
 __all__ = ["predict_leaf", "predict_leaf_naive", "predict_contrib", "predict_contrib_naive",
@@ -33,9 +36,9 @@ def _next_node(x, k, threshold, decision_type, left_child, right_child, cat_boun
     """The child of node ``k`` (global index) that a row with value ``x`` goes to."""
     dt = decision_type[k]
     if dt & 1:
-        if np.isnan(x) or x < 0.0 or x >= 2147483648.0:
+        ix = category_of(x)  # truncated toward zero, as static_cast<int>
+        if ix < 0:
             return right_child[k]
-        ix = np.int64(x)
         ci = np.int64(threshold[k])
         lo = cat_boundaries[cb0 + ci]
         n_words = cat_boundaries[cb0 + ci + 1] - lo
@@ -93,9 +96,9 @@ def _next_node_naive(x, k, threshold, decision_type, left_child, right_child, ca
     dt = int(decision_type[k])
     x = float(x)
     if dt & 1:
-        if math.isnan(x) or x < 0:
+        if math.isnan(x) or x <= -1.0 or x >= INT32_LIMIT:  # no int category: right
             return int(right_child[k])
-        ix, ci = int(x), int(threshold[k])
+        ix, ci = int(x), int(threshold[k])  # int(): truncation toward zero, (-1, 0) -> 0
         lo, hi = int(cat_boundaries[cb0 + ci]), int(cat_boundaries[cb0 + ci + 1])
         words = [int(w) for w in cat_threshold[ct0 + lo:ct0 + hi]]
         in_set = ix // 32 < len(words) and (words[ix // 32] >> (ix % 32)) & 1

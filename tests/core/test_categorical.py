@@ -8,8 +8,7 @@ import pytest
 
 from oocgbdt.core.bin_mapper import BinMapper
 from oocgbdt.core.bundler import FeatureBundler, chunk_conflicts, sample_pattern
-from oocgbdt.core.categorical import (check_category_codes, find_categorical_bin,
-                                      resolve_categorical_feature)
+from oocgbdt.core.categorical import find_categorical_bin, resolve_categorical_feature
 from oocgbdt.core.tree import Tree
 from oocgbdt.params import resolve_params
 
@@ -50,13 +49,30 @@ def test_params_refuse_mixed_or_malformed_values():
         resolve_params({"categorical_column": "0,x"})
 
 
-def test_fractional_codes_are_refused_naming_the_column():
-    check_category_codes(np.array([0, 3, np.nan, -2, 7], np.float32), 1)
-    with pytest.raises(ValueError, match=r"column 4 \('city'\).*fractional value 2.5"):
-        check_category_codes(np.array([1, 2.5, 3], np.float32), 4, "city")
-    X = np.c_[np.arange(50) % 3, np.arange(50) * 0.5].astype(np.float32)
-    with pytest.raises(ValueError, match="column 1.*fractional"):
-        BinMapper(categorical_features=[1]).fit(X, 50)
+def test_fractional_codes_are_truncated_as_lightgbm():
+    """Fractional values of a categorical column are categories truncated toward zero, as
+    LightGBM's ``static_cast<int>``: (-1, 0) is category 0, -1 and below are missing. The bins
+    are LightGBM's, every value is binned as its truncation, and one warning names the columns
+    that hold fractions."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    X = np.column_stack([
+        rng.integers(0, 5, n),                          # integer codes: no warning
+        rng.uniform(-2.0, 6.0, n),                      # fractions, negative ones too
+        np.where(rng.random(n) < 0.1, np.nan, rng.integers(0, 4, n) + 0.5),
+    ]).astype(np.float32)
+    infos, num_bin = _lightgbm_infos(X, [0, 1, 2])
+    with pytest.warns(UserWarning) as record:
+        bm = BinMapper(categorical_features=[0, 1, 2]).fit(X, n)
+    messages = [str(w.message) for w in record]
+    assert len(messages) == 1 and "column(s) 1 (e.g." in messages[0] and ", 2 (e.g." in messages[0]
+    assert "truncated toward zero" in messages[0]
+    assert bm.feature_infos_ == infos
+    assert list(bm.n_bins_) == num_bin
+    as_int = np.where(np.isnan(X), np.nan, np.trunc(X))
+    np.testing.assert_array_equal(bm.transform(X), bm.transform(as_int.astype(np.float32)))
+    assert bm.transform(np.array([[0, -0.5, 0]], np.float32))[0, 1] == \
+        bm.transform(np.array([[0, 0, 0]], np.float32))[0, 1] != 0
 
 
 # ---- bins against LightGBM ---------------------------------------------------------------

@@ -177,7 +177,8 @@ def test_attributes_and_pickle():
     for name, cls in METRIC_CLASSES.items():
         # ndcg and map are one metric per position: named ndcg@k, map@k.
         assert cls().name == (f"{name}@1" if name in ("ndcg", "map") else name)
-        assert cls().higher_is_better == (name in ("auc", "average_precision", "ndcg", "map"))
+        assert cls().higher_is_better == (name in ("auc", "average_precision", "ndcg", "map",
+                                                   "auc_mu"))
     for cls in METRIC_CLASSES.values():
         m = cls()
         assert pickle.loads(pickle.dumps(m)) == m
@@ -455,3 +456,81 @@ def test_new_metrics_match_lightgbm_eval(objective_name, metrics, extra):
         # ~1e-7; the mergeable sums here are float64.
         rel = 1e-6 if metric.name in ("cross_entropy", "kullback_leibler") else 1e-9
         assert ours == pytest.approx(evals["v"][metric.name][-1], rel=rel), metric.name
+
+
+# --------------------------------------------------------------------------------------------
+# auc_mu: LightGBM's evaluation, tied scores, weights, parameter checks
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("class_weights", [None, "custom"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_auc_mu_matches_lightgbm_eval(class_weights, weighted):
+    """Every round of LightGBM's ``auc_mu`` on its own raw predictions; few leaves and coarse
+    bins give many rows with tied scores. The custom matrix is asymmetric with a nonzero
+    diagonal (which LightGBM reads as 0)."""
+    lgb = pytest.importorskip("lightgbm")
+    from oocgbdt.params import resolve_params
+    rng = np.random.default_rng(5)
+    n, n_train, k = 700, 400, 4
+    X = np.round(rng.normal(size=(n, 3)), 1)
+    y = np.digitize(X[:, 0] + X[:, 1] * 0.5 + rng.normal(size=n), [-1, 0, 1]).astype(np.float32)
+    w = (rng.random(n) + 0.5).astype(np.float32) if weighted else None
+    params = {"objective": "multiclass", "num_class": k, "metric": "auc_mu", "num_leaves": 4,
+              "max_bin": 15, "verbose": -1}
+    if class_weights:
+        params["auc_mu_weights"] = list(rng.uniform(0.2, 3.0, k * k).round(2))
+    rows = slice(n_train, None)
+    train = lgb.Dataset(X[:n_train], y[:n_train], weight=None if w is None else w[:n_train])
+    valid = lgb.Dataset(X[rows], y[rows], weight=None if w is None else w[rows], reference=train)
+    evals = {}
+    booster = lgb.train(dict(params, num_threads=1), train, num_boost_round=4,
+                        valid_sets=[valid], valid_names=["v"],
+                        callbacks=[lgb.record_evaluation(evals)])
+    resolved = resolve_params(params)
+    objective = get_objective(resolved)
+    (metric,) = get_metrics("auc_mu", objective, resolved)
+    for it in range(4):
+        raw = booster.predict(X[rows], raw_score=True, num_iteration=it + 1)
+        assert len(np.unique(raw, axis=0)) < 0.8 * len(raw)  # ties are exercised
+        ours = metric(y[rows], raw, None if w is None else w[rows], objective)
+        assert ours == pytest.approx(evals["v"]["auc_mu"][it], rel=0, abs=1e-12), it
+
+
+def test_auc_mu_against_pairwise_definition():
+    """The Kleiman-Page definition written out over all pairs of rows (NumPy)."""
+    rng = np.random.default_rng(2)
+    n, k = 90, 3
+    y = rng.integers(0, k, n)
+    raw = np.round(rng.normal(size=(n, k)), 1)
+    w = rng.random(n) + 0.1
+    W = rng.uniform(0.5, 2.0, (k, k))
+    np.fill_diagonal(W, 0)
+    expected = 0.0
+    for i in range(k):
+        for j in range(i + 1, k):
+            v = W[i] - W[j]
+            d = (v[i] - v[j]) * (raw @ v)
+            a, b = y == i, y == j
+            gt = (d[a][:, None] > d[b][None, :]) + 0.5 * (d[a][:, None] == d[b][None, :])
+            expected += (w[a] @ gt @ w[b]) / (w[a].sum() * w[b].sum())
+    expected *= 2 / (k * (k - 1))
+    ours = METRIC_CLASSES["auc_mu"](W.ravel())(y, raw, w)
+    assert ours == pytest.approx(expected, rel=1e-12)
+
+
+def test_auc_mu_weights_checks():
+    from oocgbdt.params import resolve_params
+    base = {"objective": "multiclass", "num_class": 3}
+    ok = resolve_params(dict(base, auc_mu_weights="5,1,2,1,0,1,2,1,7"))
+    assert ok["auc_mu_weights"] == [0.0, 1.0, 2.0, 1.0, 0.0, 1.0, 2.0, 1.0, 0.0]
+    with pytest.raises(ValueError, match=r"auc_mu_weights must have num_class\*\*2 = 9 entries"):
+        resolve_params(dict(base, auc_mu_weights=[1.0] * 4))
+    with pytest.raises(ValueError, match=r"auc_mu_weights must be nonzero off the diagonal, got "
+                                         r"0 at position 5 \(row 1, column 2\)"):
+        resolve_params(dict(base, auc_mu_weights=[0, 1, 1, 1, 0, 0, 1, 1, 0]))
+    with pytest.raises(ValueError, match=r"metric 'auc_mu' cannot be computed for objective "
+                                         r"'binary'"):
+        resolve_params({"objective": "binary", "metric": "auc_mu"})
+    with pytest.raises(ValueError, match=r"metric 'auc_mu' needs one score per class"):
+        METRIC_CLASSES["auc_mu"]().partial(np.zeros(3), np.zeros(3))

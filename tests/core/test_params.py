@@ -123,6 +123,7 @@ def test_every_alias_resolves(alias):
         "reg_sqrt": True, "lambdarank_position_bias_regularization": 0.5,
         "checkpoint_every": 5, "checkpoint_path": "/tmp/oocgbdt-checkpoint.json",
         "max_worker_failures": 1,
+        "auc_mu_weights": [0.0],  # num_class 1: one diagonal entry
     }[canonical]
     r = resolve_params({alias: value})
     assert r[canonical] == value

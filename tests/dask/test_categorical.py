@@ -16,6 +16,7 @@ data sets, later trees can differ where two candidate splits are the same partit
 rounding picks one: ``docs/categorical.md``, "Parity"; these subsamples and tree counts have no
 such tie.)
 """
+import dask.array as da
 import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
@@ -23,7 +24,7 @@ from sklearn.metrics import roc_auc_score
 import oocgbdt
 from oocgbdt.core.booster import Booster
 from oocgbdt.io.dataset import open_dataset, write_dataset
-from tests.conftest import load_pmlb, train_test_split_rows
+from tests.conftest import load_lightgbm_tsv, load_pmlb, train_test_split_rows
 from tests.core.test_split_counts import _lgb_nodes
 
 lgb = pytest.importorskip("lightgbm")
@@ -206,7 +207,6 @@ def test_save_and_load_keep_categorical_nodes(adult, tmp_path):
 @pytest.mark.parametrize("value, kwargs, error, match", [
     (["nope"], dict(feature_names=list("abcd")), ValueError, "'nope', which is not a feature name"),
     ([4], {}, ValueError, "index 4 is out of range: X has 4 columns"),
-    ([3], {}, ValueError, r"column 3 must hold integer category codes.*fractional"),
     ("name:b,x", dict(feature_names=list("abcd")), ValueError, "'x', which is not a feature name"),
 ])
 def test_bad_categorical_input_is_refused_before_training(value, kwargs, error, match):
@@ -215,6 +215,46 @@ def test_bad_categorical_input_is_refused_before_training(value, kwargs, error, 
     y = rng.normal(size=300)
     with pytest.raises(error, match=match):
         oocgbdt.train(dict(n_estimators=2, categorical_feature=value), X, y, **kwargs)
+
+
+def test_fractional_categorical_column_is_truncated_as_lightgbm(shared_data, tmp_path):
+    """LightGBM's binary example data with its column 21 (continuous, 0.17 to 13.1) declared
+    categorical, as LightGBM's python-guide ``advanced_example`` does: LightGBM truncates each
+    value toward zero, so do bins and raw-value predictions here, from NumPy, Dask and Zarr;
+    one warning names the column. Test rows also hold values in (-1, 0) (category 0), below -1
+    (missing) and NaN. Column 25 beside it and a smaller ``min_data_per_group`` and
+    ``cat_smooth`` make the trees split on it."""
+    folder = shared_data / "lightgbm_binary"
+    X, y = load_lightgbm_tsv(folder / "binary.train")
+    Xt, _ = load_lightgbm_tsv(folder / "binary.test")
+    X, Xt = X[:, [21, 25]], Xt[:, [21, 25]].copy()
+    Xt[:60, 0] = -np.random.default_rng(0).random(60).astype(np.float32)
+    Xt[60:80, 0] = -1.5
+    Xt[80:90, 0] = np.nan
+    params = dict(objective="binary", num_leaves=15, min_data_per_group=20, cat_smooth=1.0)
+    n_trees = 8
+    with pytest.warns(UserWarning) as record:
+        ours, theirs = _pair(params, X, y, [0], n_trees)
+    fractional = [str(w.message) for w in record if "fractional" in str(w.message)]
+    assert len(fractional) == 1 and "column(s) 0 (e.g." in fractional[0]
+    assert assert_lightgbm_trees(ours, theirs, n_trees) > 0
+    for kind in ({"raw_score": True}, {"pred_leaf": True}, {"pred_contrib": True}):
+        np.testing.assert_allclose(ours.predict(Xt, **kind), theirs.predict(Xt, **kind),
+                                   rtol=0, atol=1e-12, err_msg=str(kind))
+    expected = theirs.predict(Xt, raw_score=True)
+    np.testing.assert_allclose(ours.to_lightgbm().predict(Xt, raw_score=True), expected,
+                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        ours.predict(da.from_array(Xt, chunks=(200, -1)), raw_score=True).compute(), expected,
+        rtol=0, atol=1e-12)
+    ds = open_dataset(write_dataset(tmp_path / "binary", X, y, chunk_rows=2000).path)
+    fit = dict(params, n_estimators=n_trees, categorical_feature=[0], chunk_rows=2000)
+    with pytest.warns(UserWarning, match=r"column\(s\) 0 \(e\.g\. .*\) hold fractional"):
+        from_dask = oocgbdt.train(fit, da.from_array(X, chunks=(2000, -1)), y, verbose=False)
+        from_zarr = oocgbdt.train(fit, ds.X, ds.y, verbose=False)
+    for model in (from_dask, from_zarr):
+        np.testing.assert_allclose(model.predict(Xt, raw_score=True), expected, rtol=0,
+                                   atol=1e-12)
 
 
 def test_sparse_training_input_with_categorical_features_is_refused():

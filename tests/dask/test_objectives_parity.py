@@ -152,3 +152,24 @@ def test_reg_sqrt_trains_as_lightgbm(name, weighted):
     assert ours.objective.lightgbm_objective_string == f"{name} sqrt"
     exported = lgb.Booster(model_str=ours.model_to_string(format="lightgbm"))
     np.testing.assert_allclose(exported.predict(X), ours.predict(X), rtol=1e-12, atol=1e-12)
+
+
+def test_multiclass_auc_mu_evals_equal_lightgbm(shared_data):
+    """``metric=auc_mu`` with ``auc_mu_weights``, evaluated in chunks during training on a
+    validation set with sample weights: LightGBM's ``evals_result_`` round by round."""
+    X, y = load_lightgbm_tsv(shared_data / "lightgbm_multiclass" / "multiclass.train")
+    X, y, Xv, yv = X[:1500], y[:1500], X[1500:2100], y[1500:2100]
+    wv = np.random.default_rng(4).uniform(0.5, 2.0, len(yv)).astype(np.float32)
+    params = {"objective": "multiclass", "num_class": 5, "metric": ["multi_logloss", "auc_mu"],
+              "auc_mu_weights": list(range(25))}
+    ours = oocgbdt.train(dict(PARAMS, **params, n_estimators=3, chunk_rows=200), X, y,
+                         eval_set=[(Xv, yv)], eval_sample_weight=[wv], verbose=False)
+    evals = {}
+    train = lgb.Dataset(X, y)
+    lgb.train(dict(PARAMS, **params, enable_bundle=False, deterministic=True, num_threads=1,
+                   verbose=-1), train, num_boost_round=3,
+              valid_sets=[lgb.Dataset(Xv, yv, weight=wv, reference=train)],
+              valid_names=["valid_0"], callbacks=[lgb.record_evaluation(evals)])
+    for name in ("multi_logloss", "auc_mu"):
+        np.testing.assert_allclose(ours.evals_result["valid_0"][name], evals["valid_0"][name],
+                                   rtol=0, atol=1e-12, err_msg=name)

@@ -89,7 +89,9 @@ def _random_rows(rng, n_rows, n_features):
     X[rng.random(X.shape) < 0.2] = np.nan
     X[rng.random(X.shape) < 0.15] = 0.0
     cats = rng.random(X.shape) < 0.3
-    X[cats] = rng.integers(-2, 70, cats.sum())
+    k = int(cats.sum())
+    # category codes, some with a fraction (truncated toward zero: -0.5 is category 0)
+    X[cats] = rng.integers(-2, 70, k) + np.where(rng.random(k) < 0.3, rng.random(k), 0.0)
     return X
 
 
