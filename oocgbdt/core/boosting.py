@@ -292,6 +292,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         partitions = executor.map(partition_set_positions, partitions, list(position_ids),
                                   key=f"{key}-positions", consume=0)
         biases = np.zeros(int(n_positions), dtype=np.float32)
+        if (continuation or {}).get("position_biases") is not None:
+            # a fit continued after a lost worker or from a checkpoint: the factors it had
+            biases = np.asarray(continuation["position_biases"], dtype=np.float32).copy()
     renew = objective.renew_alpha is not None
     row_offsets = None
     if renew:
@@ -454,7 +457,7 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                              done + rnd, es_rounds, params, split_every, key)
             if on_state is not None:
                 on_state(round_state(g, done + rnd, round_trees, result, evals_result, best,
-                                     screener, stop))
+                                     screener, stop, biases))
             if metric_list and eval_chunks:
                 bar.set_postfix(round_postfix(evals_result), refresh=False)
             bar.update(1)
@@ -483,13 +486,15 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     return result
 
 
-def round_state(g, i, round_trees, result, evals_result, best, screener, stop) -> dict:
+def round_state(g, i, round_trees, result, evals_result, best, screener, stop,
+                position_biases=None) -> dict:
     """What a checkpoint needs of round ``g`` (counted in the whole model; ``i`` counts the
     fit's own rounds): ``round``, its ``trees`` and their ``tree_stats``, the fit's
     ``init_score``, its ``evals`` (``{set: {metric: value}}``), the early-stopping state
     ``best`` (``[set, metric, best score, its round of the fit]`` per pair, in order), the
     feature screening state (``screening_scores``, and ``screening_row``, the round's
-    features) and ``stop`` (the 1-based round of the fit early stopping ends at, or None)."""
+    features), ``stop`` (the 1-based round of the fit early stopping ends at, or None) and
+    ``position_biases`` (unbiased LambdaRank's factors after the round, or None)."""
     n = len(round_trees)
     return dict(
         round=int(g), trees=list(round_trees), tree_stats=list(result.tree_stats[-n:]),
@@ -499,7 +504,8 @@ def round_state(g, i, round_trees, result, evals_result, best, screener, stop) -
         best=[[s, m, float(score), int(r)] for (s, m), (score, r) in best.items()],
         screening_scores=None if screener is None else np.array(screener.scores_),
         screening_row=None if screener is None else np.asarray(screener.history_[-1]),
-        stop=stop)
+        stop=stop,
+        position_biases=None if position_biases is None else np.array(position_biases))
 
 
 def stop_by_callback(result, stopped, n_out, first_round=0, done=0):

@@ -54,6 +54,8 @@ class FitProgress:
         Feature screening state after the last round, and each round's features.
     stop : int or None
         Early stopping ended the fit after its last round, at this 1-based round of the fit.
+    position_biases : ndarray of float32 or None
+        Unbiased LambdaRank's position bias factors after the last round.
     """
 
     def __init__(self, begin, n_outputs):
@@ -64,6 +66,7 @@ class FitProgress:
         self.best = []
         self.screening_scores, self.screening_rows = None, []
         self.stop = None
+        self.position_biases = None
         #: ``on_rounds(progress)``, run by :meth:`poll` on the caller's thread when rounds were
         #: added since the last poll (the periodic checkpoint).
         self.on_rounds = None
@@ -110,6 +113,8 @@ class FitProgress:
                 self.screening_scores = np.asarray(state["screening_scores"], dtype=np.float64)
                 self.screening_rows.append(np.asarray(state["screening_row"], dtype=np.int64))
             self.stop = state["stop"]
+            if state.get("position_biases") is not None:
+                self.position_biases = np.asarray(state["position_biases"], dtype=np.float32)
             return True
 
     def close(self) -> None:
@@ -159,7 +164,8 @@ class FitProgress:
             return dict(begin=self.begin, n_outputs=self.n_outputs, rounds=self.rounds,
                         init_score=self.init_score, evals_result=self.evals_result,
                         best=self.best, tree_stats=self.tree_stats, stop=self.stop,
-                        screening_rows=self.screening_rows)
+                        screening_rows=self.screening_rows,
+                        position_biases=self.position_biases)
 
     @classmethod
     def from_dict(cls, d, trees, screening_scores) -> "FitProgress":
@@ -177,6 +183,9 @@ class FitProgress:
                           for n, bm in d["evals_result"].items()}
         p.best = [[s, m, float(score), int(r)] for s, m, score, r in d["best"]]
         p.stop = d["stop"]
+        biases = d.get("position_biases")
+        p.position_biases = (None if biases is None
+                             else np.asarray(_decode_floats(biases), dtype=np.float32))
         p.screening_rows = [np.asarray(r, dtype=np.int64) for r in d["screening_rows"]]
         p.screening_scores = (None if screening_scores is None
                               else np.asarray(screening_scores, dtype=np.float64))

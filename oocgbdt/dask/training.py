@@ -683,7 +683,8 @@ def _load_and_boost(params, task_sets, inputs, bounds, sets, client, embedded, l
                 screening_scores=(start.screening_scores_ if not done
                                   else progress.screening_scores),
                 screening_history=start.screening_history_,
-                history=progress.history() if done else None)
+                history=progress.history() if done else None,
+                position_biases=progress.position_biases if done else None)
         if inputs.queries:
             names = {"train": "train"}
             names.update({f"eval_{i}": name for i, (name, *_) in enumerate(inputs.evals)})

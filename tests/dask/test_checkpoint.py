@@ -162,3 +162,26 @@ def test_a_killed_client_resumes_to_lightgbms_model(tmp_path, shared_data):
     whole = oocgbdt.train(params, X, y)
     assert resumed.trees == whole.trees
     _assert_lightgbm_trees(resumed, _lightgbm("binary", X, y, n_trees), X, Xt, n_trees)
+
+
+def test_a_resumed_unbiased_lambdarank_fit_keeps_its_position_biases(tmp_path):
+    """Unbiased LambdaRank learns position bias factors every round: a fit interrupted after a
+    checkpoint and resumed continues from the factors it had, so its model is the
+    uninterrupted one, which is LightGBM's with the same positions (restarting the factors at
+    zero gives other trees)."""
+    from tests.dask.test_ranking import _shown_rows
+    lgb = pytest.importorskip("lightgbm")
+    X, y, sizes, position = _shown_rows()
+    params = dict(objective="lambdarank", num_leaves=7, min_data_in_leaf=5, learning_rate=0.1,
+                  lambdarank_position_bias_regularization=0.5, n_estimators=10, verbose=False)
+    path = tmp_path / "rank.ckpt"
+    with_ckpt = dict(params, checkpoint_path=str(path), checkpoint_every=4)
+    with pytest.raises(_Interrupted):
+        oocgbdt.train(with_ckpt, X, y, group=sizes, position=position,
+                      callbacks=[_interrupt_at(5)])
+    assert read_checkpoint(path)[1].rounds == 4
+    resumed = oocgbdt.train(with_ckpt, X, y, group=sizes, position=position, resume=True)
+    lgb_params = {k: v for k, v in params.items() if k not in ("n_estimators", "verbose")}
+    model = lgb.train(dict(lgb_params, enable_bundle=False, deterministic=True, num_threads=1,
+                           verbose=-1), lgb.Dataset(X, y, group=sizes, position=position), 10)
+    _assert_lightgbm_trees(resumed, model, X, X[::7], 10)
