@@ -218,8 +218,6 @@ REFUSED = {
     "config": "oocgbdt takes parameters as a dict (train, the estimators) or CLI flags",
     "data": "pass the training data to train(params, X, y) or to `oocgbdt train DATASET`",
     "valid": "pass validation data as eval_set=[(X, y), ...]",
-    "pos_bagging_fraction": _NOT_YET + " (balanced bagging)",
-    "neg_bagging_fraction": _NOT_YET + " (balanced bagging)",
     "bagging_by_query": _NOT_YET + " (bagging whole queries)",
     "linear_lambda": "linear trees are not implemented (linear_tree)",
     "linear_tree": "linear trees are not implemented",

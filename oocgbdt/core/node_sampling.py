@@ -212,6 +212,11 @@ class NodeSampler:
             masks.append(mask)
         return masks, replace(self, col_state=rng.state)
 
+    def with_col_state(self, state: int) -> "NodeSampler":
+        """This sampler with the ``Random(feature_fraction_seed)`` stream at ``state`` (the
+        stream the tree's ``feature_fraction`` draw advanced)."""
+        return replace(self, col_state=int(state))
+
     def extra_copy(self):
         """A copy of the extra_trees states for one search (the kernels advance it), or None."""
         return None if self.extra_states is None else self.extra_states.copy()

@@ -170,7 +170,12 @@ def test_bagging_fraction_rebag_rounds_and_weights():
     even = np.diff(np.linspace(0, n, 5).astype(int)).tolist()
     np.testing.assert_array_equal(_sample(params, _chunks(g, h, even), 0)[0], rows)
     assert not np.array_equal(_sample(dict(params, bagging_seed=6), chunks, 0)[0], rows)
-    assert not np.array_equal(_sample(dict(params, seed=1), chunks, 0)[0], rows)
+    # seed changes the bag through the bagging_seed it derives (LightGBM's config.cpp), unless
+    # bagging_seed is given.
+    np.testing.assert_array_equal(_sample(dict(params, seed=1), chunks, 0)[0], rows)
+    alone = dict(bagging_fraction=0.3, bagging_freq=3)
+    assert not np.array_equal(_sample(dict(alone, seed=1), chunks, 0)[0],
+                              _sample(alone, chunks, 0)[0])
 
 
 def test_row_uniforms_are_one_stream_whatever_the_offset():
