@@ -979,14 +979,14 @@ _TABLE = [
     Param(
         "feature_fraction", 1.0, ("sub_feature", "colsample_bytree"), "float",
         _range(0.0, 1.0, lo_open=True),
-        "Share of the usable features drawn uniformly at random for each tree (LightGBM's "
-        "per-tree feature_fraction); 1.0 uses all.",
+        "Share of the usable features drawn for each tree (round(share x n), at least 1), as "
+        "LightGBM draws them (its random stream seeded by feature_fraction_seed); 1.0 uses all.",
     ),
     Param(
         "feature_fraction_seed", 2, (), "int", _range(0, integer=True),
-        "Seed of feature_fraction's draws (LightGBM's default 2), together with seed: draws "
-        "are keyed by (seed, feature_fraction_seed, round); alone, it seeds "
-        "feature_fraction_bynode's LightGBM random stream.",
+        "Seed of the LightGBM random stream of feature_fraction and feature_fraction_bynode "
+        "(LightGBM's default 2; derived from seed when seed is given and this is not, as "
+        "LightGBM).",
     ),
     Param(
         "feature_fraction_bynode", 1.0, ("sub_feature_bynode", "colsample_bynode"), "float",
