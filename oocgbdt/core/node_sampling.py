@@ -32,8 +32,9 @@ passes follow LightGBM's order: best-first growth without splitting ahead (the l
 ``lookahead_leaves`` off when a stream is drawn from). With ``feature_fraction < 1`` the
 tree's features are drawn from the same ``Random(feature_fraction_seed)`` stream before each
 tree (:mod:`oocgbdt.core.screening`; the loop passes the state on with
-:meth:`NodeSampler.with_col_state`), as LightGBM's ``ColSampler::ResetByTree``. ``feature_fraction_seed`` and ``extra_seed`` are
-derived from ``seed`` when it is given and they are not (:func:`oocgbdt.params.resolve_params`).
+:meth:`NodeSampler.with_col_state`), as LightGBM's ``ColSampler::ResetByTree``.
+``feature_fraction_seed`` and ``extra_seed`` are derived from ``seed`` when it is given and
+they are not (:func:`oocgbdt.params.resolve_params`).
 """
 from __future__ import annotations
 

@@ -61,8 +61,8 @@ __all__ = [
     "partition_count_ties", "partition_select_rows", "sum_counts",
 ]
 
-#: Stream kinds (part of the random key, so bagging and GOSS never share draws).
-GOSS_STREAM, BAGGING_STREAM = 1, 2
+#: Stream kind of GOSS's draws (part of the random key; bagging draws LightGBM's numbers).
+GOSS_STREAM = 1
 _HIGH_BUCKETS = 1 << 15   # high 16 bits of a non-negative float32 (sign bit 0)
 _LOW_BUCKETS = 1 << 16
 
