@@ -30,8 +30,8 @@ the best (else last) round for both libraries, or fails; a failure is ``refused`
 gives the reason ``oocgbdt/lightgbm_parameters.py`` documents for one of its parameters (the
 parameter is named) or an input check whose difference from LightGBM a page of ``docs/``
 documents (:data:`DOCUMENTED_INPUT_CHECKS`), else ``ERROR`` (exit code 1). Where a dict samples
-rows or features (``bagging_fraction``, ``feature_fraction`` below 1) the two models differ by
-their random draws, and the line says so. ``--quick``: at most 5 rounds per
+rows by GOSS the two models differ by their random draws, and the line says so (bagging and
+``feature_fraction`` draw LightGBM's numbers). ``--quick``: at most 5 rounds per
 configuration (the one value changed, for both libraries).
 """
 from __future__ import annotations
@@ -327,15 +327,16 @@ def documented_refusal(exc, params):
     return None
 
 
-#: Parameters whose random draws oocgbdt makes its own way (keyed by global row and round, the
-#: same on any number of workers), so their models differ from LightGBM's by those draws.
-RANDOM_DRAWS = ("bagging_fraction", "feature_fraction")
+#: Parameter values whose random draws oocgbdt makes its own way (keyed by global row and
+#: round, the same on any number of workers), so their models differ from LightGBM's by those
+#: draws; bagging and feature_fraction draw LightGBM's numbers
+#: (docs/decisions/lightgbm-random-streams.md).
+RANDOM_DRAWS = (("data_sample_strategy", "goss"), ("boosting", "goss"))
 
 
 def _draws_note(params):
-    drawn = [k for k, v in params.items() if _canonical(k) in RANDOM_DRAWS
-             and not isinstance(v, bool) and isinstance(v, (int, float)) and v < 1]
-    return (f"{', '.join(drawn)} < 1: oocgbdt's random draws are not LightGBM's, so the "
+    drawn = [f"{k}={v}" for k, v in params.items() if (_canonical(k), v) in RANDOM_DRAWS]
+    return (f"{', '.join(drawn)}: oocgbdt's random draws are not LightGBM's, so the "
             f"models differ by them") if drawn else ""
 
 

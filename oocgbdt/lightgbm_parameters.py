@@ -218,9 +218,9 @@ REFUSED = {
     "config": "oocgbdt takes parameters as a dict (train, the estimators) or CLI flags",
     "data": "pass the training data to train(params, X, y) or to `oocgbdt train DATASET`",
     "valid": "pass validation data as eval_set=[(X, y), ...]",
-    "pos_bagging_fraction": _NOT_YET + " (balanced bagging)",
-    "neg_bagging_fraction": _NOT_YET + " (balanced bagging)",
-    "bagging_by_query": _NOT_YET + " (bagging whole queries)",
+    "bagging_by_query": _NOT_YET + " (bagging whole queries: drawing LightGBM's queries and "
+                                   "bagging their rows gives its first bag's trees, not the later "
+                                   "ones)",
     "linear_lambda": "linear trees are not implemented (linear_tree)",
     "linear_tree": "linear trees are not implemented",
     "drop_rate": _DART,

@@ -667,7 +667,8 @@ _TABLE = [
     ),
     Param(
         "objective_seed", 5, (), "int", _range(integer=True),
-        "rank_xendcg: seed of its per-query random draws.",
+        "rank_xendcg: seed of its per-query random draws (derived from seed when seed is given "
+        "and this is not, as LightGBM).",
     ),
     Param(
         "multi_error_top_k", 1, (), "int", _range(1, integer=True),
@@ -887,8 +888,10 @@ _TABLE = [
     ),
     Param(
         "seed", 0, ("random_seed", "random_state"), "int or None", _range(0, integer=True),
-        "Master random seed; None means 0. It keys the bin sample's rows, the row sampling "
-        "(with bagging_seed, by round and global row index), feature_fraction's and "
+        "Master random seed; None means 0 (not given). Given, it sets bagging_seed, "
+        "feature_fraction_seed, objective_seed and extra_seed that are not given, from "
+        "LightGBM's Random(seed) in LightGBM's order (src/io/config.cpp). It also keys the bin "
+        "sample's rows, GOSS's draws (with bagging_seed, by round and global row index) and "
         "feature_screening's draws (by round): models do not depend on chunking or workers.",
         _normalize_seed,
     ),
@@ -923,8 +926,21 @@ _TABLE = [
     Param(
         "bagging_fraction", 1.0, ("sub_row", "subsample", "bagging"), "float",
         _range(0.0, 1.0, lo_open=True),
-        "Bagging: probability that a row is in a round's bag (rows are drawn independently); "
-        "used only when bagging_freq > 0, as in LightGBM.",
+        "Bagging: probability that a row is in a round's bag (LightGBM's draws: one generator "
+        "per block of 1024 rows, seeded bagging_seed + block); used only when bagging_freq > 0, "
+        "as in LightGBM.",
+    ),
+    Param(
+        "pos_bagging_fraction", 1.0, ("pos_sub_row", "pos_subsample", "pos_bagging"), "float",
+        _range(0.0, 1.0, lo_open=True),
+        "Balanced bagging (binary objective, bagging_freq > 0): probability that a row with a "
+        "positive label is in the bag; with neg_bagging_fraction < 1 or this < 1 it replaces "
+        "bagging_fraction, as in LightGBM.",
+    ),
+    Param(
+        "neg_bagging_fraction", 1.0, ("neg_sub_row", "neg_subsample", "neg_bagging"), "float",
+        _range(0.0, 1.0, lo_open=True),
+        "Balanced bagging: probability that a row with a label <= 0 is in the bag.",
     ),
     Param(
         "bagging_freq", 0, ("subsample_freq",), "int", _range(0, integer=True),
@@ -933,8 +949,9 @@ _TABLE = [
     ),
     Param(
         "bagging_seed", 3, ("bagging_fraction_seed",), "int", _range(0, integer=True),
-        "Seed of the row-sampling draws of bagging and GOSS (LightGBM's default 3), combined "
-        "with seed; draws are keyed by (seed, bagging_seed, round, global row index).",
+        "Seed of bagging's generators (LightGBM's default 3; derived from seed when seed is "
+        "given and this is not, as LightGBM) and, with seed, of GOSS's draws (keyed by (seed, "
+        "bagging_seed, round, global row index)).",
     ),
     # ---- evaluation --------------------------------------------------------------------------
     Param(
@@ -973,14 +990,14 @@ _TABLE = [
     Param(
         "feature_fraction", 1.0, ("sub_feature", "colsample_bytree"), "float",
         _range(0.0, 1.0, lo_open=True),
-        "Share of the usable features drawn uniformly at random for each tree (LightGBM's "
-        "per-tree feature_fraction); 1.0 uses all.",
+        "Share of the usable features drawn for each tree (round(share x n), at least 1), as "
+        "LightGBM draws them (its random stream seeded by feature_fraction_seed); 1.0 uses all.",
     ),
     Param(
         "feature_fraction_seed", 2, (), "int", _range(0, integer=True),
-        "Seed of feature_fraction's draws (LightGBM's default 2), together with seed: draws "
-        "are keyed by (seed, feature_fraction_seed, round); alone, it seeds "
-        "feature_fraction_bynode's LightGBM random stream.",
+        "Seed of the LightGBM random stream of feature_fraction and feature_fraction_bynode "
+        "(LightGBM's default 2; derived from seed when seed is given and this is not, as "
+        "LightGBM).",
     ),
     Param(
         "feature_fraction_bynode", 1.0, ("sub_feature_bynode", "colsample_bynode"), "float",
@@ -998,7 +1015,8 @@ _TABLE = [
     ),
     Param(
         "extra_seed", 6, (), "int", _range(0, integer=True),
-        "Seed of extra_trees' threshold draws (LightGBM's default 6).",
+        "Seed of extra_trees' threshold draws (LightGBM's default 6; derived from seed when seed "
+        "is given and this is not, as LightGBM).",
     ),
     Param(
         "interaction_constraints", None, (), "list of lists of int or None",
@@ -1403,9 +1421,32 @@ def resolve_params(params=None):
                 )
         resolved[name] = first
 
+    if given.get("seed") and resolved["seed"] is not None and given["seed"][0][1] is not None:
+        for name, value in lightgbm_derived_seeds(resolved["seed"]).items():
+            if name in resolved and name not in given:
+                resolved[name] = value
     for joint_check in _JOINT_CHECKS:
         joint_check(resolved)
     return resolved
+
+
+#: The seeds LightGBM derives from ``seed``, in the order of their draws (``src/io/config.cpp``,
+#: ``Config::Set``); ``data_random_seed`` and ``drop_seed`` are not parameters of oocgbdt.
+DERIVED_SEEDS = ("data_random_seed", "bagging_seed", "drop_seed", "feature_fraction_seed",
+                 "objective_seed", "extra_seed")
+
+
+def lightgbm_derived_seeds(seed: int) -> dict:
+    """The seeds LightGBM sets from a given ``seed``: ``Random(seed).NextShort(0, 32767)`` for
+    each of :data:`DERIVED_SEEDS` in turn. A seed given explicitly keeps its value (LightGBM
+    reads the parameters after deriving)."""
+    # One step of LightGBM's generator (include/LightGBM/utils/random.h) per seed; params sits
+    # below the kernels (oocgbdt.kernels.splitting.lcg_step), so the step is written out here.
+    state, out = int(seed) & 0xFFFFFFFF, {}
+    for name in DERIVED_SEEDS:
+        state = (214013 * state + 2531011) & 0xFFFFFFFF
+        out[name] = ((state >> 16) & 0x7FFF) % 32767
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -54,11 +54,11 @@ _PARAMS_DOC = """
     subsample_for_bin : int, default 200000
         Rows sampled to find bin boundaries (``bin_construct_sample_cnt``).
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, default None
-        Master seed (LightGBM ``seed``; None means 0, so training is deterministic; a
-        RandomState or Generator gives one draw of it; anything else raises a TypeError). It
-        keys the rows sampled for bin boundaries, the bagging and GOSS draws (together with
-        LightGBM's default ``bagging_seed`` 3), ``colsample_bytree``'s draws (with
-        ``feature_fraction_seed`` 2) and ``feature_screening``'s draws.
+        Master seed (LightGBM ``seed``; None: not given, training is still deterministic; a
+        RandomState or Generator gives one draw of it; anything else raises a TypeError). An
+        int sets ``bagging_seed``, ``feature_fraction_seed``, ``objective_seed`` and
+        ``extra_seed`` as LightGBM derives them (the LightGBM keywords win when given); it also
+        keys the rows sampled for bin boundaries, GOSS's draws and ``feature_screening``'s draws.
     early_stopping_rounds : int or None, default None
         Stop when any metric on any eval set has not improved for this many rounds (LightGBM's
         rule); the model keeps every tree and predicts with ``best_iteration_``. Needs
@@ -73,12 +73,13 @@ _PARAMS_DOC = """
     colsample_bytree : float in (0, 1], default 1.0
         Share of the features drawn at random for each tree (LightGBM ``feature_fraction``).
     subsample : float in (0, 1], default 1.0
-        Bagging: probability that a row is in a round's bag, rows drawn independently (LightGBM
+        Bagging: probability that a row is in a round's bag, drawn as LightGBM draws it (LightGBM
         ``bagging_fraction``). Used only when ``subsample_freq > 0``, as in LightGBM.
     subsample_freq : int >= 0, default 0
         Bagging: draw a new bag every ``subsample_freq`` rounds (LightGBM ``bagging_freq``);
-        0 disables bagging. The draws are seeded by ``random_state`` (with LightGBM's default
-        ``bagging_seed`` 3), so a fit is reproducible.
+        0 disables bagging. The draws are seeded by ``bagging_seed`` (LightGBM's default 3),
+        which an int ``random_state`` sets as LightGBM derives it from ``seed``, so a fit is
+        reproducible.
     data_sample_strategy : {"bagging", "goss"}, default "bagging"
         Row sampling per round (LightGBM ``data_sample_strategy``): ``"bagging"`` (the
         ``subsample`` / ``subsample_freq`` bags above, off at their defaults) or ``"goss"``
@@ -255,7 +256,7 @@ class _GBDTModel(BaseEstimator):
         if p.pop("objective") is not None and not callable(self.objective):
             check_param("objective", self.objective)
         # random_state is an alias of seed: errors name it as given.
-        p["random_state"] = 0 if self.random_state is None else p_seed(self.random_state)
+        p["random_state"] = None if self.random_state is None else p_seed(self.random_state)
         # LightGBM keywords win over the estimator's argument for the same parameter (as in
         # LGBMModel), which is dropped; a warning says so when that argument was set too.
         defaults = type(self)().get_params(deep=False)

@@ -265,7 +265,7 @@ SAMPLING_BASE = dict(n_estimators=10, num_leaves=7, learning_rate=0.5, chunk_row
 @pytest.mark.parametrize("sampling", ["bagging", "goss"])
 def test_sampling_equals_train_with_lightgbm_names(Est, sampling):
     """subsample/subsample_freq are bagging_fraction/bagging_freq, and random_state is the seed
-    (bagging_seed keeps LightGBM's default); GOSS's rates pass through unchanged."""
+    (which derives bagging_seed as LightGBM); GOSS's rates pass through unchanged."""
     X, y = _regression() if Est is GBDTRegressor else _classification()
     if sampling == "bagging":
         ours, theirs = dict(subsample=0.5, subsample_freq=1), dict(bagging_fraction=0.5,
@@ -283,9 +283,9 @@ def test_sampling_equals_train_with_lightgbm_names(Est, sampling):
     other_seed = Est(**SAMPLING_BASE, **ours, random_state=8).fit(X, y)
     assert not np.array_equal(_predict(plain, X), _predict(est, X))
     assert not np.array_equal(_predict(other_seed, X), _predict(est, X))
-    # random_state=None is seed 0
+    # random_state=None gives no seed, as LightGBM's estimators: the seeds keep their defaults
     default_seed = Est(**SAMPLING_BASE, **ours).fit(X, y)
-    assert default_seed.booster_ == _independent(Est, X, y, dict(SAMPLING_BASE, **theirs, seed=0))
+    assert default_seed.booster_ == _independent(Est, X, y, dict(SAMPLING_BASE, **theirs))
 
 
 def test_histogram_pool_size_and_partition_rows_reach_training():

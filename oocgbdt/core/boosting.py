@@ -65,6 +65,7 @@ class BoostResult:
     best_score: dict = field(default_factory=dict)
     tree_stats: list = field(default_factory=list)
     screening_history: list | None = None
+    screening_per_tree: bool = False
     screening_scores: np.ndarray | None = None
 
 
@@ -219,7 +220,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         scores already hold its predictions (:func:`~oocgbdt.core.partition.partition_set_init_scores`),
         so no initial score is computed or added. Keys: ``first_round`` (the model's rounds:
         this fit's rounds are numbered from it, so the random streams keyed by round, the
-        row sampling and the feature selection, are those one longer fit would draw),
+        row sampling and the feature selection, are those one longer fit would draw; the
+        ``feature_fraction`` stream is replayed past the model's trees, exactly unless
+        ``feature_fraction_bynode`` drew from it too; LightGBM's continued booster starts its
+        bagging and feature_fraction generators afresh instead),
         ``screening_scores`` and ``screening_history`` (the model's feature screening state,
         or None). ``best_iteration`` then counts the model's rounds too. With ``history``
         (a dict: ``rounds``, the rounds this fit already trained before the model was taken
@@ -322,6 +326,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             screener.scores_ = np.asarray(continuation["screening_scores"], dtype=np.float64).copy()
         screener.history_ = [np.asarray(h, dtype=np.int64)
                              for h in continuation.get("screening_history") or []]
+        if screener.per_tree:
+            screener.skip(first_round * n_out)  # feature_fraction's stream as one longer fit
     # Splitting ahead never changes a tree, unless the pool evicts: then which leaves keep
     # their histograms (and so which children are subtracted, a rounding difference) would
     # depend on it. With a bounded pool, splits are made in their turn only.
@@ -360,17 +366,20 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             share_sampling = (time.perf_counter() - t_sample) / n_out
             share_cpu = (time.process_time() - c_round) / n_out
             round_meta, round_meta_h, round_blocks = meta, meta_h, blocks
-            if screener is not None:
-                # One selection per round, shared by a multiclass round's trees.
-                round_meta, round_blocks = _scatter_feature_blocks(
-                    executor, meta.screened(screener.select(g)),
-                    n_feature_blocks)
-                round_meta_h = executor.scatter(round_meta)
-                partitions = executor.map(partition_compact_columns, partitions, [round_meta_h] * n,
-                                     key=f"{key}-columns-{rnd}", consume=0)
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)
             round_trees = []
             for k in range(n_out):
+                if screener is not None and (k == 0 or screener.per_tree):
+                    # One selection per round, shared by a multiclass round's trees; LightGBM's
+                    # feature_fraction draws one per tree.
+                    round_meta, round_blocks = _scatter_feature_blocks(
+                        executor, meta.screened(screener.select(g)), n_feature_blocks)
+                    round_meta_h = executor.scatter(round_meta)
+                    partitions = executor.map(partition_compact_columns, partitions,
+                                              [round_meta_h] * n, key=f"{key}-columns-{rnd}-{k}",
+                                              consume=0)
+                    if node_sampler is not None and screener.rng is not None:
+                        node_sampler = node_sampler.with_col_state(screener.rng.state)
                 t_start, c_start = time.perf_counter(), time.process_time()
                 # Read the executor's timers once before and once after the tree (a remote
                 # executor asks its workers for them).
@@ -395,6 +404,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 tree_rows = source.rows  # each partition's rows by leaf: applying the tree reads them
                 if node_sampler is not None:
                     node_sampler = source.node  # its streams go on with the next tree
+                    if screener is not None and screener.rng is not None:
+                        screener.rng.state = node_sampler.col_state  # one stream, as LightGBM's
                 source.close()
                 if source.feature_gains is not None:
                     round_gains = np.maximum(round_gains, source.feature_gains)
@@ -475,7 +486,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     finally:
         bar.close()
     if screener is not None:
-        result.screening_history = screener.history_[:first_round + len(result.trees) // n_out]
+        result.screening_per_tree = screener.per_tree
+        per = n_out if screener.per_tree else 1
+        result.screening_history = screener.history_[:(first_round + len(result.trees) // n_out)
+                                                     * per]
         result.screening_scores = screener.scores_
     if result.best_iteration is not None:
         result.best_score = {name: {m: evals_result[name][m][result.best_iteration - 1]
@@ -522,7 +536,8 @@ def stop_by_callback(result, stopped, n_out, first_round=0, done=0):
         for m in by_metric:
             by_metric[m] = by_metric[m][:done + keep]
     if result.screening_history is not None:
-        result.screening_history = result.screening_history[:first_round + keep]
+        per = n_out if result.screening_per_tree else 1
+        result.screening_history = result.screening_history[:(first_round + keep) * per]
     result.best_iteration = stopped.best_iteration + 1
     best = result.best_iteration - 1 - (first_round - done)
     result.best_score = {name: {m: v[best] for m, v in by_metric.items() if 0 <= best < len(v)}

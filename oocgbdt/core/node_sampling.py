@@ -29,11 +29,12 @@ LightGBM's sources (4.x):
 
 The streams run in the order of the searches, so they reproduce LightGBM's draws when the
 passes follow LightGBM's order: best-first growth without splitting ahead (the loop turns
-``lookahead_leaves`` off when a stream is drawn from), and, with ``feature_fraction_bynode``
-and ``feature_fraction < 1``, only when the tree's features are LightGBM's too (oocgbdt draws a
-tree's features from its own keyed streams, :mod:`oocgbdt.core.screening`, so that case is
-deterministic but not LightGBM's). LightGBM derives ``feature_fraction_seed`` and ``extra_seed``
-from ``seed`` when ``seed`` is given; here they are taken as given.
+``lookahead_leaves`` off when a stream is drawn from). With ``feature_fraction < 1`` the
+tree's features are drawn from the same ``Random(feature_fraction_seed)`` stream before each
+tree (:mod:`oocgbdt.core.screening`; the loop passes the state on with
+:meth:`NodeSampler.with_col_state`), as LightGBM's ``ColSampler::ResetByTree``.
+``feature_fraction_seed`` and ``extra_seed`` are derived from ``seed`` when it is given and
+they are not (:func:`oocgbdt.params.resolve_params`).
 """
 from __future__ import annotations
 
@@ -211,6 +212,11 @@ class NodeSampler:
             mask[pool[rng.sample(int(pool.size), k)]] = True
             masks.append(mask)
         return masks, replace(self, col_state=rng.state)
+
+    def with_col_state(self, state: int) -> "NodeSampler":
+        """This sampler with the ``Random(feature_fraction_seed)`` stream at ``state`` (the
+        stream the tree's ``feature_fraction`` draw advanced)."""
+        return replace(self, col_state=int(state))
 
     def extra_copy(self):
         """A copy of the extra_trees states for one search (the kernels advance it), or None."""

@@ -24,18 +24,26 @@ GOSS (LightGBM's ``goss.hpp``; the NIPS 2017 paper's Algorithm 2)
     ``int(1 / learning_rate)`` rounds (LightGBM's warm start).
 
 Bagging (LightGBM's ``bagging.hpp``)
-    Each row is in the bag with probability ``bagging_fraction``; a new bag is drawn every
-    ``bagging_freq`` rounds (the rounds in between recompute the same bag from the same stream),
-    weights unchanged.
+    LightGBM's own draws, so bagged models are LightGBM's: global row ``r`` draws from the
+    generator of its block of 1024 rows (``Random(bagging_seed + r // 1024)``), one
+    ``NextFloat()`` per row of the block at every re-bagging, and is in the bag when the draw is
+    below ``bagging_fraction`` (balanced bagging: ``pos_bagging_fraction`` for a label ``> 0``,
+    ``neg_bagging_fraction`` otherwise, with the binary objective as LightGBM). A new bag is
+    drawn at the rounds divisible by ``bagging_freq``, counted in the whole model (a continued
+    fit draws the bags of one longer fit; LightGBM's continued booster starts its generators
+    afresh); weights are unchanged. Each partition jumps its blocks'
+    generators to its own rows (:func:`oocgbdt.kernels.sampling.lightgbm_bag_select`), so the
+    bag depends on the global row index only, never on workers or chunking. LightGBM stops
+    re-bagging when a bag happens to hold every row; that case (a probability of
+    ``bagging_fraction ** n``) is not reproduced.
 
-Random draws
+GOSS's random draws
     The draw of global row ``r`` in a round is a counter-based uniform (SplitMix64 of a Weyl
     sequence, :func:`oocgbdt.kernels.sampling.uniforms`) under a 64-bit seed from
     ``SeedSequence([seed, bagging_seed, kind, round])``: every partition computes its rows' draws
-    directly from their global indices. The draws therefore depend on the seed, the round and
-    the global row index, never on the worker nor on the chunking (DESIGN.md asks for streams
-    keyed by (seed, tree, partition index); keying by the global row keeps that guarantee and adds
-    chunking invariance of the sample).
+    directly from their global indices. LightGBM's GOSS draws with a probability that depends
+    on how many rows were kept before in the same thread block, a chain through every row,
+    and keeps every tie of the threshold; the exact global top set above replaces both.
 """
 from __future__ import annotations
 
@@ -45,27 +53,36 @@ import numpy as np
 
 from oocgbdt._dtypes import G_H_DTYPE, LEAF_DTYPE
 from oocgbdt.core.executor import tree_reduce
-from oocgbdt.kernels.sampling import bernoulli_select, goss_select, radix_counts, uniforms
+from oocgbdt.kernels.sampling import goss_select, lightgbm_bag_select, radix_counts, uniforms
 
 __all__ = [
-    "RowSelection", "RowSampler", "sampling_enabled", "goss_warmup_rounds", "goss_top_k",
+    "RowSelection", "RowSampler", "sampling_enabled", "balanced_bagging", "goss_warmup_rounds", "goss_top_k",
     "goss_keys", "row_uniforms", "stream_key", "partition_n_rows", "partition_key_histogram",
     "partition_count_ties", "partition_select_rows", "sum_counts",
 ]
 
-#: Stream kinds (part of the random key, so bagging and GOSS never share draws).
-GOSS_STREAM, BAGGING_STREAM = 1, 2
+#: Stream kind of GOSS's draws (part of the random key; bagging draws LightGBM's numbers).
+GOSS_STREAM = 1
 _HIGH_BUCKETS = 1 << 15   # high 16 bits of a non-negative float32 (sign bit 0)
 _LOW_BUCKETS = 1 << 16
 
 
 # ---- pure helpers ---------------------------------------------------------------------------
 
+def balanced_bagging(params) -> bool:
+    """Whether ``params`` (resolved) ask for LightGBM's balanced bagging: ``pos_bagging_fraction``
+    or ``neg_bagging_fraction`` below 1 with the binary objective (the only one LightGBM counts
+    positive rows for), whatever ``bagging_fraction``."""
+    return (params["objective"] == "binary"
+            and min(params["pos_bagging_fraction"], params["neg_bagging_fraction"]) < 1.0)
+
+
 def sampling_enabled(params) -> bool:
     """Whether ``params`` (resolved) ask for any row sampling."""
     if params["data_sample_strategy"] == "goss":
         return True
-    return params["bagging_freq"] > 0 and params["bagging_fraction"] < 1.0
+    return params["bagging_freq"] > 0 and (params["bagging_fraction"] < 1.0
+                                           or balanced_bagging(params))
 
 
 def goss_warmup_rounds(learning_rate: float) -> int:
@@ -175,6 +192,11 @@ class RowSelection:
         means all of them.
     multiplier : float
         Factor on the gradients and hessians of rows kept by the random draw.
+    bag : tuple of int or None
+        Bagging: ``(n_rows of all partitions, bag number)``; ``key`` is then ``bagging_seed``,
+        and ``probability`` and ``negative_probability`` the keep probabilities of rows with a
+        label ``> 0`` and of the others (LightGBM's draws).
+    negative_probability : float
     """
 
     row_offset: int
@@ -183,6 +205,8 @@ class RowSelection:
     threshold_bits: int | None = None
     ties: int = -1
     multiplier: float = 1.0
+    bag: tuple | None = None
+    negative_probability: float = 1.0
 
 
 def partition_select_rows(data, sel: RowSelection):
@@ -195,8 +219,9 @@ def partition_select_rows(data, sel: RowSelection):
     seed, offset = np.uint64(sel.key), int(sel.row_offset)
     g, h = data.gradients, data.hessians
     rows = np.empty(n, dtype=LEAF_DTYPE)
-    if sel.threshold_bits is None:
-        m = bernoulli_select(seed, offset, float(sel.probability), rows)
+    if sel.bag is not None:
+        m = lightgbm_bag_select(int(sel.key), int(sel.bag[0]), int(sel.bag[1]), offset, data.y,
+                                float(sel.probability), float(sel.negative_probability), rows)
         return replace(data, rows=rows[:m].copy())
     small = np.empty(n, dtype=np.bool_)
     m = goss_select(_key_bits(data), seed, offset, int(sel.threshold_bits), int(sel.ties),
@@ -229,7 +254,7 @@ class RowSampler:
     def __init__(self, params, chunk_rows):
         self.strategy = params["data_sample_strategy"]
         if self.strategy != "goss" and not sampling_enabled(params):
-            raise ValueError("RowSampler needs GOSS or bagging_freq > 0 with bagging_fraction < 1")
+            raise ValueError("RowSampler needs GOSS or bagging_freq > 0 with a bagging fraction < 1")
         self.chunk_rows = [int(c) for c in chunk_rows]
         self.offsets = np.concatenate([[0], np.cumsum(self.chunk_rows)[:-1]]).astype(np.int64).tolist()
         self.n_rows = int(sum(self.chunk_rows))
@@ -238,6 +263,11 @@ class RowSampler:
         self.top_rate, self.other_rate = float(params["top_rate"]), float(params["other_rate"])
         self.warmup = goss_warmup_rounds(params["learning_rate"])
         self.bagging_fraction = float(params["bagging_fraction"])
+        if self.strategy != "goss" and balanced_bagging(params):
+            self.fractions = (float(params["pos_bagging_fraction"]),
+                              float(params["neg_bagging_fraction"]))
+        else:
+            self.fractions = (self.bagging_fraction, self.bagging_fraction)
         self.bagging_freq = int(params["bagging_freq"])
         self.last = {}
 
@@ -250,10 +280,11 @@ class RowSampler:
         if self.strategy == "goss":
             selections = self._goss(executor, partitions, rnd, key)
         else:
-            bag_round = rnd - rnd % self.bagging_freq
-            k = stream_key(self.seed, self.bagging_seed, BAGGING_STREAM, bag_round)
-            selections = [RowSelection(off, k, self.bagging_fraction) for off in self.offsets]
-            self.last = dict(bag_round=bag_round)
+            bag = (self.n_rows, rnd // self.bagging_freq)
+            pos, neg = self.fractions
+            selections = [RowSelection(off, self.bagging_seed, pos, bag=bag,
+                                       negative_probability=neg) for off in self.offsets]
+            self.last = dict(bag_round=rnd - rnd % self.bagging_freq)
         return executor.map(partition_select_rows, partitions, selections, key=f"{key}-select",
                                consume=0)
 

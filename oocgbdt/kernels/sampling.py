@@ -1,5 +1,5 @@
 """This module contains the row-sampling kernels: counter-based uniforms, radix counts of GOSS
-keys, GOSS selection and Bernoulli (bagging) selection.
+keys, GOSS selection and LightGBM's bagging selection.
 
 Data flow position: per chunk, once per sampled round (see :mod:`oocgbdt.core.sampling`). Keys
 are GOSS keys ``sum_k |g_k * h_k|`` as float32 (non-negative), passed as their uint32 bit
@@ -9,13 +9,24 @@ Uniforms: the draw of global row ``r`` under a 64-bit ``seed`` is SplitMix64's o
 Weyl sequence value ``seed + (r + 1) * 0x9E3779B97F4A7C15`` (Java's ``SplittableRandom``: the
 ``r + 1``-th ``nextLong`` of a generator seeded with ``seed``), top 53 bits as a double. It is
 counter-based: any row's draw is computed directly, so a chunk needs only its first global row.
+
+Bagging draws are LightGBM's instead (``src/boosting/bagging.hpp``): one ``Random`` (the 32-bit
+linear congruential generator of :mod:`oocgbdt.kernels.splitting`) per block of
+:data:`BAG_BLOCK` rows, seeded ``bagging_seed + block``, drawing one ``NextFloat`` per row of
+the block at every re-bagging. Its state before a row's draw is reached by jumping
+(:func:`lcg_jump`: the affine map's power by squaring), so a chunk starts at any global row.
 """
 import numpy as np
 
 from oocgbdt.kernels._jit import njit
+from oocgbdt.kernels.splitting import _LCG_A, _LCG_C, _LCG_MASK, lcg_step
 
 __all__ = ["uniforms", "uniforms_naive", "radix_counts", "radix_counts_naive", "goss_select",
-           "goss_select_naive", "bernoulli_select", "bernoulli_select_naive"]
+           "goss_select_naive", "BAG_BLOCK", "lcg_jump",
+           "lightgbm_bag_select", "lightgbm_bag_select_naive"]
+
+#: Rows per bagging generator (LightGBM's ``bagging_rand_block_``).
+BAG_BLOCK = 1024
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -139,22 +150,77 @@ def goss_select_naive(bits, seed, row_offset, threshold_bits, ties, probability,
 
 
 @njit
-def bernoulli_select(seed, row_offset, probability, out_rows):
-    """Rows whose draw (:func:`uniforms`) is below ``probability``; returns how many.
+def lcg_jump(state, steps):
+    """The state of LightGBM's generator after ``steps`` (>= 0) steps from ``state`` (ints
+    below 2**32; the map ``x -> a x + c`` composed with itself by squaring)."""
+    mul, add = np.uint64(_LCG_A), np.uint64(_LCG_C)
+    acc_mul, acc_add = np.uint64(1), np.uint64(0)
+    mask = np.uint64(_LCG_MASK)
+    n = steps
+    while n > 0:
+        if n & 1:
+            acc_mul = (acc_mul * mul) & mask
+            acc_add = (acc_add * mul + add) & mask
+        add = (add * (mul + np.uint64(1))) & mask
+        mul = (mul * mul) & mask
+        n >>= 1
+    return np.int64((acc_mul * np.uint64(state) + acc_add) & mask)
 
-    ``out_rows`` : ndarray of shape (n_rows,), dtype int32  # OUT selected rows, ascending (prefix)
+
+@njit
+def lightgbm_bag_select(bagging_seed, n_total, bag_index, row_offset, y, pos_fraction,
+                        neg_fraction, out_rows):
+    """A chunk's rows in LightGBM's bag number ``bag_index``; returns how many.
+
+    Row ``r`` (global) draws from the generator of block ``b = r // BAG_BLOCK``, seeded
+    ``bagging_seed + b`` and already advanced by ``bag_index`` bags of the block's rows and the
+    rows of this bag before ``r``; it is in the bag when ``NextFloat()`` (``((x >> 16) & 0x7FFF)
+    / 32768``) is below ``pos_fraction`` for a label ``> 0``, else below ``neg_fraction`` (the same
+    value twice for plain bagging).
+
+    Parameters
+    ----------
+    bagging_seed, n_total, bag_index, row_offset : int   # IN  seed, rows in all chunks, bag, first row
+    y : ndarray of shape (n_rows,), dtype float32        # IN  labels
+    pos_fraction, neg_fraction : float                   # IN
+    out_rows : ndarray of shape (n_rows,), dtype int32   # OUT selected rows, ascending (prefix)
     """
     m = 0
+    state = np.int64(0)
     for i in range(out_rows.shape[0]):
+        r = row_offset + i
+        j = r % BAG_BLOCK
+        if i == 0 or j == 0:
+            b = r // BAG_BLOCK
+            size = min(BAG_BLOCK, n_total - b * BAG_BLOCK)
+            state = lcg_jump((bagging_seed + b) & _LCG_MASK, bag_index * size + j)
+        state = (_LCG_A * state + _LCG_C) & _LCG_MASK
+        u = ((state >> 16) & 0x7FFF) / 32768.0
+        fraction = pos_fraction if y[i] > 0 else neg_fraction
         out_rows[m] = i
-        m += _uniform(seed, row_offset + i) < probability
+        m += u < fraction
     return m
 
 
-def bernoulli_select_naive(seed, row_offset, probability, out_rows):
-    """NumPy twin of :func:`bernoulli_select`, used by tests."""
-    u = np.empty(out_rows.shape[0])
-    uniforms_naive(seed, row_offset, u)
-    rows = np.flatnonzero(u < probability)
+def lightgbm_bag_select_naive(bagging_seed, n_total, bag_index, row_offset, y, pos_fraction,
+                              neg_fraction, out_rows):
+    """Python twin of :func:`lightgbm_bag_select` replaying every block's generator from its
+    seed, bag after bag, as LightGBM does; used by tests."""
+    n = out_rows.shape[0]
+    keep = np.zeros(n, dtype=bool)
+    first, last = row_offset // BAG_BLOCK, (row_offset + n - 1) // BAG_BLOCK if n else -1
+    for b in range(first, last + 1):
+        start, stop = b * BAG_BLOCK, min((b + 1) * BAG_BLOCK, n_total)
+        x = (bagging_seed + b) & _LCG_MASK
+        for _ in range(bag_index):
+            for _ in range(start, stop):
+                x = lcg_step(x)
+        for r in range(start, stop):
+            x = lcg_step(x)
+            i = r - row_offset
+            if 0 <= i < n:
+                f = pos_fraction if y[i] > 0 else neg_fraction
+                keep[i] = ((x >> 16) & 0x7FFF) / 32768.0 < f
+    rows = np.flatnonzero(keep)
     out_rows[:len(rows)] = rows
     return len(rows)

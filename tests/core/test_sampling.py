@@ -170,7 +170,12 @@ def test_bagging_fraction_rebag_rounds_and_weights():
     even = np.diff(np.linspace(0, n, 5).astype(int)).tolist()
     np.testing.assert_array_equal(_sample(params, _chunks(g, h, even), 0)[0], rows)
     assert not np.array_equal(_sample(dict(params, bagging_seed=6), chunks, 0)[0], rows)
-    assert not np.array_equal(_sample(dict(params, seed=1), chunks, 0)[0], rows)
+    # seed changes the bag through the bagging_seed it derives (LightGBM's config.cpp), unless
+    # bagging_seed is given.
+    np.testing.assert_array_equal(_sample(dict(params, seed=1), chunks, 0)[0], rows)
+    alone = dict(bagging_fraction=0.3, bagging_freq=3)
+    assert not np.array_equal(_sample(dict(alone, seed=1), chunks, 0)[0],
+                              _sample(alone, chunks, 0)[0])
 
 
 def test_row_uniforms_are_one_stream_whatever_the_offset():
@@ -345,3 +350,19 @@ def test_compact_subset_trains_the_same_model_bit_for_bit(monkeypatch, strategy,
     assert compact.to_dict() == whole.to_dict()
     np.testing.assert_array_equal(compact.predict(X, raw_score=True),
                                   whole.predict(X, raw_score=True))
+
+
+def test_balanced_bagging_needs_the_binary_objective_and_bagging_freq():
+    """LightGBM balances the bag only when its objective counts positive rows (binary), and
+    then whatever bagging_fraction; the aliases are LightGBM's."""
+    r = resolve_params(dict(objective="binary", pos_subsample=0.5, neg_bagging=0.9,
+                            bagging_freq=1))
+    assert (r["pos_bagging_fraction"], r["neg_bagging_fraction"]) == (0.5, 0.9)
+    assert sampling_enabled(r)
+    assert RowSampler(r, [10]).fractions == (0.5, 0.9)
+    assert not sampling_enabled(dict(r, bagging_freq=0))
+    assert not sampling_enabled(resolve_params(dict(objective="regression",
+                                                    pos_bagging_fraction=0.5, bagging_freq=1)))
+    plain = resolve_params(dict(objective="regression", pos_bagging_fraction=0.5,
+                                bagging_fraction=0.7, bagging_freq=1))
+    assert RowSampler(plain, [10]).fractions == (0.7, 0.7)

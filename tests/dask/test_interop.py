@@ -28,7 +28,12 @@ def _same(a, b):
     assert np.array_equal(a.init_score, b.init_score)
 
 
-@pytest.mark.parametrize("extra", [{}, RANDOM])
+#: LightGBM's own streams: the bagging generators jump to the model's round, and the
+#: feature_fraction stream is replayed past the model's trees.
+LIGHTGBM_STREAMS = dict(bagging_fraction=0.7, bagging_freq=2, feature_fraction=0.5)
+
+
+@pytest.mark.parametrize("extra", [{}, RANDOM, LIGHTGBM_STREAMS])
 def test_continued_fit_equals_one_longer_fit_in_process(extra, tmp_path):
     X, y = _data()
     Xe, ye = X[:400], y[:400]

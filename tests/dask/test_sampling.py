@@ -9,10 +9,13 @@ from tests.dask.test_training import _synthetic
 
 @pytest.mark.parametrize("sampling", [
     dict(data_sample_strategy="goss", learning_rate=0.5),          # GOSS from round 2
-    dict(bagging_fraction=0.4, bagging_freq=2, learning_rate=0.5),
-], ids=["goss", "bagging"])
+    dict(bagging_fraction=0.4, bagging_freq=2, feature_fraction=0.7, learning_rate=0.5),
+    dict(pos_bagging_fraction=0.4, neg_bagging_fraction=0.3, bagging_freq=1, learning_rate=0.5),
+], ids=["goss", "bagging", "balanced"])
 def test_sampled_model_is_bit_identical_for_1_and_2_workers_and_numpy(tmp_path, sampling):
-    """The threshold, the tie quotas and the draws are made the same way on every executor."""
+    """The threshold, the tie quotas and the draws are made the same way on every executor;
+    LightGBM's bagging generators are jumped to each partition's rows (3 partitions cut its
+    1024-row blocks). The oracles: tests/core/test_sampling.py, test_sampling_parity.py."""
     from distributed import Client, LocalCluster
     X, y = _synthetic()
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=500).path)

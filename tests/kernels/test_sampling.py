@@ -1,10 +1,11 @@
-"""GOSS selection kernels against their NumPy twins."""
+"""Row-sampling kernels (GOSS, LightGBM's bagging) against their NumPy and Python twins."""
 import numpy as np
 import pytest
 
-from oocgbdt.kernels.sampling import (bernoulli_select, bernoulli_select_naive, goss_select,
-                                      goss_select_naive, radix_counts, radix_counts_naive,
-                                      uniforms, uniforms_naive)
+from oocgbdt.kernels.sampling import (goss_select, goss_select_naive, lcg_jump,
+                                      lightgbm_bag_select, lightgbm_bag_select_naive,
+                                      radix_counts, radix_counts_naive, uniforms, uniforms_naive)
+from oocgbdt.kernels.splitting import lcg_step
 
 SEED = np.uint64(0xDEADBEEF12345678)
 
@@ -55,11 +56,26 @@ def test_goss_select_matches_numpy(tied, ties):
     assert np.all(np.diff(outs[0][0]) > 0)
 
 
-def test_bernoulli_select_matches_numpy():
+@pytest.mark.parametrize("offset,n,total,bag", [(0, 3000, 3000, 0), (700, 1500, 3000, 2),
+                                                  (2048, 952, 3000, 3), (1000, 50, 2000, 1)])
+def test_lightgbm_bag_select_jumps_to_what_replaying_every_block_draws(offset, n, total, bag):
+    """The jump-ahead kernel against a replay of LightGBM's per-block generators from their
+    seeds, for chunks starting inside a block, spanning blocks and ending in the short last
+    block; balanced bagging reads the labels."""
+    y = (np.arange(n) % 3 == 0).astype(np.float32)
     outs = []
-    for kernel in (bernoulli_select, bernoulli_select_naive):
-        rows = np.full(5000, -1, np.int32)
-        m = kernel(SEED, 123_456, 0.3, rows)
+    for kernel in (lightgbm_bag_select, lightgbm_bag_select_naive):
+        rows = np.full(n, -1, np.int32)
+        m = kernel(3, total, bag, offset, y, 0.7, 0.4, rows)
         outs.append(rows[:m])
     np.testing.assert_array_equal(outs[0], outs[1])
-    assert abs(len(outs[0]) - 1500) <= 5 * np.sqrt(5000 * 0.3 * 0.7)
+    assert 0.4 * n * 0.8 < len(outs[0]) < 0.7 * n * 1.1
+
+
+def test_lcg_jump_equals_stepping():
+    x = 987654321
+    for steps in (0, 1, 2, 1023, 5000):
+        y = x
+        for _ in range(steps):
+            y = lcg_step(y)
+        assert lcg_jump(x, steps) == y
