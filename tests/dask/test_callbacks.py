@@ -69,10 +69,10 @@ def test_record_evaluation_and_a_callable_see_every_round_in_order():
 
 
 def load_lightgbm_tsv_small():
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "lightgbm_binary"
+    from tests.conftest import _shared_data_path
+    path = _shared_data_path() / "lightgbm_binary"
     if not path.exists():
-        pytest.skip(f"real data not found at {path}")
+        pytest.skip(f"real data not found at {path} (set OOCGBDT_DATA to its folder)")
     X, y = load_lightgbm_tsv(path / "binary.train")
     return X, y
 
