@@ -6,6 +6,7 @@ Usage::
     python -m benchmarks.chaos [--quick] [--rows N] [--features F] [--rounds R]
                                [--workers W] [--every SECONDS] [--seed S]
                                [--cache auto|memory|disk]
+    python -m benchmarks.chaos --phases [--quick] [--rows N] [--features F] [--rounds R]
 
 Data: ``rows x features`` float32 N(0, 1) features, binary labels from a nonlinear function of
 the first features (seeded). Defaults: 200,000 x 20, 60 rounds, 3 workers (1 thread each), a
@@ -24,6 +25,21 @@ random (``max_worker_failures`` set high enough never to give up). Prints:
   more from its start;
 - wall time of each fit and their ratio;
 - ``models identical``: every tree of the disturbed fit equal to the undisturbed fit's.
+
+``--phases``: one worker of 3 is killed once, at a chosen phase of the fit, with an eval set
+given; each row a fresh cluster (a warm-up fit first) and one fit. ``load``: the worker named 1
+is SIGKILLed by this process as the partitions' loading tasks are pinned to the shards' workers
+(``oocgbdt.runtime.placement.compute_placed`` wrapped, as the kill tests do). ``tree``,
+``eval`` and ``write``: the victim kills itself (a worker plugin, :class:`PhaseKiller`, wraps
+the phase's function on the worker named 1; a marker file keeps the nanny's restarted worker
+from doing it again) at its 30th split pass after the warm-up (mid-tree), in round 3's
+evaluation, or in its first piece of the disk-cache write (``cache="disk"``). ``restart``
+asks the nanny to restart the worker (``Client.restart_workers``) as round 3 reaches the
+caller. Each row prints whether the kill happened, the losses the fit recovered from (its
+warnings; a kill handled by Dask's own task retries is none), whether the fit completed and
+its trees and evaluation history equal the undisturbed fit's (same cache mode), and the wall
+time ratio. Defaults: 20,000 x 10 training rows (``--quick``: 10,000 x 8), 5,000 eval rows,
+20 rounds.
 """
 from __future__ import annotations
 
@@ -79,6 +95,160 @@ class RoundCounter(WorkerPlugin):
         boosting.boost = boost
 
 
+#: Phases of ``--phases``: the (module, attribute) each one wraps on the victim worker.
+PHASE_TARGETS = {
+    ("tree", None): ("oocgbdt.core.grower", "TreeGrower._split_pass"),
+    ("eval", None): ("oocgbdt.core.boosting", "_evaluate"),
+    ("write", "disk"): ("oocgbdt.dask.cache", "write_piece"),
+}
+#: The split pass (counted on the victim) at which ``tree`` kills it.
+TREE_PASS = 30
+#: The round whose evaluation ``eval`` kills in, and after which ``restart`` restarts.
+EVAL_ROUND = 3
+
+
+def kill_self_once(marker):
+    """SIGKILL this process unless ``marker`` exists (made first, atomically): one kill per
+    row, not one per restarted worker."""
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class PhaseKiller(WorkerPlugin):
+    """Worker plugin: on the worker named ``victim``, wrap the function of ``phase``
+    (:data:`PHASE_TARGETS`) so that the worker SIGKILLs itself as it runs (once:
+    :func:`kill_self_once`)."""
+
+    name = "oocgbdt-chaos-phase"
+
+    def __init__(self, phase, cache, victim, marker):
+        self.phase, self.cache, self.victim, self.marker = phase, cache, str(victim), marker
+
+    def setup(self, worker):
+        import importlib
+        if str(worker.name) != self.victim:
+            return
+        module, attr = PHASE_TARGETS.get((self.phase, self.cache),
+                                         PHASE_TARGETS.get((self.phase, None)))
+        owner = importlib.import_module(module)
+        *path, attr = attr.split(".")
+        for name in path:
+            owner = getattr(owner, name)
+        real, marker, phase = getattr(owner, attr), self.marker, self.phase
+        if getattr(real, "_chaos", False):
+            return
+        calls = [0]
+
+        def wrapped(*args, **kwargs):
+            if not os.path.exists(marker + ".armed"):  # the warm-up fit
+                return real(*args, **kwargs)
+            calls[0] += 1
+            if phase == "tree" and calls[0] == TREE_PASS:
+                kill_self_once(marker)
+            elif phase == "eval" and args[6] == EVAL_ROUND:  # _evaluate's rnd
+                kill_self_once(marker)
+            elif phase == "write":
+                kill_self_once(marker)
+            return real(*args, **kwargs)
+        wrapped._chaos = True
+        setattr(owner, attr, wrapped)
+
+
+def phases(args) -> int:
+    """``--phases``: one kill at each phase; prints the table (see the module's docstring).
+    Returns 1 when a fit failed or differs from the undisturbed one."""
+    import logging
+    import tempfile
+
+    import oocgbdt
+    import oocgbdt.runtime.placement as placement
+    from distributed import Client, LocalCluster
+    rows = args.rows or (10_000 if args.quick else 20_000)
+    features = args.features or (8 if args.quick else 10)
+    rounds = args.rounds or 20
+    X, y = synthetic(rows + 5000, features, args.seed)
+    X, y, Xe, ye = X[:rows], y[:rows], X[rows:], y[rows:]
+    base = dict(objective="binary", num_leaves=31, n_estimators=rounds,
+                chunk_rows=max(500, rows // 12), verbose=False, metric="auc")
+    messages = []
+
+    class Record(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+    logging.getLogger("oocgbdt").addHandler(Record())
+    print(f"# Chaos by phase: {rows:,} x {features} rows, eval {len(ye):,} rows, {rounds} "
+          f"rounds, 3 worker processes (nanny), one killed per row\n", flush=True)
+
+    def run(cache, phase, tmp):
+        params = dict(base, cache=cache)
+        marker = os.path.join(tmp, f"killed-{phase}-{cache}")
+        callbacks = []
+        with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            victim = next(a for a, w in client.scheduler_info()["workers"].items()
+                          if str(w["name"]) == "1")
+            if phase not in (None, "restart", "load"):
+                # Before any task: a worker keeps the functions it has unpickled.
+                client.register_plugin(PhaseKiller(phase, cache, "1", marker))
+            oocgbdt.train(dict(params, n_estimators=2), X[:2000], y[:2000], client=client,
+                          eval_set=[(Xe[:1000], ye[:1000])])
+            open(marker + ".armed", "w").close()
+            placed = placement.compute_placed
+            if phase == "load":  # as the partitions' tasks are pinned to the shards' workers
+                pid = client.run(os.getpid, workers=[victim])[victim]
+
+                def killing(*args, **kwargs):
+                    futures = placed(*args, **kwargs)
+                    if not os.path.exists(marker):
+                        open(marker, "w").close()
+                        os.kill(pid, signal.SIGKILL)
+                    return futures
+                placement.compute_placed = killing
+            if phase == "restart":
+                def restart(env):
+                    if env.iteration == EVAL_ROUND and not os.path.exists(marker):
+                        open(marker, "w").close()
+                        client.restart_workers([victim])
+                callbacks.append(restart)
+            messages.clear()
+            t0 = time.perf_counter()
+            try:
+                model = oocgbdt.train(params, X, y, client=client, eval_set=[(Xe, ye)],
+                                      callbacks=callbacks or None)
+                error = None
+            except Exception as e:
+                model, error = None, f"{type(e).__name__}: {str(e)[:300]}"
+            finally:
+                placement.compute_placed = placed
+            seconds = time.perf_counter() - t0
+        losses = sum("lost; training continues" in m for m in messages)
+        return model, error, seconds, os.path.exists(marker), losses
+
+    cases = [("load", "memory"), ("load", "disk"), ("tree", "memory"), ("tree", "disk"),
+             ("eval", "memory"), ("eval", "disk"), ("write", "disk"), ("restart", "memory")]
+    failed = False
+    with tempfile.TemporaryDirectory() as tmp:
+        calm = {c: run(c, None, tmp) for c in ("memory", "disk")}
+        print("| phase | cache | killed | losses recovered | fit completed | models identical "
+              "| wall vs undisturbed |\n|---|---|---|---:|---|---|---:|")
+        for phase, cache in cases:
+            model, error, seconds, killed, losses = run(cache, phase, tmp)
+            ref = calm[cache][0]
+            same = (model is not None and model.trees == ref.trees
+                    and model.evals_result == ref.evals_result)
+            failed |= not same
+            print(f"| {phase} | {cache} | {'yes' if killed else 'no'} | {losses} | "
+                  f"{'yes' if model is not None else 'NO'} | {'yes' if same else 'NO'} | "
+                  f"{seconds / calm[cache][2]:.2f}x |", flush=True)
+            if error:
+                print(f"  error: {error}", flush=True)
+    print("\nundisturbed: " + ", ".join(f"{c} {calm[c][2]:.1f} s" for c in calm))
+    return 1 if failed else 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.chaos",
                                      description=__doc__.split("\n\n")[0])
@@ -93,7 +263,12 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", choices=("auto", "memory", "disk"), default="auto",
                         help="where the binned rows live (disk: a lost shard's partitions are "
                              "read again from the disk cache)")
+    parser.add_argument("--phases", action="store_true",
+                        help="one kill at each phase of the fit (loading, mid-tree, evaluation, "
+                             "disk-cache write, a nanny restart), memory and disk cache")
     args = parser.parse_args(argv)
+    if args.phases:
+        return phases(args)
     rows = args.rows or (20_000 if args.quick else 200_000)
     features = args.features or (10 if args.quick else 20)
     rounds = args.rounds or (30 if args.quick else 60)

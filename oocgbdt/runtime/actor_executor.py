@@ -137,9 +137,12 @@ class ActorExecutor(OperationQueue):
 
     def _lost(self) -> list:
         """Shards whose worker is gone: a call to it failed to connect or lost its connection,
-        or the scheduler no longer holds its actor."""
+        the scheduler no longer holds its actor, or no longer lists its worker (a worker
+        killed while the partitions load, and restarted by its nanny at another address,
+        leaves its actor's future finished)."""
+        alive = self.client.scheduler_info()["workers"]
         return [o for o, f in enumerate(self._actor_futures)
-                if o in self._gone or f.status != "finished"]
+                if o in self._gone or f.status != "finished" or self.workers[o] not in alive]
 
     def _result(self, fut, o=None, poll=None):
         """``fut.result()``, checking every :data:`LIVENESS_SECONDS` that every shard's worker

@@ -151,3 +151,61 @@ def test_a_fit_waits_for_queued_jobs_and_trains_on_both(workdir):
     assert messages[0].startswith(f"waiting for workers: 0 of {JOBS}"), messages
     assert len(workers) == JOBS
     assert on_slurm == oocgbdt.train(params, X, y, verbose=False)
+
+
+def test_a_job_cancelled_mid_fit_costs_the_rounds_in_flight_not_the_fit(slurm_client,
+                                                                         workdir, shared_data):
+    """LightGBM's binary example (7,000 x 28) from a Zarr store on 2 SLURM jobs; one job is
+    ``scancel``-ed as round 2's evaluation reaches the caller (the callback waits until its
+    worker has left the scheduler, while the shards train on). The SLURMCluster does not
+    submit a new job for it, so the fit goes on from the last round received on the job left
+    (one worker) and completes with the model of the undisturbed in-process fit, bit for bit,
+    which is LightGBM's (the oracle)."""
+    import subprocess
+    import time
+
+    from tests.conftest import load_lightgbm_tsv
+    from tests.dask.test_lightgbm_parity import PARAMS, _assert_lightgbm_trees, _lightgbm
+    n_trees = 20
+    X, y = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.train")
+    Xt, _ = load_lightgbm_tsv(shared_data / "lightgbm_binary" / "binary.test")
+    ds = open_dataset(write_dataset(workdir / "cancel.zarr", X, y, chunk_rows=875).path)
+    params = dict(PARAMS, objective="binary", n_estimators=n_trees, chunk_rows=875,
+                  partition_rows=1750)
+    cluster = slurm_client.cluster
+    worker = sorted(slurm_client.scheduler_info()["workers"].values(),
+                    key=lambda w: w["name"])[0]
+    job_id = cluster.workers[worker["name"]].job_id
+    cancelled = []
+
+    def cancel(env):  # in this process, as round 2's evaluation arrives
+        if env.iteration == 2 and not cancelled:
+            cancelled.append(subprocess.run(["scancel", job_id], check=True))
+            deadline = time.monotonic() + 120
+            while (worker["id"] in {w["id"] for w in
+                                    slurm_client.scheduler_info()["workers"].values()}
+                   and time.monotonic() < deadline):
+                time.sleep(0.1)
+
+    messages = []
+
+    class Record(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    log, handler = logging.getLogger("oocgbdt"), Record()
+    log.addHandler(handler)
+    try:
+        recovered = oocgbdt.train(params, ds.X, ds.y, client=slurm_client, callbacks=[cancel],
+                                  verbose=False)
+    finally:
+        log.removeHandler(handler)
+    assert cancelled
+    assert any("lost; training continues after round" in m for m in messages), messages
+    # The cancelled job is not replaced: the fit ended on the one job left.
+    assert len(slurm_client.scheduler_info()["workers"]) == JOBS - 1
+    undisturbed = oocgbdt.train(params, X, y, verbose=False)
+    assert recovered == undisturbed
+    np.testing.assert_array_equal(recovered.predict(Xt, raw_score=True),
+                                  undisturbed.predict(Xt, raw_score=True))
+    _assert_lightgbm_trees(undisturbed, _lightgbm("binary", X, y, n_trees), X, Xt, n_trees)
