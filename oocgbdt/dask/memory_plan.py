@@ -43,7 +43,7 @@ from oocgbdt.core.executor import fit_threads
 from oocgbdt.core.split import FeatureMeta
 from oocgbdt.dask.cache import PER_ROW_STATE_BYTES, PIECE_RAW_BYTES, describe_bytes
 
-__all__ = ["WORKER_BASELINE_BYTES", "HISTOGRAM_BIN_BYTES", "RAW_READ_FACTOR", "placement_blocks", "children_per_pass",
+__all__ = ["WORKER_BASELINE_BYTES", "check_worker_baseline", "HISTOGRAM_BIN_BYTES", "RAW_READ_FACTOR", "placement_blocks", "children_per_pass",
            "plan_memory", "worker_limits", "usable_fraction", "check_plan", "describe_plan"]
 
 logger = logging.getLogger("oocgbdt")
@@ -228,6 +228,33 @@ def describe_plan(plan: dict) -> str:
             f"{mib(plan['per_row_state'])} + bins {mib(plan['bins'])} + max(loading "
             f"{mib(plan['loading'])}, histograms {mib(plan['histograms'])} + partials "
             f"{mib(plan['partials'])} + read buffers {mib(plan['read_buffers'])})")
+
+
+def check_worker_baseline(limits) -> None:
+    """Raise before any work when a worker's memory limit cannot hold a training worker's own
+    baseline (``WORKER_BASELINE_BYTES``) below Dask's ``pause`` threshold: such a worker is
+    paused as soon as it imports what training needs and would never run the fit's tasks.
+
+    Parameters
+    ----------
+    limits : list of (address, int, int)
+        :func:`worker_limits`; a limit of 0 means none.
+
+    Raises
+    ------
+    MemoryError
+        Naming the worker, its ``memory_limit`` and the baseline.
+    """
+    pause = dask.config.get("distributed.worker.memory.pause", None)
+    if not pause:  # workers are never paused: the memory plan checks the limit
+        return
+    for address, limit, _ in limits:
+        if limit and pause * limit < WORKER_BASELINE_BYTES:
+            raise MemoryError(
+                f"worker {address} has memory_limit {limit / 2 ** 20:.0f} MiB: Dask pauses it at "
+                f"{pause:g} x that, {pause * limit / 2 ** 20:.0f} MiB, below a training worker's "
+                f"own baseline of about {WORKER_BASELINE_BYTES / 2 ** 20:.0f} MiB, so it would "
+                f"never run the fit's tasks; give each worker a larger memory_limit")
 
 
 def check_plan(plans, limits, *, mode: str, params) -> None:

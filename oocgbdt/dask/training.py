@@ -49,7 +49,8 @@ from oocgbdt.core.partition import partition_set_init_scores
 from oocgbdt.core.split import check_monotone_constraints
 from oocgbdt.dask.inputs import (align_to_queries, check_init_scores, check_labels_and_weights,
                                  check_position, init_score_inputs, is_sparse, training_inputs)
-from oocgbdt.dask.memory_plan import memory_report, plan_fit, start_measuring, stop_measuring
+from oocgbdt.dask.memory_plan import (check_worker_baseline, memory_report, plan_fit,
+                                     start_measuring, stop_measuring, worker_limits)
 from oocgbdt.dask.partitions import (partition_bounds, partition_groups, partition_tasks,
                                      row_blocks, set_layout)
 from oocgbdt.dask.predict import predict as lazy_predict
@@ -286,6 +287,9 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     # client's cluster when there is one (the data may only be reachable from there).
     checks = (_threaded_compute(fit_threads(params["num_threads"])) if client is None
               else _client_compute(client))
+    if client is not None:
+        # A worker paused by its own baseline would never run these checks or the fit's tasks.
+        check_worker_baseline(worker_limits(client))
     check_labels_and_weights(inputs, objective, checks)
     check_init_scores(init_scores, checks)
     caches = []  # the fit's disk cache, once opened

@@ -99,6 +99,24 @@ def test_a_fit_that_cannot_fit_fails_before_loading_with_the_numbers():
     assert planned["histograms"] <= 100 * 2 ** 20 and planned["peak"] < 954 * 2 ** 20
 
 
+def test_a_worker_too_small_for_its_own_baseline_fails_before_any_task():
+    """A worker whose memory_limit (times Dask's pause threshold) is below a training worker's
+    baseline would be paused by its imports alone and never run the bin sample: the fit fails
+    at once, naming the worker and its limit, with no task run."""
+    X = np.random.default_rng(0).normal(size=(500, 4)).astype(np.float32)
+    dX, dy = da.from_array(X, chunks=(250, 4)), da.from_array(X[:, 0], chunks=250)
+    with dask.config.set({**NO_MONITOR, "distributed.worker.memory.pause": 0.8}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                         memory_limit="150MiB", dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        with get_task_stream(client=client) as stream, \
+                pytest.raises(MemoryError, match=r"worker \S+ has memory_limit 150 MiB: Dask pauses it "
+                                                 r"at 0.8 x that, 120 MiB.*"
+                                                 r"baseline of about 224 MiB.*never run"):
+            oocgbdt.train(dict(n_estimators=1), dX, dy, client=client)
+        assert not stream.data
+
+
 _IN_PROCESS_FIT = """
 import json, sys
 import numpy as np
