@@ -120,6 +120,21 @@ def _score(metric, y, p):
     return float(np.sqrt(np.mean((p - y) ** 2)))
 
 
+def lightgbm_agreement(ours, theirs, Xt, yt, metric):
+    """``(oocgbdt's metric, LightGBM's metric, max |raw score difference| relative to
+    LightGBM's largest raw score, [tree i equal to LightGBM's tree i, ...])`` on the test rows
+    ``Xt``, ``yt`` (``ours`` a Booster, ``theirs`` a ``lightgbm.Booster``)."""
+    a, b = _score(metric, yt, ours.predict(Xt)), _score(metric, yt, theirs.predict(Xt))
+    raw_theirs = theirs.predict(Xt, raw_score=True)
+    raw_diff = float(np.abs(ours.predict(Xt, raw_score=True) - raw_theirs).max()
+                     / np.abs(raw_theirs).max())
+    dump = theirs.dump_model()["tree_info"]
+    init = float(np.atleast_1d(ours.init_score)[0])
+    same = [_same_tree(t, dump[i], init if i == 0 and t.n_leaves > 1 else 0.0)
+            for i, t in enumerate(ours.trees)]
+    return a, b, raw_diff, same
+
+
 def main(argv=None) -> int:
     import lightgbm as lgb
 
@@ -142,21 +157,12 @@ def main(argv=None) -> int:
         with Timer() as t_lgb:
             theirs = lgb.train(dict(params, verbose=-1, deterministic=True, num_threads=1),
                                lgb.Dataset(X, y, categorical_feature=cat), num_boost_round=n_trees)
-        a, b = _score(metric, yt, ours.predict(Xt)), _score(metric, yt, theirs.predict(Xt))
-        raw_theirs = theirs.predict(Xt, raw_score=True)
-        raw_diff = float(np.abs(ours.predict(Xt, raw_score=True) - raw_theirs).max()
-                         / np.abs(raw_theirs).max())
-        dump = theirs.dump_model()["tree_info"]
-        init = float(np.atleast_1d(ours.init_score)[0])
-        equal = sum(_same_tree(t, dump[i], init if i == 0 and t.n_leaves > 1 else 0.0)
-                    for i, t in enumerate(ours.trees))
+        a, b, raw_diff, same = lightgbm_agreement(ours, theirs, Xt, yt, metric)
         n_cat_nodes = sum(int((t.decision_type & 1).sum()) for t in ours.trees)
         ok = abs(a - b) <= (0.002 * b if metric == "rmse" else 0.002)
         failed |= not ok
-        first = next((i for i, t in enumerate(ours.trees)
-                      if not _same_tree(t, dump[i], init if i == 0 and t.n_leaves > 1 else 0.0)),
-                     None)
-        rows.append([name, len(y), metric, a, b, a - b, f"{equal}/{len(ours.trees)}",
+        first = next((i for i, s in enumerate(same) if not s), None)
+        rows.append([name, len(y), metric, a, b, a - b, f"{sum(same)}/{len(same)}",
                      "-" if first is None else first, raw_diff, n_cat_nodes,
                      "PASS" if ok else "FAIL", t_ours.seconds, t_lgb.seconds])
     print_table(["set", "train rows", "metric", "oocgbdt", "LightGBM", "difference",

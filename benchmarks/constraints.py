@@ -41,7 +41,7 @@ import numpy as np
 
 from benchmarks._common import (Timer, _pmlb, data_dir, load_dataset, machine_info,
                                 print_table, split_rows, subsample_rows)
-from benchmarks.categorical import ADULT_CATEGORICAL, _same_tree, _score
+from benchmarks.categorical import ADULT_CATEGORICAL, lightgbm_agreement
 
 COMMON = dict(num_leaves=31, learning_rate=0.1, max_bin=255)
 ADULT_MONOTONE = ["education-num", "capital-gain", "hours-per-week"]
@@ -131,14 +131,7 @@ def main(argv=None) -> int:
                 theirs = lgb.train(dict(params, verbose=-1, deterministic=True, num_threads=1),
                                    lgb.Dataset(X, y, categorical_feature=cat or "auto"),
                                    num_boost_round=n_trees)
-            a, b = _score(metric, yt, ours.predict(Xt)), _score(metric, yt, theirs.predict(Xt))
-            raw_theirs = theirs.predict(Xt, raw_score=True)
-            raw_diff = float(np.abs(ours.predict(Xt, raw_score=True) - raw_theirs).max()
-                             / np.abs(raw_theirs).max())
-            dump = theirs.dump_model()["tree_info"]
-            init = float(np.atleast_1d(ours.init_score)[0])
-            same = [_same_tree(t, dump[i], init if i == 0 and t.n_leaves > 1 else 0.0)
-                    for i, t in enumerate(ours.trees)]
+            a, b, raw_diff, same = lightgbm_agreement(ours, theirs, Xt, yt, metric)
             first = next((i for i, s in enumerate(same) if not s), None)
             ok = abs(a - b) <= 0.01 * abs(b)
             violations = "-"
