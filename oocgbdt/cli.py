@@ -264,11 +264,12 @@ def _read_init_score(path, flag):
 
 
 def _cmd_train(args) -> int:
+    from oocgbdt.core.booster import MODEL_FORMAT, file_has_format
     from oocgbdt.params import ALIASES, resolve_params
 
     model_path = _path(args.model)
     _check_new_file(model_path, args.overwrite, "model file")
-    if model_path.exists() and not _is_model_file(model_path):
+    if model_path.exists() and not file_has_format(model_path, MODEL_FORMAT):
         raise CLIError(f"refusing to overwrite '{model_path}': --overwrite only replaces an "
                        f"oocgbdt model file, and this is not one. Remove it yourself or choose "
                        f"another --model.")
@@ -364,18 +365,6 @@ def _cmd_train(args) -> int:
         print(f"The binned rows were kept in memory ({report.get('reason')}); nothing was "
               f"written to --cache-path '{params['cache_path']}'.")
     return 0
-
-
-def _is_model_file(path: Path) -> bool:
-    """Whether ``path`` starts like a model written by ``Booster.save_model`` (reads 64 bytes)."""
-    from oocgbdt.core.booster import MODEL_FORMAT
-
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
-    except OSError:
-        return False
-    return head.startswith(b'{"format": "' + MODEL_FORMAT.encode() + b'"')
 
 
 # ------------------------------------------------------------------------------------------

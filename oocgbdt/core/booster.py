@@ -27,10 +27,21 @@ from oocgbdt.core.tree import Tree
 from oocgbdt.kernels.predict import predict_raw, predict_raw_sparse
 from oocgbdt.kernels.treeshap import predict_contrib, predict_leaf, tree_depths
 
-__all__ = ["Booster", "MODEL_FORMAT", "MODEL_VERSION"]
+__all__ = ["Booster", "MODEL_FORMAT", "MODEL_VERSION", "file_has_format"]
 
 MODEL_FORMAT = "oocgbdt-model"
 MODEL_VERSION = 1
+
+
+def file_has_format(path, fmt: str) -> bool:
+    """Whether the JSON file at ``path`` starts with ``{"format": fmt`` as oocgbdt writes its
+    model (``MODEL_FORMAT``) and checkpoint files; reads 64 bytes, False when unreadable."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return False
+    return head.startswith(b'{"format": "' + fmt.encode() + b'"')
 
 
 def _encode_float(x):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from oocgbdt.core.booster import Booster, _decode_floats, _encode
+from oocgbdt.core.booster import Booster, _decode_floats, _encode, file_has_format
 
 __all__ = ["CHECKPOINT_FORMAT", "FitProgress", "check_checkpoint_path", "read_checkpoint",
            "write_checkpoint"]
@@ -192,16 +192,6 @@ class FitProgress:
         return p
 
 
-def _is_checkpoint_file(path) -> bool:
-    """Whether ``path`` holds an oocgbdt checkpoint (read only up to its format field)."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
-    except OSError:
-        return False
-    return head.startswith(b'{"format": "' + CHECKPOINT_FORMAT.encode() + b'"')
-
-
 def check_checkpoint_path(path, resume=False):
     """Check ``checkpoint_path`` before any work: its folder exists, and a file already there
     is an oocgbdt checkpoint (never overwritten otherwise); with ``resume``, that file exists.
@@ -225,7 +215,7 @@ def check_checkpoint_path(path, resume=False):
     if not p.parent.is_dir():
         raise ValueError(f"checkpoint_path {str(p)!r}: its folder {str(p.parent)!r} does not "
                          f"exist")
-    if p.exists() and not _is_checkpoint_file(p):
+    if p.exists() and not file_has_format(p, CHECKPOINT_FORMAT):
         raise ValueError(f"checkpoint_path {str(p)!r} exists and is not an oocgbdt checkpoint; "
                          f"it is never overwritten: choose another path or remove the file")
     if resume and not p.exists():
