@@ -186,8 +186,11 @@ class HistogramSource:
         """Histogram all rows into leaf 0; returns ``(LeafTotals, SplitInfo or None)``."""
         b = self.executor
         n = len(self.partitions)
-        self._rows = b.map(partition_root, self.partitions, [self.class_idx] * n, [self.meta] * n,
-                           [self.max_leaves] * n, key=f"{self.key}-root")
+        threads = getattr(b, "kernel_threads", None)
+        args = [[self.class_idx] * n, [self.meta] * n, [self.max_leaves] * n]
+        if threads is not None:
+            args.append([threads] * n)
+        self._rows = b.map(partition_root, self.partitions, *args, key=f"{self.key}-root")
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
         found = b.submit(finish_root, parts, self.meta, self.params, self.node,
                          key=f"{self.key}-find-root", place=self._final)
@@ -280,14 +283,19 @@ class HistogramSource:
         plan = SplitPlan(tuple(t[1] for t in todo), tuple(t[2] for t in todo),
                          tuple(t[3] for t in todo), tuple(build))
         tag = f"{self.key}-p{self.n_passes}"
-        self._rows = b.map(partition_split_many, self.partitions, self._rows, [self.class_idx] * n,
-                           [self.meta] * n, [plan] * n, key=f"{tag}-route", consume=1)
+        threads = getattr(b, "kernel_threads", None)
+        args = [[self.class_idx] * n, [self.meta] * n, [plan] * n]
+        if threads is not None:  # only an in-process executor shares a task out to threads
+            args.append([threads] * n)
+        self._rows = b.map(partition_split_many, self.partitions, self._rows, *args,
+                           key=f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
         branches = tuple(self._branch[t[1]] for t in todo) if self.node is not None else None
         if self.feature_blocks is None:
+            extra = () if threads is None else (threads,)
             found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
-                             self.node, branches, key=f"{tag}-find", place=self._final)
+                             self.node, branches, *extra, key=f"{tag}-find", place=self._final)
             res = b.submit(pass_records, found, key=f"{tag}-records", place=self._final)
             for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
                 for side, child in ((0, leaf), (1, right_leaf)):

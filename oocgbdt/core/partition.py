@@ -14,9 +14,10 @@ import numpy as np
 
 from oocgbdt._dtypes import G_H_DTYPE, HIST_DTYPE, LABEL_DTYPE, LEAF_DTYPE, Y_DTYPE
 from oocgbdt.core.bundler import bundle_chunk
+from oocgbdt.core.executor import inline_task
 from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, best_split, leaf_totals
 from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundled, split_rows_bundled
-from oocgbdt.kernels.histogram import build_histogram
+from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
 from oocgbdt.kernels.categorical import construct_bitset
 from oocgbdt.kernels.routing import CATEGORICAL_NODE, split_rows
 from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
@@ -233,11 +234,51 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
                    rows=None)
 
 
+#: A pass's histograms are shared out to a task's kernel threads by column blocks only when they
+#: add at least this many cells (rows x columns) per thread: below it, handing a block to another
+#: thread costs more than the block.
+MIN_BLOCK_CELLS = 2 ** 17
+
+
+def build_histograms(X, offsets, columns, gradients, hessians, row_lists, out, threads=None):
+    """Histogram each of ``row_lists`` into ``out[j]``: :func:`build_histogram` per list, or,
+    with ``threads`` (:class:`~oocgbdt.core.executor.KernelThreads`) and enough cells, the
+    listed columns cut into one consecutive block per thread, every block adding every list's
+    rows (the same additions in the same order per cell: bit-identical).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16
+    offsets, columns : ndarray of dtype int64
+        :meth:`TreeRows.hist_layout`.
+    gradients, hessians : ndarray of shape (n_rows,), dtype float32
+    row_lists : sequence of ndarray of dtype int32
+    out : ndarray of shape (len(row_lists), n_hist_bins, 2), dtype float64, zeroed
+    threads : KernelThreads or None
+    """
+    n_cols = columns.shape[0]
+    cells = sum(r.shape[0] for r in row_lists) * n_cols
+    k = 1 if threads is None else min(threads.n_threads, n_cols, cells // MIN_BLOCK_CELLS)
+    if k <= 1:
+        for j, r in enumerate(row_lists):
+            build_histogram(X, offsets, columns, gradients, hessians, r, out[j])
+        return
+    edges = [n_cols * b // k for b in range(k + 1)]
+
+    def block(b):
+        cols = columns[edges[b]:edges[b + 1]]
+        for j, r in enumerate(row_lists):
+            build_histogram_block(X, offsets, cols, gradients, hessians, r, out[j], b == 0)
+
+    threads.run([lambda b=b: block(b) for b in range(k)])
+
+
 def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows: TreeRows,
-               meta: FeatureMeta) -> np.ndarray:
-    hist = np.zeros((meta.n_hist_bins, 2), dtype=HIST_DTYPE)
-    build_histogram(X, *rows.hist_layout(meta), gradients, hessians, rows.order, hist)
-    return hist
+               meta: FeatureMeta, threads=None) -> np.ndarray:
+    hist = np.zeros((1, meta.n_hist_bins, 2), dtype=HIST_DTYPE)
+    offsets, columns = rows.hist_layout(meta)
+    build_histograms(X, offsets, columns, gradients, hessians, [rows.order], hist, threads)
+    return hist[0]
 
 
 def _tree_inputs(data: PartitionData, rows: TreeRows, class_idx: int):
@@ -276,7 +317,8 @@ def partition_compact_columns(data: PartitionData, meta: FeatureMeta) -> Partiti
     return replace(data, compact=(columns, X.take(columns, axis=1)))
 
 
-def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leaves: int):
+def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leaves: int,
+                   threads=None):
     """Start a tree on a partition: the round's rows (``data.rows``, else every row) in leaf 0;
     returns ``(TreeRows, root histogram)``.
 
@@ -312,7 +354,7 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
     count = np.zeros(max_leaves, dtype=np.int64)
     count[0] = order.shape[0]
     rows = TreeRows(order, begin, count, subset, columns)
-    hist = _histogram(X, grad, hess, rows, meta)
+    hist = _histogram(X, grad, hess, rows, meta, threads)
     if meta.bundled:
         f = meta.totals_feature
         if meta.feature_bundle[f] >= 0:
@@ -364,13 +406,16 @@ class SplitPlan:
         return out
 
 
-def partition_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan):
+def partition_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan,
+                         threads=None):
     """Route the rows of every split leaf of ``plan`` and histogram the children it builds, in one
     task per partition.
 
-    ``prev`` is the previous pass's ``(TreeRows, histograms)`` result of this partition. Leaves own
-    disjoint segments of ``TreeRows.order``, so each split partitions its segment of one copy of
-    ``order``; the left child keeps the leaf's id, the right child gets its ``right_leaves`` id.
+    ``prev`` is the previous pass's ``(TreeRows, histograms)`` result of this partition, consumed:
+    leaves own disjoint segments of ``TreeRows.order``, so each split partitions its segment in
+    place; the left child keeps the leaf's id, the right child gets its ``right_leaves`` id.
+    ``threads`` (:class:`~oocgbdt.core.executor.KernelThreads` or None): the histograms are
+    built by column blocks on them (:func:`build_histograms`).
 
     Returns
     -------
@@ -381,7 +426,9 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
     """
     rows = tree_rows_only(prev)
     X, grad, hess = _tree_inputs(data, rows, class_idx)
-    order = rows.order.copy()
+    # Routed in place: the previous pass's grouping is consumed by this pass (nothing reads
+    # it again), and each split reads its segment whole before rewriting it (split_rows).
+    order = rows.order
     leaf_begin = rows.leaf_begin.copy()
     leaf_count = rows.leaf_count.copy()
     for leaf, right_leaf, split in zip(plan.leaves, plan.right_leaves, plan.splits):
@@ -408,10 +455,9 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
     built = plan.built()
     hist = np.zeros((len(built), meta.n_hist_bins, 2), dtype=HIST_DTYPE)
     offsets, columns = new_rows.hist_layout(meta)
-    for j, (i, side) in enumerate(built):
-        leaf = plan.right_leaves[i] if side else plan.leaves[i]
-        build_histogram(X, offsets, columns, grad, hess,
-                        new_rows.rows_of(leaf), hist[j])
+    row_lists = [new_rows.rows_of(plan.right_leaves[i] if side else plan.leaves[i])
+                 for i, side in built]
+    build_histograms(X, offsets, columns, grad, hess, row_lists, hist, threads)
     return new_rows, hist
 
 
@@ -424,12 +470,14 @@ def histogram_rows(hist: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return np.concatenate([hist[..., :1, :], hist[..., lo:hi, :]], axis=-2)
 
 
+@inline_task
 def tree_rows_only(prev) -> TreeRows:
     """A partition's pass result without its partial histograms (which the reduction has consumed):
     what is kept until the next pass, so partial histograms do not outlive their pass."""
     return prev[0] if isinstance(prev, tuple) else prev
 
 
+@inline_task
 def histograms_only(result):
     """A partition's pass result without its row grouping: the partial histograms alone (the same
     array, not a copy). The reduction reads these, so a partial sent to another worker carries
@@ -498,7 +546,7 @@ def pass_histogram(result, *index):
 
 
 def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params: SplitParams,
-                      node=None, branches=None):
+                      node=None, branches=None, threads=None):
     """Final task of a split pass: both children's best splits for every split of ``plan``, and
     both children's histograms.
 
@@ -518,6 +566,9 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
     branches : sequence of tuple of int, one per split, or None
         The features on the branch of each split's children (the parent's branch and the
         split's feature): what ``interaction_constraints`` read.
+    threads : KernelThreads or None
+        Without per-node rules (``node`` None: no search draws random numbers), the children's
+        searches run on these threads at once; each is the same call on the same inputs.
 
     Returns
     -------
@@ -547,8 +598,10 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         elif pair[1] is None:
             pair[1] = parents[i] - pair[0]
     gains = np.full((len(plan.splits), meta.n_bins.shape[0]), -np.inf)
-    records = []
     small = 2 * params.min_data_in_leaf
+    if threads is not None and node is None:
+        return _search_children_at_once(children, plan, meta, params, gains, small, threads)
+    records = []
     for i, split in enumerate(plan.splits):
         pair = children[i]
         # The children's true row counts (the split's own are estimated from hessians).
@@ -581,6 +634,29 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         gains[i] = np.maximum(left_gains, right_gains)
         records.append((left, right))
     return (records, gains, node), children
+
+
+def _search_children_at_once(children, plan, meta, params, gains, small, threads):
+    """:func:`finish_split_many`'s searches without per-node rules, every child's on
+    ``threads`` at once: the same :func:`best_split` calls as one after the other."""
+    calls, slots = [], []
+    for i, split in enumerate(plan.splits):
+        pair = children[i]
+        counts = (float(pair[0][0, 0]), float(pair[1][0, 0]))
+        if counts[0] < small and counts[1] < small:
+            continue  # neither sibling is searched (see finish_split_many)
+        child_meta = split.child_meta(meta)
+        contexts = split.child_contexts(params)
+        for side, child in ((0, split.left), (1, split.right)):
+            calls.append(lambda h=pair[side], t=replace(child, count=counts[side]),
+                         m=child_meta, c=contexts[side]: best_split(h, t, m, params, c))
+            slots.append((i, side))
+    found = threads.run(calls)
+    records = [[None, None] for _ in plan.splits]
+    for (i, side), (rec, g) in zip(slots, found):
+        records[i][side] = rec
+        gains[i] = np.maximum(gains[i], g)
+    return ([tuple(r) for r in records], gains, None), children
 
 
 # ---- finished trees and evaluation --------------------------------------------------------------------------

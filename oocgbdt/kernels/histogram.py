@@ -22,7 +22,7 @@ import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, add_pair, njit, prefetch
 
-__all__ = ["build_histogram", "build_histogram_naive"]
+__all__ = ["build_histogram", "build_histogram_block", "build_histogram_naive"]
 
 
 @njit
@@ -42,38 +42,57 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
     row_indices : ndarray of shape (n_selected,), dtype int32                # IN
     out : ndarray of shape (n_hist_bins, 2), dtype float64, C-contiguous     # IN and OUT (added to)
     """
+    build_histogram_block(X_binned, bin_offsets, column_indices, gradients, hessians,
+                          row_indices, out, True)
+
+
+@njit
+def build_histogram_block(X_binned, bin_offsets, column_indices, gradients, hessians,
+                          row_indices, out, count_rows):
+    """:func:`build_histogram` for one block of the listed columns, the count row added only
+    when ``count_rows``: the histogram of a leaf built as several column blocks (each on its own
+    thread, ``count_rows`` True for one of them) holds the same values as one call, since every
+    cell's additions happen in the same row order whichever block adds them.
+
+    Parameters are :func:`build_histogram`'s, plus ``count_rows`` (bool). A ``column_indices``
+    that is a run of consecutive columns reads each row as one contiguous slice.
+    """
     n_built = column_indices.shape[0]
-    every_column = n_built == X_binned.shape[1]
-    for k in range(n_built):
-        if column_indices[k] != k:
-            every_column = False
     # One flat view of ``out`` (bin b's fields at 2b, 2b + 1): the same additions in the same
     # order as indexing out[b, field], about 8% faster measured (250k x 100).
     flat = out.reshape(-1)
-    if every_column:
-        # Every column in order (no screening): read each row as one contiguous slice, without
-        # the column indirection (1.3x faster measured on 250k x 100; same summation order).
-        n_columns = X_binned.shape[1]  # == n_built
-        n_rows = row_indices.shape[0]
+    n_rows = row_indices.shape[0]
+    if count_rows:
+        flat[0] += n_rows
+    if n_built == 0:
+        return
+    c0 = column_indices[0]
+    consecutive = True
+    for k in range(n_built):
+        if column_indices[k] != c0 + k:
+            consecutive = False
+    if consecutive:
+        # A run of consecutive columns (every column, without screening, or a block of them):
+        # read each row as one contiguous slice, without the column indirection (1.3x faster
+        # measured on 250k x 100; same summation order).
+        c1 = c0 + n_built
         for i in range(n_rows):
             if i + PREFETCH_ROWS < n_rows:  # inline: about 5% faster than a helper, measured
                 ahead = row_indices[i + PREFETCH_ROWS]
-                prefetch(X_binned, (ahead, 0))
-                prefetch(X_binned, (ahead, n_columns - 1))
+                prefetch(X_binned, (ahead, c0))
+                prefetch(X_binned, (ahead, c1 - 1))
             r = row_indices[i]
             g = np.float64(gradients[r])
             h = np.float64(hessians[r])
             row = X_binned[r]
-            for j in range(n_columns):
+            for j in range(c0, c1):
                 add_pair(flat, 2 * (bin_offsets[j] + row[j]), g, h)
-        flat[0] += row_indices.shape[0]
         return
-    n_rows = row_indices.shape[0]
-    last = X_binned.shape[1] - 1
+    last = column_indices[n_built - 1]
     for i in range(n_rows):
         if i + PREFETCH_ROWS < n_rows:
             ahead = row_indices[i + PREFETCH_ROWS]
-            prefetch(X_binned, (ahead, 0))
+            prefetch(X_binned, (ahead, c0))
             prefetch(X_binned, (ahead, last))
         r = row_indices[i]
         g = np.float64(gradients[r])
@@ -81,7 +100,6 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
         for k in range(n_built):
             j = column_indices[k]
             add_pair(flat, 2 * (bin_offsets[j] + X_binned[r, j]), g, h)
-    flat[0] += row_indices.shape[0]
 
 
 def build_histogram_naive(X_binned, bin_offsets, column_indices, gradients, hessians, row_indices,

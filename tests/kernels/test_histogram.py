@@ -144,3 +144,29 @@ def test_add_pair_is_two_scalar_additions_bit_for_bit():
     untouched = np.ones(base.size, dtype=bool)
     untouched[index] = untouched[index + 1] = False
     np.testing.assert_array_equal(out.reshape(-1)[untouched], base.reshape(-1)[untouched])
+
+
+@pytest.mark.parametrize("consecutive", [True, False])
+def test_column_blocks_add_up_to_one_histogram(consecutive):
+    """A histogram built as column blocks (the count row added by one of them) equals one
+    build_histogram call bit for bit, and the naive twin within float64 rounding."""
+    from oocgbdt.kernels.histogram import build_histogram_block
+    rng = np.random.default_rng(3)
+    n, F = 700, 9
+    nb = rng.integers(2, 256, size=F)
+    offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
+    X = np.stack([rng.integers(0, b, size=n) for b in nb], axis=1).astype(np.uint8)
+    g = rng.normal(size=n).astype(np.float32)
+    h = rng.uniform(0.1, 1, size=n).astype(np.float32)
+    rows = np.sort(rng.choice(n, 400, replace=False)).astype(np.int32)
+    cols = np.arange(F, dtype=np.int64) if consecutive else np.array([0, 2, 3, 5, 8], np.int64)
+    whole = np.zeros((offsets[-1], 2))
+    build_histogram(X, offsets, cols, g, h, rows, whole)
+    blocks = np.zeros_like(whole)
+    for k, part in enumerate(np.array_split(cols, 3)):
+        build_histogram_block(X, offsets, part, g, h, rows, blocks, k == 1)
+    np.testing.assert_array_equal(blocks, whole)
+    assert blocks[0, 0] == len(rows)
+    ref = np.zeros_like(whole)
+    build_histogram_naive(X, offsets, cols, g, h, rows, ref)
+    np.testing.assert_allclose(blocks, ref, rtol=1e-12, atol=1e-9)
