@@ -91,24 +91,21 @@ Exit code 1 when a target is missed (quick and full; smoke judges nothing).
 from __future__ import annotations
 
 import os
+import argparse
+import json
+import math
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+import numpy as np
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import platform  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import traceback  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from benchmarks._common import ProcessTreeMemory, markdown_table, machine_info  # noqa: E402
+from benchmarks._common import ProcessTreeMemory, markdown_table, machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ("oocgbdt", "lightgbm", "xgboost", "sklearn", "lightgbm.dask", "xgboost.dask",
