@@ -106,27 +106,26 @@ def fit_threads(num_threads, available=None) -> int:
 
 
 class KernelThreads:
-    """Threads that one task body shares its kernel calls out to: the histogram column blocks of
-    a pass and the split searches of its children, in process.
-
-    A task body given ``KernelThreads`` runs the same kernel calls on the same inputs as without,
-    only on several threads at once (each call writes its own slice of the output), so results
-    are bit-identical to a task body run on one thread.
+    """The threads of an in-process executor, as the boosting loop's own thread shares work out
+    to them between tasks: the split searches of a pass's children
+    (:func:`~oocgbdt.core.partition.finish_split_many`). Each call is the one a single thread
+    would make on the same inputs, so results are bit-identical.
 
     Parameters
     ----------
+    pool : concurrent.futures.ThreadPoolExecutor
+        The executor's pool (owned by it; never waited on from one of its own threads).
     n_threads : int
-        Threads to share out to (>= 2; one call of :meth:`run` uses the caller's thread too).
+        Its threads.
     """
 
-    def __init__(self, n_threads: int):
-        self.n_threads = max(2, int(n_threads))
-        self._pool = ThreadPoolExecutor(self.n_threads, thread_name_prefix="oocgbdt-kernel")
+    def __init__(self, pool, n_threads: int):
+        self._pool = pool
+        self.n_threads = int(n_threads)
 
     def run(self, calls) -> list:
-        """``[call() for call in calls]``, every call on the pool (first in, first out: the
-        calls of tasks running at once on other threads share the pool evenly), this thread
-        waiting. Exceptions propagate (after every call has ended)."""
+        """``[call() for call in calls]``, every call on the pool, this thread waiting.
+        Exceptions propagate (after every call has ended)."""
         futures = [self._pool.submit(c) for c in calls]
         out, error = [], None
         for f in futures:
@@ -137,9 +136,6 @@ class KernelThreads:
         if error is not None:
             raise error
         return out
-
-    def close(self):
-        self._pool.shutdown()
 
     def __reduce__(self):
         # Never sent anywhere: a remote task body gets None (one thread).
@@ -153,6 +149,10 @@ class LocalExecutor:
     ----------
     n_threads : int, default 1
         Threads used by :meth:`map` (one task per chunk; the numba kernels release the GIL).
+        With more than one, :attr:`kernel_threads` shares them out within a pass as well: the
+        histogram source builds a pass's histograms by column blocks of every partition on
+        them (:func:`~oocgbdt.core.partition.block_counts`), and searches a pass's children
+        at once.
 
     Attributes
     ----------
@@ -166,7 +166,8 @@ class LocalExecutor:
     def __init__(self, n_threads: int = 1):
         self.n_threads = max(1, int(n_threads))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
-        self.kernel_threads = KernelThreads(self.n_threads) if self.n_threads > 1 else None
+        self.kernel_threads = (KernelThreads(self._pool, self.n_threads) if self._pool is not None
+                               else None)
         self.seconds = defaultdict(float)
 
     def scatter(self, obj):
@@ -200,8 +201,6 @@ class LocalExecutor:
     def close(self):
         if self._pool is not None:
             self._pool.shutdown()
-        if self.kernel_threads is not None:
-            self.kernel_threads.close()
 
 
 def reduce_levels(executor, combine, handles, split_every: int, key: str, extra=()):

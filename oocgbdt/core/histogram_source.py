@@ -29,10 +29,11 @@ import numpy as np
 
 from oocgbdt.core.executor import EVERYWHERE, LocalExecutor, reduce_levels
 from oocgbdt.core.node_sampling import merge_block_samplers
-from oocgbdt.core.partition import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, partition_root,
-                                partition_split_many, finish_root, finish_split_many, histogram_rows,
-                                histograms_only,
-                                pass_histogram, pass_records, sum_histograms,
+from oocgbdt.core.partition import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, block_counts,
+                                build_block, finish_pass, finish_root, finish_split_many,
+                                finish_split_pass, histogram_rows, histograms_only,
+                                partition_root, partition_split_many, pass_histogram,
+                                pass_records, start_root, start_split_many, sum_histograms,
                                 tree_rows_only)
 
 __all__ = ["HistogramSource", "merge_block_records"]
@@ -186,11 +187,9 @@ class HistogramSource:
         """Histogram all rows into leaf 0; returns ``(LeafTotals, SplitInfo or None)``."""
         b = self.executor
         n = len(self.partitions)
-        threads = getattr(b, "kernel_threads", None)
-        args = [[self.class_idx] * n, [self.meta] * n, [self.max_leaves] * n]
-        if threads is not None:
-            args.append([threads] * n)
-        self._rows = b.map(partition_root, self.partitions, *args, key=f"{self.key}-root")
+        self._rows = self._run_pass(partition_root, start_root, finish_pass,
+                                    (self.partitions, [self.class_idx] * n, [self.meta] * n,
+                                     [self.max_leaves] * n), f"{self.key}-root")
         parts = self._sum_pass(self._rows, f"{self.key}-sum-root")
         found = b.submit(finish_root, parts, self.meta, self.params, self.node,
                          key=f"{self.key}-find-root", place=self._final)
@@ -208,6 +207,24 @@ class HistogramSource:
         self._keep(0, split)
         self._bound_pool()
         return totals, split
+
+    def _run_pass(self, task, start, finish, iterables, key, consume=None):
+        """Handles of a pass's per-partition results: ``task`` per partition, or, on an
+        executor whose threads share a pass (:attr:`LocalExecutor.kernel_threads`), ``start``
+        per partition (routing), then every partition's histograms by column blocks
+        (:func:`build_block`, largest first, all partitions' blocks on the threads at once, so
+        unequal partitions keep every thread busy), then ``finish``. The same values."""
+        b = self.executor
+        threads = getattr(b, "kernel_threads", None)
+        if threads is None:
+            return b.map(task, *iterables, key=key, consume=consume)
+        works = b.map(start, *iterables, key=f"{key}-start", consume=consume)
+        counts = block_counts([w.cells for w in works], threads.n_threads)
+        items = sorted(((w, j, k) for w, k in zip(works, counts) for j in range(k)),
+                       key=lambda t: -t[0].cells / t[2])
+        b.map(build_block, [t[0] for t in items], [t[1] for t in items], [t[2] for t in items],
+              key=f"{key}-blocks")
+        return b.map(finish, works, key=f"{key}-finish")
 
     def _sum_pass(self, results, key):
         """The pass's partial histograms summed once, as a one-element list: consecutive pairs,
@@ -284,11 +301,9 @@ class HistogramSource:
                          tuple(t[3] for t in todo), tuple(build))
         tag = f"{self.key}-p{self.n_passes}"
         threads = getattr(b, "kernel_threads", None)
-        args = [[self.class_idx] * n, [self.meta] * n, [plan] * n]
-        if threads is not None:  # only an in-process executor shares a task out to threads
-            args.append([threads] * n)
-        self._rows = b.map(partition_split_many, self.partitions, self._rows, *args,
-                           key=f"{tag}-route", consume=1)
+        self._rows = self._run_pass(partition_split_many, start_split_many, finish_split_pass,
+                                    (self.partitions, self._rows, [self.class_idx] * n,
+                                     [self.meta] * n, [plan] * n), f"{tag}-route", consume=1)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
         branches = tuple(self._branch[t[1]] for t in todo) if self.node is not None else None

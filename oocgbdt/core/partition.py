@@ -234,51 +234,95 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
                    rows=None)
 
 
-#: A pass's histograms are shared out to a task's kernel threads by column blocks only when they
-#: add at least this many cells (rows x columns) per thread: below it, handing a block to another
-#: thread costs more than the block.
+#: In process, a partition's histograms of a pass are cut into column blocks (run on the
+#: executor's threads beside the other partitions' blocks) only when each block adds at least
+#: this many cells (rows x columns): below it, a hand-off to a thread costs more than the block.
 MIN_BLOCK_CELLS = 2 ** 17
 
 
-def build_histograms(X, offsets, columns, gradients, hessians, row_lists, out, threads=None):
-    """Histogram each of ``row_lists`` into ``out[j]``: :func:`build_histogram` per list, or,
-    with ``threads`` (:class:`~oocgbdt.core.executor.KernelThreads`) and enough cells, the
-    listed columns cut into one consecutive block per thread, every block adding every list's
-    rows (the same additions in the same order per cell: bit-identical).
+@dataclass
+class PassWork:
+    """One partition's histograms of a pass, routed and not yet built: what
+    :func:`build_block` adds to by column blocks (each block every row list's cells of its
+    columns, the count row with block 0: every cell gets the same additions in the same order
+    whatever the blocks, so the histograms are bit-identical to one build), and
+    :func:`finish_pass` hands on as the pass's ``(TreeRows, histograms)`` result.
 
-    Parameters
-    ----------
-    X : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16
-    offsets, columns : ndarray of dtype int64
-        :meth:`TreeRows.hist_layout`.
-    gradients, hessians : ndarray of shape (n_rows,), dtype float32
-    row_lists : sequence of ndarray of dtype int32
-    out : ndarray of shape (len(row_lists), n_hist_bins, 2), dtype float64, zeroed
-    threads : KernelThreads or None
+    ``hist`` has shape (len(row_lists), n_hist_bins, 2), float64, zeroed; ``root_extra``: the
+    root pass with bundling, ``(feature column, n_bins)`` whose histogram is appended after the
+    bundles' (see :func:`partition_root`), else None.
     """
-    n_cols = columns.shape[0]
-    cells = sum(r.shape[0] for r in row_lists) * n_cols
-    k = 1 if threads is None else min(threads.n_threads, n_cols, cells // MIN_BLOCK_CELLS)
-    if k <= 1:
-        for j, r in enumerate(row_lists):
-            build_histogram(X, offsets, columns, gradients, hessians, r, out[j])
-        return
-    edges = [n_cols * b // k for b in range(k + 1)]
 
-    def block(b):
-        cols = columns[edges[b]:edges[b + 1]]
-        for j, r in enumerate(row_lists):
-            build_histogram_block(X, offsets, cols, gradients, hessians, r, out[j], b == 0)
+    rows: TreeRows
+    X: np.ndarray
+    offsets: np.ndarray
+    columns: np.ndarray
+    gradients: np.ndarray
+    hessians: np.ndarray
+    row_lists: list
+    hist: np.ndarray
+    root_extra: tuple | None = None
+    root: bool = False
 
-    threads.run([lambda b=b: block(b) for b in range(k)])
+    @property
+    def cells(self) -> int:
+        """Histogram cells the pass adds: rows of every list x built columns."""
+        return sum(int(r.shape[0]) for r in self.row_lists) * int(self.columns.shape[0])
 
 
-def _histogram(X: np.ndarray, gradients: np.ndarray, hessians: np.ndarray, rows: TreeRows,
-               meta: FeatureMeta, threads=None) -> np.ndarray:
-    hist = np.zeros((1, meta.n_hist_bins, 2), dtype=HIST_DTYPE)
-    offsets, columns = rows.hist_layout(meta)
-    build_histograms(X, offsets, columns, gradients, hessians, [rows.order], hist, threads)
-    return hist[0]
+def build_block(work: PassWork, block: int, n_blocks: int) -> None:
+    """Add block ``block`` of ``n_blocks`` consecutive blocks of ``work``'s columns into its
+    histograms (in place; every block must be built once before :func:`finish_pass`)."""
+    n = work.columns.shape[0]
+    cols = work.columns[n * block // n_blocks:n * (block + 1) // n_blocks]
+    for j, r in enumerate(work.row_lists):
+        build_histogram_block(work.X, work.offsets, cols, work.gradients, work.hessians, r,
+                              work.hist[j], block == 0)
+
+
+def block_counts(cells, n_threads: int) -> list:
+    """Column blocks per partition of a pass run on ``n_threads`` threads: enough blocks that
+    the largest are no bigger than a share of ``1 / (2 n_threads)`` of the pass (so uneven
+    partitions still keep every thread busy), one where a partition is small or blocks would
+    fall under :data:`MIN_BLOCK_CELLS`."""
+    total = sum(cells)
+    target = max(MIN_BLOCK_CELLS, total / max(1, 2 * n_threads))
+    return [max(1, min(2 * n_threads, int(np.ceil(c / target - 0.05)))) for c in cells]
+
+
+def finish_pass(work: PassWork):
+    """The pass's ``(TreeRows, histograms)`` result once every block is built: the stacked
+    histograms of a split pass, or the root's histogram (with its bundled totals feature
+    appended, see :func:`partition_root`)."""
+    if not work.root:
+        return work.rows, work.hist
+    hist = work.hist[0]
+    if work.root_extra is None:
+        return work.rows, hist
+    column, nb, meta = work.root_extra
+    if column is not None:
+        extra = np.zeros((nb + 1, 2), dtype=HIST_DTYPE)  # its own count row, dropped
+        build_histogram(column[:, None], np.array([1, nb + 1], dtype=np.int64),
+                        np.zeros(1, dtype=np.int64), work.gradients, work.hessians,
+                        work.rows.order, extra)
+        extra = extra[1:]
+    else:  # no searchable feature: the first built column's slice sums to the leaf as well
+        c = int(meta.hist_columns[0])
+        extra = hist[meta.bundle_offsets[c]:meta.bundle_offsets[c + 1]].copy()
+    return work.rows, np.concatenate([hist, extra])
+
+
+@inline_task
+def finish_split_pass(work: PassWork):
+    """:func:`finish_pass` of a split pass, which only picks its fields (executors on threads
+    run it inline)."""
+    return work.rows, work.hist
+
+
+def _built(work: PassWork):
+    """``work`` built as one block and finished: the single-thread pass."""
+    build_block(work, 0, 1)
+    return finish_pass(work)
 
 
 def _tree_inputs(data: PartitionData, rows: TreeRows, class_idx: int):
@@ -317,8 +361,7 @@ def partition_compact_columns(data: PartitionData, meta: FeatureMeta) -> Partiti
     return replace(data, compact=(columns, X.take(columns, axis=1)))
 
 
-def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leaves: int,
-                   threads=None):
+def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leaves: int):
     """Start a tree on a partition: the round's rows (``data.rows``, else every row) in leaf 0;
     returns ``(TreeRows, root histogram)``.
 
@@ -326,6 +369,11 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
     appended after the bundle rows: its sum gives the root totals exactly as without bundling
     (:func:`oocgbdt.core.split.leaf_totals`). :func:`finish_root` drops it again.
     """
+    return _built(start_root(data, class_idx, meta, max_leaves))
+
+
+def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leaves: int) -> PassWork:
+    """:func:`partition_root` up to its histogram: the :class:`PassWork` to build."""
     X = partition_bins(data)
     grad, hess = data.gradients[class_idx], data.hessians[class_idx]
     in_memory = isinstance(data.X_binned, np.ndarray)
@@ -354,23 +402,18 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
     count = np.zeros(max_leaves, dtype=np.int64)
     count[0] = order.shape[0]
     rows = TreeRows(order, begin, count, subset, columns)
-    hist = _histogram(X, grad, hess, rows, meta, threads)
+    extra = None
     if meta.bundled:
         f = meta.totals_feature
         if meta.feature_bundle[f] >= 0:
-            nb = int(meta.n_bins[f])
-            extra = np.zeros((nb + 1, 2), dtype=HIST_DTYPE)  # its own count row, dropped
             if subset is not None and subset[0] is not None:
                 full_X = full_X[subset[0]]
-            build_histogram(_feature_column(full_X, meta, f)[:, None],
-                            np.array([1, nb + 1], dtype=np.int64), np.zeros(1, dtype=np.int64),
-                            grad, hess, rows.order, extra)
-            extra = extra[1:]
-        else:  # no searchable feature: the first built column's slice sums to the leaf as well
-            c = int(meta.hist_columns[0])
-            extra = hist[meta.bundle_offsets[c]:meta.bundle_offsets[c + 1]].copy()
-        hist = np.concatenate([hist, extra])
-    return rows, hist
+            extra = (_feature_column(full_X, meta, f), int(meta.n_bins[f]), meta)
+        else:
+            extra = (None, 0, meta)
+    offsets, cols = rows.hist_layout(meta)
+    hist = np.zeros((1, meta.n_hist_bins, 2), dtype=HIST_DTYPE)
+    return PassWork(rows, X, offsets, cols, grad, hess, [order], hist, extra, root=True)
 
 
 #: Which children of a split a pass histograms from rows (see :class:`SplitPlan`).
@@ -406,16 +449,13 @@ class SplitPlan:
         return out
 
 
-def partition_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan,
-                         threads=None):
+def partition_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta, plan: SplitPlan):
     """Route the rows of every split leaf of ``plan`` and histogram the children it builds, in one
     task per partition.
 
     ``prev`` is the previous pass's ``(TreeRows, histograms)`` result of this partition, consumed:
     leaves own disjoint segments of ``TreeRows.order``, so each split partitions its segment in
     place; the left child keeps the leaf's id, the right child gets its ``right_leaves`` id.
-    ``threads`` (:class:`~oocgbdt.core.executor.KernelThreads` or None): the histograms are
-    built by column blocks on them (:func:`build_histograms`).
 
     Returns
     -------
@@ -424,6 +464,13 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
         The built children's histograms, stacked in :meth:`SplitPlan.built` order (one ndarray,
         so :func:`sum_histograms` adds passes' partials as it adds single histograms).
     """
+    return _built(start_split_many(data, prev, class_idx, meta, plan))
+
+
+def start_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta,
+                     plan: SplitPlan) -> PassWork:
+    """:func:`partition_split_many` up to its histograms (the rows routed): the
+    :class:`PassWork` to build."""
     rows = tree_rows_only(prev)
     X, grad, hess = _tree_inputs(data, rows, class_idx)
     # Routed in place: the previous pass's grouping is consumed by this pass (nothing reads
@@ -457,8 +504,7 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
     offsets, columns = new_rows.hist_layout(meta)
     row_lists = [new_rows.rows_of(plan.right_leaves[i] if side else plan.leaves[i])
                  for i, side in built]
-    build_histograms(X, offsets, columns, grad, hess, row_lists, hist, threads)
-    return new_rows, hist
+    return PassWork(new_rows, X, offsets, columns, grad, hess, row_lists, hist)
 
 
 def histogram_rows(hist: np.ndarray, lo: int, hi: int) -> np.ndarray:

@@ -19,30 +19,52 @@ def _data(seed=0, n=3000, F=12):
 
 
 @pytest.mark.parametrize("columns", [None, [1, 2, 3, 7, 8, 11]])
-def test_build_histograms_on_threads_equals_one_thread_and_numpy(monkeypatch, columns):
-    monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 64)  # share out even this small pass
+@pytest.mark.parametrize("n_blocks", [2, 3, 5])
+def test_a_pass_built_by_column_blocks_equals_one_build_and_numpy(columns, n_blocks):
     rng, offsets, X, g, h = _data()
     cols = np.arange(X.shape[1], dtype=np.int64) if columns is None else np.array(columns, np.int64)
     row_lists = [np.sort(rng.choice(X.shape[0], m, replace=False)).astype(np.int32)
                  for m in (1500, 700)]
-    one = np.zeros((2, offsets[-1], 2))
-    partition.build_histograms(X, offsets, cols, g, h, row_lists, one, None)
-    threads = KernelThreads(3)
-    try:
-        many = np.zeros_like(one)
-        partition.build_histograms(X, offsets, cols, g, h, row_lists, many, threads)
-    finally:
-        threads.close()
-    np.testing.assert_array_equal(many, one)
+
+    def work():
+        hist = np.zeros((2, offsets[-1], 2))
+        return partition.PassWork(None, X, offsets, cols, g, h, row_lists, hist)
+
+    one = work()
+    partition.build_block(one, 0, 1)
+    blocks = work()
+    for b in reversed(range(n_blocks)):  # any order: each block owns its columns
+        partition.build_block(blocks, b, n_blocks)
+    np.testing.assert_array_equal(blocks.hist, one.hist)
+    assert blocks.cells == (1500 + 700) * len(cols)
     for j, rows in enumerate(row_lists):
         ref = np.zeros((offsets[-1], 2))
         build_histogram_naive(X, offsets, cols, g, h, rows, ref)
-        np.testing.assert_allclose(many[j], ref, rtol=1e-12, atol=1e-9)
-        assert many[j, 0, 0] == len(rows)  # the count row added once, not once per block
+        np.testing.assert_allclose(blocks.hist[j], ref, rtol=1e-12, atol=1e-9)
+        assert blocks.hist[j, 0, 0] == len(rows)  # the count row added once, not per block
+
+
+def test_block_counts_share_uneven_partitions_out_and_leave_small_ones_whole(monkeypatch):
+    monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 1000)
+    # four equal partitions on two threads: one block each already balances
+    assert partition.block_counts([10 ** 6] * 4, 2) == [1, 1, 1, 1]
+    # three large and one small one (a NumPy fit's 131,072 x 3 + 6,784 rows)
+    counts = partition.block_counts([131072, 131072, 131072, 6784], 2)
+    assert counts == [2, 2, 2, 1]
+    sizes = sorted((c / k for c, k in zip([131072] * 3 + [6784], counts) for _ in range(k)),
+                   reverse=True)
+    loads = [0.0, 0.0]
+    for s in sizes:  # largest first, each to the least loaded thread
+        loads[loads.index(min(loads))] += s
+    assert max(loads) / (sum(loads) / 2) < 1.05
+    # a pass too small to share: one block per partition
+    assert partition.block_counts([500, 700], 2) == [1, 1]
 
 
 def test_kernel_threads_run_every_call_and_raise_after_all_ended():
-    threads = KernelThreads(2)
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(2)
+    threads = KernelThreads(pool, 2)
     done = []
     try:
         assert threads.run([lambda i=i: i * i for i in range(5)]) == [0, 1, 4, 9, 16]
@@ -54,7 +76,7 @@ def test_kernel_threads_run_every_call_and_raise_after_all_ended():
             threads.run([bad] + [lambda i=i: done.append(i) for i in range(4)])
         assert sorted(done) == [0, 1, 2, 3]
     finally:
-        threads.close()
+        pool.shutdown()
 
 
 def test_local_executor_shares_kernels_only_with_several_threads():
@@ -72,7 +94,7 @@ def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
     model; LightGBM on the same rows is the oracle for the trees themselves."""
     lgb = pytest.importorskip("lightgbm")
     import oocgbdt
-    monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 256)
+    monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 256)  # blocks even on these few rows
     rng = np.random.default_rng(5)
     X = rng.normal(size=(4000, 8)).astype(np.float32)
     y = (X[:, 0] + np.sin(3 * X[:, 1]) + 0.3 * rng.normal(size=4000) > 0).astype(float)
