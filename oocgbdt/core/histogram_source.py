@@ -208,17 +208,19 @@ class HistogramSource:
         self._bound_pool()
         return totals, split
 
-    def _run_pass(self, task, start, finish, iterables, key, consume=None):
+    def _run_pass(self, task, start, finish, iterables, key, consume=None, start_extra=()):
         """Handles of a pass's per-partition results: ``task`` per partition, or, on an
         executor whose threads share a pass (:attr:`LocalExecutor.kernel_threads`), ``start``
         per partition (routing), then every partition's histograms by column blocks
         (:func:`build_block`, largest first, all partitions' blocks on the threads at once, so
-        unequal partitions keep every thread busy), then ``finish``. The same values."""
+        unequal partitions keep every thread busy), then ``finish``. The same values.
+        ``start_extra``: more iterables for ``start`` only (in process, split passes route from
+        a column-major copy of the bins: see :func:`start_split_many`)."""
         b = self.executor
         threads = getattr(b, "kernel_threads", None)
         if threads is None:
             return b.map(task, *iterables, key=key, consume=consume)
-        works = b.map(start, *iterables, key=f"{key}-start", consume=consume)
+        works = b.map(start, *iterables, *start_extra, key=f"{key}-start", consume=consume)
         counts = block_counts([w.cells for w in works], threads.n_threads)
         items = sorted(((w, j, k) for w, k in zip(works, counts) for j in range(k)),
                        key=lambda t: -t[0].cells / t[2])
@@ -303,7 +305,8 @@ class HistogramSource:
         threads = getattr(b, "kernel_threads", None)
         self._rows = self._run_pass(partition_split_many, start_split_many, finish_split_pass,
                                     (self.partitions, self._rows, [self.class_idx] * n,
-                                     [self.meta] * n, [plan] * n), f"{tag}-route", consume=1)
+                                     [self.meta] * n, [plan] * n), f"{tag}-route", consume=1,
+                                    start_extra=([True] * n,))
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
         branches = tuple(self._branch[t[1]] for t in todo) if self.node is not None else None
