@@ -123,6 +123,11 @@ class KernelThreads:
         self._pool = pool
         self.n_threads = int(n_threads)
 
+    def submit(self, fn, *args):
+        """A future of ``fn(*args)`` run on the pool (for a task on the pool to queue more
+        work it never waits for itself)."""
+        return self._pool.submit(fn, *args)
+
     def run(self, calls) -> list:
         """``[call() for call in calls]``, every call on the pool, this thread waiting.
         Exceptions propagate (after every call has ended)."""

@@ -29,14 +29,23 @@ import numpy as np
 
 from oocgbdt.core.executor import EVERYWHERE, LocalExecutor, reduce_levels
 from oocgbdt.core.node_sampling import merge_block_samplers
-from oocgbdt.core.partition import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, block_counts,
+from oocgbdt.core.partition import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan, block_count,
                                 build_block, finish_pass, finish_root, finish_split_many,
                                 finish_split_pass, histogram_rows, histograms_only,
                                 partition_root, partition_split_many, pass_histogram,
                                 pass_records, start_root, start_split_many, sum_histograms,
                                 tree_rows_only)
 
-__all__ = ["HistogramSource", "merge_block_records"]
+__all__ = ["HistogramSource", "merge_block_records", "start_and_queue_blocks"]
+
+
+def start_and_queue_blocks(start, threads, *args):
+    """``start(*args)`` (a :class:`~oocgbdt.core.partition.PassWork`), and the futures of its
+    column blocks queued on ``threads`` (:func:`~oocgbdt.core.partition.block_count`); a task
+    of an in-process pass, which never waits for the blocks it queues."""
+    work = start(*args)
+    k = block_count(work.cells, threads.n_threads)
+    return work, [threads.submit(build_block, work, j, k) for j in range(k)]
 
 
 def merge_block_records(records, gains):
@@ -211,22 +220,23 @@ class HistogramSource:
     def _run_pass(self, task, start, finish, iterables, key, consume=None, start_extra=()):
         """Handles of a pass's per-partition results: ``task`` per partition, or, on an
         executor whose threads share a pass (:attr:`LocalExecutor.kernel_threads`), ``start``
-        per partition (routing), then every partition's histograms by column blocks
-        (:func:`build_block`, largest first, all partitions' blocks on the threads at once, so
-        unequal partitions keep every thread busy), then ``finish``. The same values.
-        ``start_extra``: more iterables for ``start`` only (in process, split passes route from
-        a column-major copy of the bins: see :func:`start_split_many`)."""
+        per partition (routing), each queueing its histograms' column blocks
+        (:func:`build_block`) on the threads as soon as it is routed (so unequal partitions
+        keep every thread busy and no thread waits for the slowest routing), then ``finish``.
+        The same values. ``start_extra``: more iterables for ``start`` only (in process, split
+        passes route from a column-major copy of the bins: see :func:`start_split_many`)."""
         b = self.executor
         threads = getattr(b, "kernel_threads", None)
         if threads is None:
             return b.map(task, *iterables, key=key, consume=consume)
-        works = b.map(start, *iterables, *start_extra, key=f"{key}-start", consume=consume)
-        counts = block_counts([w.cells for w in works], threads.n_threads)
-        items = sorted(((w, j, k) for w, k in zip(works, counts) for j in range(k)),
-                       key=lambda t: -t[0].cells / t[2])
-        b.map(build_block, [t[0] for t in items], [t[1] for t in items], [t[2] for t in items],
-              key=f"{key}-blocks")
-        return b.map(finish, works, key=f"{key}-finish")
+        n = len(iterables[0])
+        queued = b.map(start_and_queue_blocks, [start] * n, [threads] * n, *iterables,
+                       *start_extra, key=f"{key}-start", consume=None if consume is None
+                       else consume + 2)
+        for _, futures in queued:
+            for f in futures:
+                f.result()
+        return b.map(finish, [w for w, _ in queued], key=f"{key}-finish")
 
     def _sum_pass(self, results, key):
         """The pass's partial histograms summed once, as a one-element list: consecutive pairs,

@@ -44,21 +44,22 @@ def test_a_pass_built_by_column_blocks_equals_one_build_and_numpy(columns, n_blo
         assert blocks.hist[j, 0, 0] == len(rows)  # the count row added once, not per block
 
 
-def test_block_counts_share_uneven_partitions_out_and_leave_small_ones_whole(monkeypatch):
+def test_block_count_gives_each_thread_a_block_unless_blocks_get_too_small(monkeypatch):
     monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 1000)
-    # four equal partitions on two threads: one block each already balances
-    assert partition.block_counts([10 ** 6] * 4, 2) == [1, 1, 1, 1]
-    # three large and one small one (a NumPy fit's 131,072 x 3 + 6,784 rows)
-    counts = partition.block_counts([131072, 131072, 131072, 6784], 2)
-    assert counts == [2, 2, 2, 1]
-    sizes = sorted((c / k for c, k in zip([131072] * 3 + [6784], counts) for _ in range(k)),
-                   reverse=True)
+    assert partition.block_count(10 ** 6, 2) == 2
+    assert partition.block_count(10 ** 6, 3) == 3
+    assert partition.block_count(2500, 4) == 2   # two blocks of 1,250 cells, not four of 625
+    assert partition.block_count(999, 2) == 1
+    # the uneven partitions of a NumPy fit (131,072 x 3 + 6,784 rows): their blocks, queued
+    # one partition after the other, load two threads evenly
+    sizes = []
+    for cells in [131072] * 3 + [6784]:
+        k = partition.block_count(cells, 2)
+        sizes += [cells / k] * k
     loads = [0.0, 0.0]
-    for s in sizes:  # largest first, each to the least loaded thread
+    for s in sizes:  # first in, first out: each to the thread that frees first
         loads[loads.index(min(loads))] += s
     assert max(loads) / (sum(loads) / 2) < 1.05
-    # a pass too small to share: one block per partition
-    assert partition.block_counts([500, 700], 2) == [1, 1]
 
 
 def test_kernel_threads_run_every_call_and_raise_after_all_ended():
@@ -95,6 +96,7 @@ def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
     lgb = pytest.importorskip("lightgbm")
     import oocgbdt
     monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 256)  # blocks even on these few rows
+    monkeypatch.setattr(partition, "MIN_THREADED_SEARCH_BINS", 1)  # and threaded searches
     rng = np.random.default_rng(5)
     X = rng.normal(size=(4000, 8)).astype(np.float32)
     y = (X[:, 0] + np.sin(3 * X[:, 1]) + 0.3 * rng.normal(size=4000) > 0).astype(float)
