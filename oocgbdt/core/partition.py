@@ -240,7 +240,7 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
 #: In process, a partition's histograms of a pass are cut into column blocks (run on the
 #: executor's threads beside the other partitions' blocks) only when each block adds at least
 #: this many cells (rows x columns): below it, a hand-off to a thread costs more than the block.
-MIN_BLOCK_CELLS = 2 ** 13
+MIN_BLOCK_CELLS = 2 ** 15
 
 
 @dataclass

@@ -419,7 +419,12 @@ class SplitInfo:
         """``meta`` restricted to the features its children may split on."""
         if self.splittable is None:
             return meta
-        return replace(meta, feature_mask=meta.feature_mask & self.splittable)
+        child = replace(meta, feature_mask=meta.feature_mask & self.splittable)
+        # The layout is the parent's: so is whether expanding a histogram is a copy (a check
+        # over every bin, about 30 us on 50 x 255 bins, that each child would redo).
+        if "expand_is_copy" in meta.__dict__:
+            child.__dict__["expand_is_copy"] = meta.__dict__["expand_is_copy"]
+        return child
 
 
 def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:

@@ -216,6 +216,7 @@ def _scan_plain(hist, lo, n_bins, missing_type, default_bin, reverse, include_na
     # same sums, checks and gain arithmetic (split_gain reduces to leaf_gain(left) +
     # leaf_gain(right)), with the best kept in locals instead of res. About 4x faster per bin
     # (100 features x 255 bins: 12 -> 3 ns), measured.
+    use_l1 = l1 > 0.0
     best = res[0]
     best_t = res[1]
     best_g = res[2]
@@ -245,7 +246,10 @@ def _scan_plain(hist, lo, n_bins, missing_type, default_bin, reverse, include_na
             if rand_t >= 0 and t - 1 != rand_t:
                 continue
             lg = sum_g - acc_g
-            gain = leaf_gain(lg, lh, l1, l2) + leaf_gain(acc_g, acc_h, l1, l2)
+            if use_l1:
+                gain = leaf_gain(lg, lh, l1, l2) + leaf_gain(acc_g, acc_h, l1, l2)
+            else:  # T(G) = G exactly when lambda_l1 = 0
+                gain = lg * lg / (lh + l2) + acc_g * acc_g / (acc_h + l2)
             if gain > min_gain_shift and gain > best:
                 best = gain
                 best_t = t - 1
@@ -283,7 +287,10 @@ def _scan_plain(hist, lo, n_bins, missing_type, default_bin, reverse, include_na
             if rand_t >= 0 and t != rand_t:
                 continue
             rg = sum_g - acc_g
-            gain = leaf_gain(acc_g, acc_h, l1, l2) + leaf_gain(rg, rh, l1, l2)
+            if use_l1:
+                gain = leaf_gain(acc_g, acc_h, l1, l2) + leaf_gain(rg, rh, l1, l2)
+            else:
+                gain = acc_g * acc_g / (acc_h + l2) + rg * rg / (rh + l2)
             if gain > min_gain_shift and gain > best + margin:
                 best = gain
                 best_t = t

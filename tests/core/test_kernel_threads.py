@@ -91,10 +91,10 @@ def test_local_executor_shares_kernels_only_with_several_threads():
 
 
 def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
-    """Histogram blocks and the children's searches on kernel threads change no bit of the
-    model; LightGBM on the same rows is the oracle for the trees themselves."""
+    """Histogram blocks, column routing and the children's searches on the executor's threads
+    change no bit of the model; LightGBM on the same rows is the oracle for the trees."""
     lgb = pytest.importorskip("lightgbm")
-    import oocgbdt
+    from tests.core._helpers import fit_in_process
     monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 256)  # blocks even on these few rows
     monkeypatch.setattr(partition, "MIN_THREADED_SEARCH_BINS", 1)  # and threaded searches
     rng = np.random.default_rng(5)
@@ -102,8 +102,9 @@ def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
     y = (X[:, 0] + np.sin(3 * X[:, 1]) + 0.3 * rng.normal(size=4000) > 0).astype(float)
     params = dict(objective="binary", num_leaves=15, learning_rate=0.2, num_iterations=8,
                   min_data_in_leaf=20, verbose=-1, enable_bundle=False)
-    one = oocgbdt.train(dict(params, num_threads=1), X, y)
-    two = oocgbdt.train(dict(params, num_threads=2), X, y)
+    layout = dict(chunk_rows=700, partition_rows=700)  # 6 partitions, the last one smaller
+    one = fit_in_process(dict(params, **layout), X, y, executor=LocalExecutor(1))
+    two = fit_in_process(dict(params, **layout), X, y, executor=LocalExecutor(2))
     np.testing.assert_array_equal(one.predict(X, raw_score=True), two.predict(X, raw_score=True))
     ref = lgb.train(dict(params, num_threads=1, deterministic=True), lgb.Dataset(X, y))
     np.testing.assert_allclose(two.predict(X, raw_score=True), ref.predict(X, raw_score=True),
