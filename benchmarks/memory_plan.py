@@ -188,8 +188,7 @@ def main(argv=None) -> int:
     # one chunk over the usable share by the whole plan, under it by the rows alone
     just_over = rows_for(1.0, usable, args.features, fit_params("memory", rounds), n_workers,
                          threads) + CHUNK_ROWS
-    store_rows = max([too_large] + ([] if args.quick else [just_over])
-                     + list(fitting.values()))
+    store_rows = max(([] if args.quick else [just_over]) + list(fitting.values()))
     status = 0
     table = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -204,18 +203,14 @@ def main(argv=None) -> int:
             return LocalCluster(n_workers=n_workers, threads_per_worker=threads, processes=True,
                                 memory_limit=f"{limit_mib}MiB", dashboard_address=":0")
 
-        # 1. cannot fit: by the rows alone (checked before anything is read), and by the
-        # whole plan (checked after the label check and the bin sample)
-        failing = [("too large: rows alone", too_large)]
-        if not args.quick:
-            failing.append(("too large: whole plan", just_over))
-        for label, rows in failing:
-            with cluster() as lc, Client(lc) as client:
-                params = fit_params("memory", rounds)
-                booster, error, seconds = run_fit(client, params, X_all[:rows], y_all[:rows],
-                                                  min(args.timeout, 60.0))
+        def too_large_case(label, rows, client):
+            """A fit that cannot fit: the seconds until its MemoryError, its message."""
+            params = fit_params("memory", rounds)
+            # rows past the store's (never read: the rows alone are over) repeat it
+            X = da.concatenate([X_all] * math.ceil(rows / store_rows))[:rows]
+            y = da.concatenate([y_all] * math.ceil(rows / store_rows))[:rows]
+            booster, error, seconds = run_fit(client, params, X, y, min(args.timeout, 60.0))
             ok = isinstance(error, MemoryError) and seconds < 10
-            status |= not ok
             plan = max(p["peak"] for p in planned(rows, args.features, params, n_workers,
                                                   threads))
             table.append((f"{label} (memory)", rows, mib(plan) + " (estimate)", limit_mib,
@@ -223,11 +218,21 @@ def main(argv=None) -> int:
             print(f"\n{label}: {rows:,} rows: {type(error).__name__} after {seconds:.2f} s"
                   f"{'' if ok else ' (EXPECTED a MemoryError within 10 s)'}:\n  {error}\n",
                   flush=True)
+            return ok
+
+        # 1. cannot fit by the whole plan (checked after the label check and the bin sample:
+        # fresh workers); by the rows alone, below, on the workers of the first fitting case
+        # (checked before anything runs on them)
+        if not args.quick:
+            with cluster() as lc, Client(lc) as client:
+                status |= not too_large_case("too large: whole plan", just_over, client)
         # 2. fits, each on fresh workers (the plan's baseline is a fresh worker's)
         for mode in modes:
             rows = fitting[mode]
             params = fit_params(mode, rounds)
             with cluster() as lc, Client(lc) as client:
+                if mode == modes[0]:
+                    status |= not too_large_case("too large: rows alone", too_large, client)
                 before = pids(client)
                 watcher = ProcessTreeMemory(interval=0.05).start()
                 t0 = time.time()
