@@ -29,6 +29,11 @@ blocks, as :meth:`oocgbdt.runtime.queue.OperationQueue.owner_of_partition` place
 The peak is ``baseline + per_row_state + bins (memory) + max(loading, histograms + partials +
 read buffers)``: loading ends before the first pass. Upper bounds are taken where the count
 depends on the run (every kept histogram whole on every worker, the widest depth-wise level).
+
+A fit is checked twice: before any data is read, the workers' baselines and the rows' per-row
+state against the workers' usable memory together (:func:`check_rows`); once the bins and
+partitions are known, each worker's peak against its own (:func:`check_plan`). Usable is the
+share of ``memory_limit`` below Dask's ``pause`` and ``terminate`` (:func:`usable_fraction`).
 """
 from __future__ import annotations
 
