@@ -29,6 +29,11 @@ blocks, as :meth:`oocgbdt.runtime.queue.OperationQueue.owner_of_partition` place
 The peak is ``baseline + per_row_state + bins (memory) + max(loading, histograms + partials +
 read buffers)``: loading ends before the first pass. Upper bounds are taken where the count
 depends on the run (every kept histogram whole on every worker, the widest depth-wise level).
+
+A fit is checked twice: before any data is read, the workers' baselines and the rows' per-row
+state against the workers' usable memory together (:func:`check_rows`); once the bins and
+partitions are known, each worker's peak against its own (:func:`check_plan`). Usable is the
+share of ``memory_limit`` below Dask's ``pause`` and ``terminate`` (:func:`usable_fraction`).
 """
 from __future__ import annotations
 
@@ -44,7 +49,8 @@ from oocgbdt.core.split import FeatureMeta
 from oocgbdt.dask.cache import PER_ROW_STATE_BYTES, PIECE_RAW_BYTES, describe_bytes
 
 __all__ = ["WORKER_BASELINE_BYTES", "check_worker_baseline", "HISTOGRAM_BIN_BYTES", "RAW_READ_FACTOR", "placement_blocks", "children_per_pass",
-           "plan_memory", "worker_limits", "usable_fraction", "check_plan", "describe_plan"]
+           "plan_memory", "worker_limits", "usable_fraction", "check_rows", "check_plan",
+           "describe_plan"]
 
 logger = logging.getLogger("oocgbdt")
 
@@ -97,6 +103,18 @@ def _sampled_share(params) -> float:
     if params["bagging_freq"] > 0 and params["bagging_fraction"] < 1.0:
         return float(params["bagging_fraction"])
     return 0.0
+
+
+def _train_row_state(params, n_outputs: int, weighted: bool) -> int:
+    """Bytes a worker keeps per training row for the whole fit: raw score, gradient and hessian
+    per output, label, row order, weight (when given) and sampled row index (row sampling)."""
+    return (PER_ROW_STATE_BYTES * int(n_outputs) + _LABEL_BYTES + _INDEX_BYTES
+            + (_LABEL_BYTES if weighted else 0) + (_INDEX_BYTES if _sampled_share(params) else 0))
+
+
+def _eval_row_state(n_outputs: int, weighted: bool) -> int:
+    """Bytes a worker keeps per eval row: raw score per output, label and weight (when given)."""
+    return _SCORE_BYTES * int(n_outputs) + _LABEL_BYTES + (_LABEL_BYTES if weighted else 0)
 
 
 def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int,
@@ -158,9 +176,7 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
     screened = (float(params["screening_ratio"]) if params["feature_screening"] is not None
                 else float(params["feature_fraction"]) if params["feature_fraction"] < 1.0
                 else 0.0)
-    train_row_state = (PER_ROW_STATE_BYTES * k + _LABEL_BYTES + _INDEX_BYTES
-                       + (_LABEL_BYTES if weighted.get("train") else 0)
-                       + (_INDEX_BYTES if sampled else 0))
+    train_row_state = _train_row_state(params, k, bool(weighted.get("train")))
     plans = []
     blocks = {s: placement_blocks(len(rows), n_places) for s, rows in partition_rows.items()}
     for place in range(n_places):
@@ -172,8 +188,7 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
         busy = max(1, min(int(threads), max(1, len(mine["train"]))))
         eval_rows = sum(sum(r) for s, r in mine.items() if s != "train")
         eval_bins = eval_rows * eval_row_bytes
-        eval_state = sum(sum(r) * (_SCORE_BYTES * k + _LABEL_BYTES
-                                   + (_LABEL_BYTES if weighted.get(s) else 0))
+        eval_state = sum(sum(r) * _eval_row_state(k, bool(weighted.get(s)))
                          for s, r in mine.items() if s != "train")
         # A task replacing a partition's gradients (or raw scores) holds the new arrays and
         # their row-major temporaries (float32 pairs and the transposed raw scores) beside the
@@ -212,13 +227,18 @@ def worker_limits(client) -> list:
 
 
 def usable_fraction() -> float:
-    """Share of a worker's memory limit a fit may reach: Dask's ``terminate`` threshold (the
-    nanny kills a worker over it), else ``pause``, else 1 (both disabled)."""
-    for name in ("terminate", "pause"):
-        value = dask.config.get(f"distributed.worker.memory.{name}", None)
-        if value:
-            return float(value)
-    return 1.0
+    """Share of a worker's memory limit a fit may reach: the lower of Dask's ``pause`` and
+    ``terminate`` thresholds (``distributed.worker.memory.*``) that are enabled, else 1.
+
+    A worker over ``pause`` runs no task until its memory falls below it again, and a fit's
+    workers hold their training state until the fit ends: a worker paused while it loads its
+    partitions never finishes them and the fit waits forever. Over ``terminate`` its nanny
+    kills it.
+    """
+    values = [dask.config.get(f"distributed.worker.memory.{name}", None)
+              for name in ("pause", "terminate")]
+    values = [float(v) for v in values if v]
+    return min(values) if values else 1.0
 
 
 def describe_plan(plan: dict) -> str:
@@ -291,7 +311,9 @@ def check_plan(plans, limits, *, mode: str, params) -> None:
     room = usable - plan["baseline"] - plan["histograms"]
     spread = sum(p["training"] - p["histograms"] for p in plans)
     if room > 0 and spread > 0:
-        advice.append(f"more workers (about {math.ceil(spread / room)} of this memory_limit)")
+        # at least one more: the partitions may be over on one worker only (a larger block)
+        workers = max(math.ceil(spread / room), len(plans) + 1)
+        advice.append(f"more workers (about {workers} of this memory_limit)")
     if plan["baseline"] >= usable:
         advice.append(f"a larger memory_limit (a worker's baseline alone is "
                       f"{mib(plan['baseline'])})")
@@ -309,6 +331,68 @@ def check_plan(plans, limits, *, mode: str, params) -> None:
         f"({len(over)} of {len(plans)} worker(s) over; {plan['partitions']} training "
         f"partition(s), {plan['rows']} rows there). Nothing was trained. Try: "
         + "; ".join(advice) + ".")
+
+
+def check_rows(params, set_rows: dict, *, n_outputs: int, weighted: dict, limits) -> None:
+    """Fail before any data is read when the rows alone cannot fit: a lower bound of the plan
+    (:func:`plan_memory`) from the set sizes, before the labels are checked and the bins fitted
+    (both read every row or a sample of them; on a large data set, many seconds).
+
+    The bound is :func:`plan_memory`'s peak without the terms that need the bins or the
+    partitions (bins, loading, histograms, partials and the state being replaced): the
+    workers' baselines plus the per-row state of every training and eval row. Wherever the
+    partitions are placed, the workers together hold all of it, so when it exceeds the sum of
+    the workers' usable memory (``usable_fraction() x memory_limit``) some worker's planned
+    peak is over its own.
+
+    Parameters
+    ----------
+    params : dict
+        Resolved parameters.
+    set_rows : dict
+        ``{"train": rows, "eval_0": rows, ...}``.
+    n_outputs : int
+        Trees per round.
+    weighted : dict
+        ``{set name: bool}``: whether the set has row weights.
+    limits : list of (address, int, int)
+        :func:`worker_limits`; when a worker has no limit (0), nothing is checked.
+
+    Raises
+    ------
+    MemoryError
+        With the bound, its terms, the workers' usable memory and what to change.
+    """
+    if (not limits or any(limit <= 0 for _, limit, _ in limits)
+            or not all(np.isfinite(r) for r in set_rows.values())):  # rows not known yet
+        return
+    fraction = usable_fraction()
+    usable = sum(fraction * limit for _, limit, _ in limits)
+    state = sum(int(rows) * (_train_row_state(params, n_outputs, bool(weighted.get(s)))
+                             if s == "train" else _eval_row_state(n_outputs, bool(weighted.get(s))))
+                for s, rows in set_rows.items())
+    baselines = len(limits) * WORKER_BASELINE_BYTES
+    if baselines + state <= usable:
+        return
+    mib = lambda n: f"{n / 2 ** 20:.0f} MiB"  # noqa: E731
+    per_worker = max(fraction * limit for _, limit, _ in limits) - WORKER_BASELINE_BYTES
+    advice = []
+    if per_worker > 0:
+        advice.append(f"more workers (at least {math.ceil(state / per_worker)} of the largest "
+                      f"memory_limit)")
+    advice.append("a larger memory_limit")
+    if len(set_rows) > 1:
+        advice.append("smaller eval sets")
+    raise MemoryError(
+        f"memory plan: the {int(set_rows.get('train', 0))} training rows"
+        + ("" if len(set_rows) == 1 else
+           f" and {sum(int(r) for s, r in set_rows.items() if s != 'train')} eval rows")
+        + f" alone need at least {mib(baselines + state)} on {len(limits)} worker(s): "
+        f"baselines {len(limits)} x {mib(WORKER_BASELINE_BYTES)} + per-row state "
+        f"{mib(state)} (before the bins, loading and histograms), over the {mib(usable)} the "
+        f"workers may use together ({fraction:g} x their memory_limit, "
+        + ", ".join(sorted({mib(limit) for _, limit, _ in limits}))
+        + f"). Nothing was read. Try: " + "; ".join(advice) + ".")
 
 
 def plan_fit(params, sets, bounds, *, n_outputs: int, n_features: int, row_bytes: int,

@@ -49,7 +49,7 @@ from oocgbdt.core.partition import partition_set_init_scores
 from oocgbdt.core.split import check_monotone_constraints
 from oocgbdt.dask.inputs import (align_to_queries, check_init_scores, check_labels_and_weights,
                                  check_position, init_score_inputs, is_sparse, training_inputs)
-from oocgbdt.dask.memory_plan import (check_worker_baseline, memory_report, plan_fit,
+from oocgbdt.dask.memory_plan import (check_rows, check_worker_baseline, memory_report, plan_fit,
                                      start_measuring, stop_measuring, worker_limits)
 from oocgbdt.dask.partitions import (partition_bounds, partition_groups, partition_tasks,
                                      row_blocks, set_layout)
@@ -289,7 +289,12 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
               else _client_compute(client))
     if client is not None:
         # A worker paused by its own baseline would never run these checks or the fit's tasks.
-        check_worker_baseline(worker_limits(client))
+        limits = worker_limits(client)
+        check_worker_baseline(limits)
+        # Before the label check and the bin sample read the data: the rows alone may not fit.
+        check_rows(params, {s: Xs.shape[0] for s, Xs, _, _ in inputs.sets},
+                   n_outputs=objective.num_tree_per_iteration,
+                   weighted={s: w is not None for s, _, _, w in inputs.sets}, limits=limits)
     check_labels_and_weights(inputs, objective, checks)
     check_init_scores(init_scores, checks)
     caches = []  # the fit's disk cache, once opened

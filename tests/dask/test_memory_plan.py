@@ -151,3 +151,61 @@ def test_planned_training_memory_matches_the_measured_rss_in_process(objective):
     assert worker["address"] == "in process"
     planned, measured = worker["planned"]["training"], worker["measured_training"]
     assert 0.6 * planned <= measured <= 1.25 * planned, (planned, measured)
+
+
+@pytest.mark.parametrize("pause, terminate, expected", [
+    (0.8, 0.95, 0.8), (False, 0.95, 0.95), (0.9, 0.85, 0.85), (0.8, False, 0.8),
+    (False, False, 1.0)])
+def test_usable_fraction_is_the_lower_enabled_threshold(pause, terminate, expected):
+    """A worker over pause runs no task (a fit loading its partitions would wait forever);
+    over terminate its nanny kills it: the plan may use up to the lower of the two."""
+    from oocgbdt.dask.memory_plan import usable_fraction
+    with dask.config.set({"distributed.worker.memory.pause": pause,
+                          "distributed.worker.memory.terminate": terminate}):
+        assert usable_fraction() == expected
+
+
+def test_check_rows_fails_exactly_when_the_rows_alone_exceed_the_workers():
+    """The bound before any read: 2 workers' baselines plus 250 weighted training rows at
+    (16 + 4 + 4 + 4) bytes and 40 eval rows at (8 + 4) bytes, against 0.8 x the workers'
+    limits together; one byte of limit either side decides, and when it raises, the whole
+    plan of any placement is over a limit too (it is a lower bound)."""
+    from oocgbdt.dask.memory_plan import (WORKER_BASELINE_BYTES, check_plan, check_rows,
+                                          plan_memory)
+    params = resolve_params(dict(objective="binary", num_leaves=7, lookahead_leaves=0))
+    need = 2 * WORKER_BASELINE_BYTES + 250 * 28 + 40 * 12
+    weighted = {"train": True, "eval_0": False}
+    rows = {"train": 250, "eval_0": 40}
+    fits = -(-need * 5 // 8)  # the smallest limit L with 0.8 x 2 L >= need
+    with dask.config.set({"distributed.worker.memory.pause": 0.8,
+                          "distributed.worker.memory.terminate": 0.95}):
+        check_rows(params, rows, n_outputs=1, weighted=weighted,
+                   limits=[("a", fits, 1), ("b", fits, 1)])
+        check_rows(params, rows, n_outputs=1, weighted=weighted,  # no limit: no check
+                   limits=[("a", 0, 1), ("b", fits - 5, 1)])
+        limits = [("a", fits - 1, 1), ("b", fits - 1, 1)]
+        with pytest.raises(MemoryError, match=r"250 training rows and 40 eval rows alone need "
+                                              r"at least 448 MiB on 2 worker\(s\).*0.8 x"):
+            check_rows(params, rows, n_outputs=1, weighted=weighted, limits=limits)
+        plans = plan_memory(params, partition_rows={"train": [100, 100, 50], "eval_0": [40]},
+                            n_outputs=1, n_features=5, row_bytes=5, n_hist_bins=11,
+                            mode="memory", n_places=2, threads=1, weighted=weighted)
+        with pytest.raises(MemoryError, match="the fit needs a peak"):
+            check_plan(plans, limits, mode="memory", params=params)
+
+
+def test_rows_that_cannot_fit_fail_before_anything_is_computed():
+    """4 M training rows need 24 B each of per-row state (96 MB) beside a 224 MiB baseline, over
+    a 300 MiB worker: the fit fails before the label check or the bin sample runs a task."""
+    X = da.zeros((4_000_000, 2), chunks=(1_000_000, 2), dtype=np.float32)
+    y = da.zeros(4_000_000, chunks=1_000_000)
+    with dask.config.set(NO_MONITOR), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                         memory_limit="300MiB", dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        with get_task_stream(client=client) as stream, \
+                pytest.raises(MemoryError, match=r"4000000 training rows alone need at least "
+                                                 r"316 MiB on 1 worker.*1 x their memory_limit, "
+                                                 r"300 MiB.*Nothing was read"):
+            oocgbdt.train(dict(objective="binary", n_estimators=1), X, y, client=client)
+        assert not stream.data
