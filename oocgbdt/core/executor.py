@@ -186,10 +186,11 @@ class LocalExecutor:
         the caller's references keep the values alive, so it changes nothing).
         """
         t0 = time.perf_counter()
-        if self._pool is None or getattr(fn, "inline_task", False):
-            out = [fn(*args) for args in zip(*iterables)]
+        calls = list(zip(*iterables))
+        if self._pool is None or len(calls) <= 1 or getattr(fn, "inline_task", False):
+            out = [fn(*args) for args in calls]  # nothing to share out: no hand-off
         else:
-            out = list(self._pool.map(fn, *iterables))
+            out = list(self._pool.map(fn, *zip(*calls)))
         self.seconds[fn.__name__] += time.perf_counter() - t0
         return out
 

@@ -41,10 +41,14 @@ __all__ = ["HistogramSource", "merge_block_records", "start_and_queue_blocks"]
 
 def start_and_queue_blocks(start, threads, *args):
     """``start(*args)`` (a :class:`~oocgbdt.core.partition.PassWork`), and the futures of its
-    column blocks queued on ``threads`` (:func:`~oocgbdt.core.partition.block_count`); a task
-    of an in-process pass, which never waits for the blocks it queues."""
+    column blocks queued on ``threads`` (:func:`~oocgbdt.core.partition.block_count`; one
+    block is built here); a task of an in-process pass, which never waits for the blocks it
+    queues."""
     work = start(*args)
     k = block_count(work.cells, threads.n_threads)
+    if k == 1:  # too small to share: built here, without a hand-off
+        build_block(work, 0, 1)
+        return work, []
     return work, [threads.submit(build_block, work, j, k) for j in range(k)]
 
 
