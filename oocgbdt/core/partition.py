@@ -405,7 +405,9 @@ def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leave
     extra = None
     if meta.bundled:
         f = meta.totals_feature
-        if meta.feature_bundle[f] >= 0:
+        # Every feature alone in its column (dense data): the feature's own slice of the
+        # histogram is its histogram, appended as it is (the same sums, no decoding pass).
+        if meta.feature_bundle[f] >= 0 and not meta.expand_is_copy:
             if subset is not None and subset[0] is not None:
                 full_X = full_X[subset[0]]
             extra = (_feature_column(full_X, meta, f), int(meta.n_bins[f]), meta)
