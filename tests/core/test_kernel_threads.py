@@ -106,6 +106,8 @@ def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
     one = fit_in_process(dict(params, **layout), X, y, executor=LocalExecutor(1))
     two = fit_in_process(dict(params, **layout), X, y, executor=LocalExecutor(2))
     np.testing.assert_array_equal(one.predict(X, raw_score=True), two.predict(X, raw_score=True))
+    for stats in two.tree_stats:  # the passes' time is reported as on one thread
+        assert 0 < stats["seconds_histogram"] <= stats["seconds"]
     ref = lgb.train(dict(params, num_threads=1, deterministic=True), lgb.Dataset(X, y))
     np.testing.assert_allclose(two.predict(X, raw_score=True), ref.predict(X, raw_score=True),
                                rtol=1e-9, atol=1e-9)
