@@ -143,10 +143,12 @@ def discretize_naive(gradients, hessians, inv_grad_scale, inv_hess_scale, consta
 
 
 @njit
-def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indices, out):
+def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indices, out,
+                        add_count=True):
     """Integer twin of :func:`oocgbdt.kernels.histogram.build_histogram`: add the packed pairs
-    of rows ``row_indices`` into ``out`` for the listed columns, and their number into the count
-    row ``out[0, 0]``.
+    of rows ``row_indices`` into ``out`` for the listed columns, and (``add_count``) their
+    number into the count row ``out[0, 0]``; a pass built by column blocks adds the count with
+    one block only.
 
     Parameters
     ----------
@@ -156,6 +158,7 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
     packed : ndarray of shape (n_rows,), dtype int64                         # IN  (:func:`discretize`)
     row_indices : ndarray of shape (n_selected,), dtype int32                # IN
     out : ndarray of shape (n_hist_bins, 1), dtype int64, C-contiguous       # IN and OUT (added to)
+    add_count : bool                                                         # IN
     """
     flat = out.reshape(-1)
     n_built = column_indices.shape[0]
@@ -188,7 +191,8 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
             for k in range(n_built):
                 j = column_indices[k]
                 flat[bin_offsets[j] + X_binned[r, j]] += v
-    flat[0] += n_rows
+    if add_count:
+        flat[0] += n_rows
 
 
 def build_histogram_int_naive(X_binned, bin_offsets, column_indices, packed, row_indices, out):
