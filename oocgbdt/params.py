@@ -1023,8 +1023,8 @@ _TABLE = [
         "Quantized training (LightGBM's gradient discretizer; Shi et al., NeurIPS 2022): each "
         "tree discretizes the gradients and hessians into num_grad_quant_bins integer levels "
         "with scales from their largest magnitudes, and histograms and split search add "
-        "integers (exact, so the same in any order of partitions). Numerical features only; "
-        "with categorical features or feature bundles the fit raises (set enable_bundle=False).",
+        "integers (exact, so the same in any order of partitions). Numerical features only: "
+        "with categorical features the fit raises.",
     ),
     Param(
         "num_grad_quant_bins", 4, (), "int", _range(2, 126, integer=True),

@@ -136,12 +136,10 @@ def _quantized_setup(executor, partitions, params, objective, meta, key):
     support and that integer sums fit 32 bits."""
     if not params.get("use_quantized_grad"):
         return None, None
-    merged = meta.bundled and not meta.expand_is_copy
-    if merged or (meta.is_categorical is not None and meta.is_categorical.any()):
-        raise ValueError("use_quantized_grad supports numerical features without feature "
-                         "bundles only: found "
-                         + ("feature bundles (set enable_bundle=False)" if merged
-                            else "categorical features (categorical_feature)"))
+    if meta.is_categorical is not None and meta.is_categorical.any():
+        raise ValueError("use_quantized_grad supports numerical features only: found "
+                         "categorical features (categorical_feature); use "
+                         "use_quantized_grad=False, or pass those columns as numerical")
     weighted = bool(executor.gather(executor.submit(_has_weight, partitions[0],
                                                     key=f"{key}-quant-hasweight")))
     quantizer = GradientQuantizer.from_params(params, objective.name, weighted,

@@ -452,8 +452,10 @@ def leaf_totals(hist: np.ndarray, meta: FeatureMeta, params: "SplitParams | None
     packed sum and its float sums scaled as LightGBM's ``LeafSplits::Init``.
     """
     if params is not None and params.quant_scales is not None and hist.dtype == QUANT_DTYPE:
-        f = meta.built_columns[0]
-        packed = int(hist[meta.bin_offsets[f]:meta.bin_offsets[f + 1], 0].sum())
+        # Every row of the leaf is in one bin of each built column (bundle or feature), and
+        # integer sums are exact: any column's slice gives the totals.
+        c = int(meta.hist_columns[0])
+        packed = int(hist[meta.hist_offsets[c]:meta.hist_offsets[c + 1], 0].sum())
         g, h = unpack(packed)
         gs, hs = params.quant_scales
         return LeafTotals(g * gs, h * hs, float(hist[0, 0]), packed)
@@ -595,7 +597,8 @@ def best_split_int(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     hist : ndarray of shape (n_hist_bins, 1), dtype int64
     totals : LeafTotals with ``packed`` set
     meta, params, context, node_mask, rand_states
-        As :func:`best_split`. Numerical features only, without bundles.
+        As :func:`best_split`. Numerical features only; a bundle histogram is expanded to the
+        per-feature layout first (:func:`_expand_int`).
 
     Returns
     -------
@@ -604,13 +607,13 @@ def best_split_int(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
     Raises
     ------
     ValueError
-        With categorical features or feature bundles (not implemented for integer histograms).
+        With categorical features (not implemented for integer histograms).
     """
-    if ((meta.bundled and not meta.expand_is_copy)
-            or (meta.is_categorical is not None and meta.is_categorical.any())):
-        raise ValueError("use_quantized_grad supports numerical features without bundles only: "
-                         "found categorical features or feature bundles (set "
-                         "enable_bundle=False, or use_quantized_grad=False)")
+    if meta.is_categorical is not None and meta.is_categorical.any():
+        raise ValueError("use_quantized_grad supports numerical features only: found "
+                         "categorical features (use_quantized_grad=False)")
+    if meta.bundled and not meta.expand_is_copy:
+        hist = _expand_int(hist, meta, totals)
     if context is None:
         context = params.root_context(totals)
     gs, hs = params.quant_scales
@@ -651,3 +654,20 @@ def best_split_int(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
                      default_left=bool(rec[2]), left=left, right=right,
                      splittable=np.isfinite(gains), left_output=float(rec[6]),
                      right_output=float(rec[7]), context=context), gains
+
+
+def _expand_int(hist: np.ndarray, meta: FeatureMeta, totals: LeafTotals) -> np.ndarray:
+    """The per-feature integer histogram (shape (n_total_bins, 1), int64 packed) of a bundle
+    integer histogram: :func:`oocgbdt.kernels.bundling.expand_histogram` on the unpacked
+    fields as float64 (integers below 2**53: every sum and difference is exact), packed
+    again. A bundled feature's default bin is the leaf's total minus its other bins, as
+    LightGBM's ``FixHistogramInt``."""
+    g, h = unpack(hist[:meta.n_hist_bins, 0])
+    fields = np.stack([g, h], axis=1).astype(np.float64)
+    out = np.zeros((meta.n_total_bins, 2))
+    out[0] = fields[0]
+    tg, th = unpack(totals.packed)
+    expand_histogram(fields, meta.expand_index, meta.bin_offsets, meta.n_bins, meta.default_bins,
+                     meta.feature_raw, meta.feature_mask, float(tg), float(th), out)
+    ints = out.astype(np.int64)
+    return ((ints[:, 0] << 32) + ints[:, 1]).reshape(-1, 1)
