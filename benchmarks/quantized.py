@@ -15,7 +15,9 @@ num_leaves=31, learning_rate=0.1, max_bin=255, ``use_quantized_grad`` with its d
 levels, stochastic rounding) for ``quant``; oocgbdt on NumPy input (in process, 2 threads),
 LightGBM with ``num_threads=2``. Per run: the whole fit's wall seconds; oocgbdt's histogram
 seconds (the sum over trees of ``tree_stats[i]["seconds_histogram"]``: the root and split
-passes' histogram tasks, summed over partitions, so thread time, not wall) and its quantization
+passes' histogram tasks, summed over partitions, so thread time, not wall; ``nan`` where the
+executor does not time them per task, as in process when a pass's column blocks run on the
+kernel threads) and its quantization
 seconds (``seconds_quantize``); the fit's CPU seconds of this process, every thread
 (``time.process_time``: other processes do not inflate it, so on a busy machine it is the
 steadier measure); the test AUC. Medians over ``--repeats`` (default 3).
@@ -114,7 +116,9 @@ def run_dataset(name, quick, repeats, rounds):
     for lib in RUNNERS:
         f, q = med[(lib, "float")], med[(lib, "quant")]
         out[lib] = dict(fit=f["fit"] / q["fit"], cpu=f["cpu"] / q["cpu"],
-                        histogram=f["histogram"] / q["histogram"], auc=q["auc"] - f["auc"])
+                        histogram=(f["histogram"] / q["histogram"]
+                                   if f["histogram"] > 0 and q["histogram"] > 0 else float("nan")),
+                        auc=q["auc"] - f["auc"])
         print(f"\n{lib}: quantized fit {out[lib]['fit']:.2f}x faster (cpu {out[lib]['cpu']:.2f}x)"
               + (f", histogram {out[lib]['histogram']:.2f}x faster" if lib == "oocgbdt" else "")
               + f", AUC {out[lib]['auc']:+.5f} vs float")

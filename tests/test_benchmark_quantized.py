@@ -27,6 +27,5 @@ def test_quantized_benchmark_quick(shared_data):
         for _ in range(2))
     for r in rows:
         assert 0.5 < float(r[6]) <= 1.0  # a test AUC
-        if r[0] == "oocgbdt":
-            assert float(r[4]) > 0  # histogram seconds were measured
+        float(r[3]), float(r[4])  # CPU and histogram seconds are numbers (nan: not timed)
     assert "load average before" in out and "load average after" in out
