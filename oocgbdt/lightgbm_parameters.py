@@ -241,10 +241,6 @@ REFUSED = {
     "output_model": "save the model with Booster.save_model(path) or `oocgbdt train --output`",
     "saved_feature_importance_type": "Booster.feature_importance(importance_type=...) chooses "
                                      "it when asked",
-    "use_quantized_grad": _NOT_YET + " (quantized gradients)",
-    "num_grad_quant_bins": _NOT_YET + " (quantized gradients)",
-    "quant_train_renew_leaf": _NOT_YET + " (quantized gradients)",
-    "stochastic_rounding": _NOT_YET + " (quantized gradients)",
     "max_bin_by_feature": _NOT_YET + "; max_bin applies to every feature",
     "data_random_seed": "the bin sample is drawn from `seed` (over the global row range, so it "
                         "does not depend on the chunking)",

@@ -1019,6 +1019,33 @@ _TABLE = [
         "is given and this is not, as LightGBM).",
     ),
     Param(
+        "use_quantized_grad", False, (), "bool", _any,
+        "Quantized training (LightGBM's gradient discretizer; Shi et al., NeurIPS 2022): each "
+        "tree discretizes the gradients and hessians into num_grad_quant_bins integer levels "
+        "with scales from their largest magnitudes, and histograms and split search add "
+        "integers (exact, so the same in any order of partitions). Numerical features only: "
+        "with categorical features the fit raises.",
+    ),
+    Param(
+        "num_grad_quant_bins", 4, (), "int", _range(2, 126, integer=True),
+        "Levels of the quantized gradients (use_quantized_grad): gradients to integers in "
+        "[-bins/2, bins/2], hessians in [0, bins] (1 for the constant hessians of L2, L1, "
+        "Huber and quantile without weights, and MAPE). At most 126: the levels are int8 in "
+        "LightGBM.",
+    ),
+    Param(
+        "quant_train_renew_leaf", False, (), "bool", _any,
+        "With use_quantized_grad: each tree's leaf values are recomputed from its rows' true "
+        "(not quantized) gradient and hessian sums (LightGBM's RenewIntGradTreeOutput).",
+    ),
+    Param(
+        "stochastic_rounding", True, (), "bool", _any,
+        "With use_quantized_grad: round each scaled gradient and hessian up with probability "
+        "its fractional part (unbiased; the uniforms are counter-based draws from seed, the "
+        "tree's number and the global row, so not LightGBM's), else to the nearest integer "
+        "(as LightGBM, deterministic).",
+    ),
+    Param(
         "interaction_constraints", None, (), "list of lists of int or None",
         lambda v: (None if v is None or all(f >= 0 for g in v for f in g)
                    else f"must hold feature indices >= 0, got {v!r}"),

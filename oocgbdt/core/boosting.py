@@ -10,7 +10,7 @@ executor over a ``distributed.Client``; tests and NumPy input call it with a
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -25,6 +25,9 @@ from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, p
 from oocgbdt.core.grower import TreeGrower
 from oocgbdt.core.histogram_source import HistogramSource
 from oocgbdt.core.node_sampling import NodeSampler
+from oocgbdt.core.quantized import (GradientQuantizer, partition_gradient_max,
+                                    partition_leaf_gradient_sums, partition_quantize,
+                                    renewed_leaf_values)
 from oocgbdt.core.percentile import (lo_levels_for, percentile_rows_of_labels,
                                      percentile_rows_of_tree, weighted_percentiles)
 from oocgbdt.core.screening import FeatureScreener
@@ -125,6 +128,49 @@ def _renew_leaves(executor, partitions, tree, arrays_h, k, objective, row_offset
                                           weighted, lo, split_every, f"{key}-renew")
     keep = counts > 0
     tree.leaf_value = np.where(keep, values * tree.shrinkage, tree.leaf_value)
+
+
+def _quantized_setup(executor, partitions, params, objective, meta, key):
+    """Quantized training: ``(GradientQuantizer, partitions' first global rows)``, or
+    ``(None, None)`` without ``use_quantized_grad``. Checks, before any tree, what it does not
+    support and that integer sums fit 32 bits."""
+    if not params.get("use_quantized_grad"):
+        return None, None
+    if meta.is_categorical is not None and meta.is_categorical.any():
+        raise ValueError("use_quantized_grad supports numerical features only: found "
+                         "categorical features (categorical_feature); use "
+                         "use_quantized_grad=False, or pass those columns as numerical")
+    weighted = bool(executor.gather(executor.submit(_has_weight, partitions[0],
+                                                    key=f"{key}-quant-hasweight")))
+    quantizer = GradientQuantizer.from_params(params, objective.name, weighted,
+                                              int(meta.hist_columns.shape[0]))
+    rows = executor.gather(executor.map(partition_n_rows, partitions, key=f"{key}-quant-nrows"))
+    quantizer.check_rows(int(np.sum(rows)))
+    return quantizer, [int(o) for o in np.concatenate([[0], np.cumsum(rows)])[:-1]]
+
+
+def _quantize_tree(executor, partitions, quantizer, sp, class_idx, tree_index, offsets, key):
+    """Discretize every partition's gradients of output ``class_idx`` for one tree; returns the
+    partitions and the tree's :class:`SplitParams` (with its scales)."""
+    n = len(partitions)
+    maxima = executor.gather(executor.map(partition_gradient_max, partitions, [class_idx] * n,
+                                          [quantizer.subset_scales] * n, key=f"{key}-qmax"))
+    gs, hs, igs, ihs = quantizer.scales(maxima)
+    keys = quantizer.keys(tree_index)
+    partitions = executor.map(partition_quantize, partitions, [class_idx] * n,
+                              [(igs, ihs)] * n, [quantizer.constant_hessian] * n, [keys] * n,
+                              offsets, key=f"{key}-quantize", consume=0)
+    return partitions, replace(sp, quant_scales=(gs, hs))
+
+
+def _renew_quantized_leaves(executor, partitions, arrays_h, tree, k, params, split_every, key):
+    """``quant_train_renew_leaf``: leaf values from the true gradient sums (LightGBM's
+    ``RenewIntGradTreeOutput``), times the shrinkage (the tree's values are replaced)."""
+    n = len(partitions)
+    sums = executor.map(partition_leaf_gradient_sums, partitions, [arrays_h] * n, [k] * n,
+                        key=f"{key}-qrenew")
+    total = executor.gather(tree_reduce(executor, _sum_list, sums, split_every, f"{key}-qrsum"))
+    tree.leaf_value = renewed_leaf_values(total, params) * tree.shrinkage
 
 
 def histogram_pool_capacity(pool_size_mb, n_hist_bins):
@@ -340,6 +386,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
     if sampling_enabled(params):
         rows = executor.gather(executor.map(partition_n_rows, partitions, key=f"{key}-nrows"))
         sampler = RowSampler(params, rows)
+    quantizer, quant_offsets = _quantized_setup(executor, partitions, params, objective, meta,
+                                                key)
     total = int(params["n_estimators"])
     bar = progress(total) if progress is not None else progress_bar(total, verbose)
     stopped = None  # the EarlyStopException a callback ended training with
@@ -385,15 +433,20 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 # executor asks its workers for them).
                 timed = dict(executor.seconds)
                 tree_key = f"{key}-t{len(result.trees) + len(round_trees)}"
+                tree_sp, tree_sp_h = sp, sp_h
+                if quantizer is not None:
+                    partitions, tree_sp = _quantize_tree(executor, partitions, quantizer, sp, k,
+                                                         g * n_out + k, quant_offsets, tree_key)
+                    tree_sp_h = executor.scatter(tree_sp)
                 # Leaves split ahead of their turn take source ids up to 2 x num_leaves.
-                source = HistogramSource(partitions, k, round_meta_h, sp_h,
+                source = HistogramSource(partitions, k, round_meta_h, tree_sp_h,
                                          2 * int(params["num_leaves"]),
                                          executor=executor, split_every=split_every, key=tree_key,
                                          max_cached=max_cached, feature_blocks=round_blocks,
                                          replicate=replicate,
                                          node=None if node_sampler is None
                                          else node_sampler.for_tree(round_meta.feature_mask))
-                grower = TreeGrower(source, sp, meta.missing_types, params["num_leaves"],
+                grower = TreeGrower(source, tree_sp, meta.missing_types, params["num_leaves"],
                                     params["max_depth"], grow_policy=params["grow_policy"],
                                     max_leaves_per_pass=params["max_leaves_per_pass"],
                                     lookahead_leaves=lookahead)
@@ -412,6 +465,11 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 arrays = tree.binned_arrays(meta.default_bins, meta.n_bins)
                 if meta.bundled:
                     arrays.update(meta.node_arrays(tree.split_feature))
+                if (quantizer is not None and params["quant_train_renew_leaf"]
+                        and tree.n_leaves > 1):
+                    _renew_quantized_leaves(executor, partitions, executor.scatter(arrays),
+                                            tree, k, params, split_every, tree_key)
+                    arrays["leaf_value"] = tree.leaf_value
                 if renew and tree.n_leaves > 1:
                     _renew_leaves(executor, partitions, tree, executor.scatter(arrays), k,
                                   objective, row_offsets, renew_weighted, split_every, tree_key)
@@ -455,7 +513,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                                        + spent.get("partition_split_many", 0.0)),
                     seconds_reduce=spent.get("sum_histograms", 0.0),
                     seconds_split_search=(spent.get("finish_root", 0.0)
-                                          + spent.get("finish_split_many", 0.0)))
+                                          + spent.get("finish_split_many", 0.0)),
+                    seconds_quantize=(spent.get("partition_gradient_max", 0.0)
+                                      + spent.get("partition_quantize", 0.0)))
                 result.tree_stats.append(stats)
             if all(t.n_leaves == 1 for t in round_trees) and g > 0:
                 # LightGBM stops when no leaf meets the split requirements (gbdt.cpp TrainOneIter).

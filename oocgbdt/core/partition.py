@@ -18,6 +18,7 @@ from oocgbdt.core.executor import inline_task
 from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, best_split, leaf_totals
 from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundled, split_rows_bundled
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
+from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int
 from oocgbdt.kernels.categorical import construct_bitset
 from oocgbdt.kernels.routing import CATEGORICAL_NODE, split_rows
 from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
@@ -75,6 +76,11 @@ class PartitionData:
         ``(columns, X_compact)``: the partition's column numbers (int64, ascending) and a copy of
         those columns of ``X_binned``, shape (n_rows, len(columns)), that the round's trees
         histogram (:func:`partition_compact_columns`); None when they histogram many columns.
+    quantized : ndarray of shape (n_rows,), dtype int64, or None
+        ``use_quantized_grad``: the current tree's discretized gradient and hessian of every row,
+        packed (:mod:`oocgbdt.kernels.quantize`, made by
+        :func:`oocgbdt.core.quantized.partition_quantize`); histograms then add these
+        integers. None otherwise, and after new gradients.
     """
 
     X_binned: np.ndarray
@@ -90,6 +96,7 @@ class PartitionData:
     queries: np.ndarray | None = None
     first_query: int = 0
     positions: np.ndarray | None = None
+    quantized: np.ndarray | None = None
     #: In process only: ``{"X": column-major copy of X_binned}``, made by the first pass that
     #: routes by column (:func:`start_split_many`) and shared by the copies ``replace`` makes.
     column_cache: dict = field(default_factory=dict, compare=False, repr=False)
@@ -234,7 +241,7 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
         objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad,
                             hess)
     return replace(data, gradients=np.ascontiguousarray(grad.T), hessians=np.ascontiguousarray(hess.T),
-                   rows=None)
+                   rows=None, quantized=None)
 
 
 #: In process, a partition's histograms of a pass are cut into column blocks (run on the
@@ -278,6 +285,11 @@ def build_block(work: PassWork, block: int, n_blocks: int) -> None:
     histograms (in place; every block must be built once before :func:`finish_pass`)."""
     n = work.columns.shape[0]
     cols = work.columns[n * block // n_blocks:n * (block + 1) // n_blocks]
+    if _is_quantized(work.gradients):
+        for j, r in enumerate(work.row_lists):
+            build_histogram_int(work.X, work.offsets, cols, work.gradients, r, work.hist[j],
+                                block == 0)
+        return
     for j, r in enumerate(work.row_lists):
         build_histogram_block(work.X, work.offsets, cols, work.gradients, work.hessians, r,
                               work.hist[j], block == 0)
@@ -325,12 +337,33 @@ def _built(work: PassWork):
     return finish_pass(work)
 
 
+def _gradient_inputs(data: PartitionData, class_idx: int) -> tuple:
+    """The per-row values histograms add: ``(gradients, hessians)`` float32 of output
+    ``class_idx``, or with quantized training the packed integers twice (``(packed, packed)``:
+    the row selection copies both items, so a subset holds them as it holds float pairs)."""
+    if data.quantized is not None:
+        return data.quantized, data.quantized
+    return data.gradients[class_idx], data.hessians[class_idx]
+
+
+def _is_quantized(gradients: np.ndarray) -> bool:
+    return gradients.dtype == QUANT_DTYPE
+
+
+def _empty_histograms(n: int, meta: FeatureMeta, gradients: np.ndarray) -> np.ndarray:
+    """``n`` zeroed histograms: float64 ``(n, n_hist_bins, 2)``, or with quantized gradients
+    int64 ``(n, n_hist_bins, 1)`` packed cells (:mod:`oocgbdt.kernels.quantize`)."""
+    if _is_quantized(gradients):
+        return np.zeros((n, meta.n_hist_bins, 1), dtype=QUANT_DTYPE)
+    return np.zeros((n, meta.n_hist_bins, 2), dtype=HIST_DTYPE)
+
+
 def _tree_inputs(data: PartitionData, rows: TreeRows, class_idx: int):
     """``(X_binned, gradients, hessians)`` that ``rows`` index: the tree's compact subset, or the
     partition's own arrays (bins read from the cache once per call)."""
     if rows.subset is not None:
         return rows.subset[1:]
-    return partition_bins(data), data.gradients[class_idx], data.hessians[class_idx]
+    return (partition_bins(data),) + _gradient_inputs(data, class_idx)
 
 
 def _feature_column(X: np.ndarray, meta: FeatureMeta, f: int) -> np.ndarray:
@@ -375,7 +408,7 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
 def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leaves: int) -> PassWork:
     """:func:`partition_root` up to its histogram: the :class:`PassWork` to build."""
     X = partition_bins(data)
-    grad, hess = data.gradients[class_idx], data.hessians[class_idx]
+    grad, hess = _gradient_inputs(data, class_idx)
     in_memory = isinstance(data.X_binned, np.ndarray)
     full_X = X
     # The same additions in the same order, on a compact copy of the built columns when the
@@ -403,7 +436,7 @@ def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leave
     count[0] = order.shape[0]
     rows = TreeRows(order, begin, count, subset, columns)
     extra = None
-    if meta.bundled:
+    if meta.bundled and not _is_quantized(grad):  # integer totals: any column's slice
         f = meta.totals_feature
         # Every feature alone in its column (dense data): the feature's own slice of the
         # histogram is its histogram, appended as it is (the same sums, no decoding pass).
@@ -414,7 +447,7 @@ def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leave
         else:
             extra = (None, 0, meta)
     offsets, cols = rows.hist_layout(meta)
-    hist = np.zeros((1, meta.n_hist_bins, 2), dtype=HIST_DTYPE)
+    hist = _empty_histograms(1, meta, grad)
     return PassWork(rows, X, offsets, cols, grad, hess, [order], hist, extra, root=True)
 
 
@@ -514,7 +547,7 @@ def start_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMet
         leaf_count[right_leaf] = count - n_left
     new_rows = TreeRows(order, leaf_begin, leaf_count, rows.subset, rows.columns)
     built = plan.built()
-    hist = np.zeros((len(built), meta.n_hist_bins, 2), dtype=HIST_DTYPE)
+    hist = _empty_histograms(len(built), meta, grad)
     offsets, columns = new_rows.hist_layout(meta)
     row_lists = [new_rows.rows_of(plan.right_leaves[i] if side else plan.leaves[i])
                  for i, side in built]
@@ -574,7 +607,7 @@ def finish_root(parts, meta: FeatureMeta, params: SplitParams, node=None):
     (:func:`pass_histogram`), without the totals rows of :func:`partition_root`.
     """
     hist = sum_histograms(parts)
-    totals = leaf_totals(hist, meta)
+    totals = leaf_totals(hist, meta, params)
     kept = _without_totals_rows(hist, meta)
     if totals.count < 2 * params.min_data_in_leaf:  # LightGBM's BeforeFindBestSplit, see below
         return (totals, None, np.full(meta.n_bins.shape[0], -np.inf), node), kept

@@ -12,10 +12,12 @@ import numpy as np
 
 from oocgbdt.kernels.bundling import expand_histogram
 from oocgbdt.kernels.categorical import find_best_categorical_splits
+from oocgbdt.kernels.quantize import QUANT_DTYPE, find_best_thresholds_int, unpack
 from oocgbdt.kernels.splitting import (K_EPSILON, find_best_thresholds, leaf_output,
                                       leaf_output_ex, monotone_penalty_factor)
 
 __all__ = ["FeatureMeta", "SplitParams", "SplitInfo", "LeafTotals", "LeafContext", "best_split",
+           "best_split_int",
            "leaf_totals", "feature_blocks", "check_monotone_constraints"]
 
 
@@ -298,6 +300,10 @@ class SplitParams:
     #: zeros), every leaf carries output bounds and gains are LightGBM's ``USE_MC`` ones.
     monotone: tuple | None = None
     monotone_penalty: float = 0.0
+    #: Quantized training: the tree's ``(grad_scale, hess_scale)`` (float64; one per tree, from
+    #: :func:`oocgbdt.kernels.quantize.quant_scales`); histograms are then integer ones and
+    #: searched by :func:`best_split_int`. None: float histograms.
+    quant_scales: tuple | None = None
 
     @classmethod
     def from_params(cls, params: dict) -> "SplitParams":
@@ -345,6 +351,10 @@ class LeafTotals:
     sum_gradients: float
     sum_hessians: float
     count: float
+    #: Quantized training: the leaf's exact packed integer sums (``g * 2**32 + h``, see
+    #: :mod:`oocgbdt.kernels.quantize`); the float sums are then ``g * grad_scale`` and
+    #: ``h * hess_scale``, as LightGBM's. None with float histograms.
+    packed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -427,7 +437,8 @@ class SplitInfo:
         return child
 
 
-def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
+def leaf_totals(hist: np.ndarray, meta: FeatureMeta, params: "SplitParams | None" = None
+                ) -> LeafTotals:
     """Totals of a leaf read off its histogram: sums of gradients and hessians over one built
     feature's slice (every slice sums to the leaf), the row count from the count row,
     ``hist[0, 0]`` (see :mod:`oocgbdt.kernels.histogram`).
@@ -436,7 +447,18 @@ def leaf_totals(hist: np.ndarray, meta: FeatureMeta) -> LeafTotals:
     decoded from its bundle after its ``n_hist_bins`` rows (see
     :func:`oocgbdt.core.partition.partition_root`); summing it exactly as without bundling gives
     bit-identical totals.
+
+    An integer histogram (quantized training, ``params.quant_scales`` set) gives the exact
+    packed sum and its float sums scaled as LightGBM's ``LeafSplits::Init``.
     """
+    if params is not None and params.quant_scales is not None and hist.dtype == QUANT_DTYPE:
+        # Every row of the leaf is in one bin of each built column (bundle or feature), and
+        # integer sums are exact: any column's slice gives the totals.
+        c = int(meta.hist_columns[0])
+        packed = int(hist[meta.hist_offsets[c]:meta.hist_offsets[c + 1], 0].sum())
+        g, h = unpack(packed)
+        gs, hs = params.quant_scales
+        return LeafTotals(g * gs, h * hs, float(hist[0, 0]), packed)
     if meta.bundled:
         s = hist[meta.n_hist_bins:].sum(axis=0)
     else:
@@ -484,6 +506,8 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
         Each feature's best split gain in this leaf: ``-inf`` where it was not searched or has no
         valid split (feature screening learns from these).
     """
+    if hist.dtype == QUANT_DTYPE:
+        return best_split_int(hist, totals, meta, params, context, node_mask, rand_states)
     if meta.bundled:
         hist = meta.expand(hist[:meta.n_hist_bins], totals)
     if context is None:
@@ -557,3 +581,93 @@ def best_split(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
                      default_left=bool(rec[2]), left=left, right=right,
                      splittable=np.isfinite(gains), left_output=float(rec[6]),
                      right_output=float(rec[7]), context=context), gains
+
+
+def best_split_int(hist: np.ndarray, totals: LeafTotals, meta: FeatureMeta,
+                   params: SplitParams, context: LeafContext | None = None, node_mask=None,
+                   rand_states=None):
+    """:func:`best_split` on an integer histogram (quantized training): LightGBM's
+    ``FindBestThresholdInt`` per feature (:func:`oocgbdt.kernels.quantize.find_best_thresholds_int`)
+    with the tree's ``params.quant_scales``; the children's totals carry their exact packed
+    sums (the right one is the leaf's minus the left one) and float sums scaled from them, as
+    LightGBM's ``SplitInfo`` (no ``kEpsilon``).
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n_hist_bins, 1), dtype int64
+    totals : LeafTotals with ``packed`` set
+    meta, params, context, node_mask, rand_states
+        As :func:`best_split`. Numerical features only; a bundle histogram is expanded to the
+        per-feature layout first (:func:`_expand_int`).
+
+    Returns
+    -------
+    (split or None, feature_gains) as :func:`best_split`.
+
+    Raises
+    ------
+    ValueError
+        With categorical features (not implemented for integer histograms).
+    """
+    if meta.is_categorical is not None and meta.is_categorical.any():
+        raise ValueError("use_quantized_grad supports numerical features only: found "
+                         "categorical features (use_quantized_grad=False)")
+    if meta.bundled and not meta.expand_is_copy:
+        hist = _expand_int(hist, meta, totals)
+    if context is None:
+        context = params.root_context(totals)
+    gs, hs = params.quant_scales
+    n_features = meta.n_bins.shape[0]
+    per_feature = np.empty((n_features, 8))
+    lefts = np.empty(n_features, dtype=np.int64)
+    mono = params.monotone_array
+    find_best_thresholds_int(hist, meta.bin_offsets, meta.n_bins, meta.missing_types,
+                             meta.default_bins, meta.feature_mask, totals.packed, gs, hs,
+                             totals.count, params.lambda_l1, params.lambda_l2,
+                             params.min_data_in_leaf, params.min_sum_hessian_in_leaf,
+                             params.min_gain_to_split, per_feature, lefts, mono,
+                             params.max_delta_step, params.path_smooth, context.output,
+                             context.lower, context.upper, rand_states=rand_states)
+    gains = per_feature[:, 0].copy()
+    if mono is not None and params.monotone_penalty > 0:
+        penalized = (mono != 0) & meta.feature_mask & np.isfinite(gains)
+        factor = monotone_penalty_factor(context.depth, params.monotone_penalty)
+        gains[penalized] = ((gains[penalized] - params.min_gain_to_split) * factor
+                            + params.min_gain_to_split)
+    chosen = gains if node_mask is None else np.where(node_mask, gains, -np.inf)
+    f = int(np.argmax(chosen))
+    rec = per_feature[f]
+    if not np.isfinite(chosen[f]):
+        if node_mask is not None and np.isfinite(gains).any():
+            return SplitInfo(gain=-np.inf, feature=-1, threshold_bin=0, default_left=False,
+                             left=LeafTotals(0.0, 0.0, 0.0), right=totals,
+                             splittable=np.isfinite(gains), context=context), gains
+        return None, gains
+    left_packed = int(lefts[f])
+    right_packed = int(totals.packed) - left_packed
+    rg, rh = unpack(right_packed)
+    left = LeafTotals(float(rec[3]), float(rec[4]), float(rec[5]), left_packed)
+    # LightGBM's best_right_count: RoundInt(int_h(right) * cnt_factor), not count - left
+    right_count = float(np.floor(rh * (totals.count / float(unpack(totals.packed)[1])) + 0.5))
+    right = LeafTotals(rg * gs, rh * hs, right_count, right_packed)
+    return SplitInfo(gain=float(gains[f]), feature=f, threshold_bin=int(rec[1]),
+                     default_left=bool(rec[2]), left=left, right=right,
+                     splittable=np.isfinite(gains), left_output=float(rec[6]),
+                     right_output=float(rec[7]), context=context), gains
+
+
+def _expand_int(hist: np.ndarray, meta: FeatureMeta, totals: LeafTotals) -> np.ndarray:
+    """The per-feature integer histogram (shape (n_total_bins, 1), int64 packed) of a bundle
+    integer histogram: :func:`oocgbdt.kernels.bundling.expand_histogram` on the unpacked
+    fields as float64 (integers below 2**53: every sum and difference is exact), packed
+    again. A bundled feature's default bin is the leaf's total minus its other bins, as
+    LightGBM's ``FixHistogramInt``."""
+    g, h = unpack(hist[:meta.n_hist_bins, 0])
+    fields = np.stack([g, h], axis=1).astype(np.float64)
+    out = np.zeros((meta.n_total_bins, 2))
+    out[0] = fields[0]
+    tg, th = unpack(totals.packed)
+    expand_histogram(fields, meta.expand_index, meta.bin_offsets, meta.n_bins, meta.default_bins,
+                     meta.feature_raw, meta.feature_mask, float(tg), float(th), out)
+    ints = out.astype(np.int64)
+    return ((ints[:, 0] << 32) + ints[:, 1]).reshape(-1, 1)

@@ -10,7 +10,8 @@ blocks, as :meth:`oocgbdt.runtime.queue.OperationQueue.owner_of_partition` place
 - ``per_row_state``: per training row and output a float64 raw score and float32 gradient and
   hessian (:data:`oocgbdt.dask.cache.PER_ROW_STATE_BYTES`), per row the float32 label, the
   int32 row order of the tree being grown, the float32 weight (when given) and the int32 index
-  of the sampled rows (GOSS or bagging); per eval row and output a raw score, per eval row its
+  of the sampled rows (GOSS or bagging), with ``use_quantized_grad`` the tree's packed int64
+  gradient pair (twice more in a sampled round's subset); per eval row and output a raw score, per eval row its
   label (and weight); plus the state being replaced: per thread one partition's new gradients
   or raw scores and their temporaries (in process, every partition's old arrays, which the
   in-process executor keeps until the round's last task ends);
@@ -62,6 +63,7 @@ WORKER_BASELINE_BYTES = 224 * 2 ** 20
 #: Bytes per histogram bin: a float64 (gradient, hessian) pair.
 HISTOGRAM_BIN_BYTES = 16
 _INDEX_BYTES = 4   # int32 row order and sampled row indices
+_QUANT_BYTES = 8  # int64 packed quantized gradient pair (use_quantized_grad)
 _LABEL_BYTES = 4   # float32 labels and weights
 _SCORE_BYTES = 8   # float64 raw scores
 #: Bytes a loading task holds per raw (float32) byte of its partition: the storage chunks as
@@ -107,9 +109,13 @@ def _sampled_share(params) -> float:
 
 def _train_row_state(params, n_outputs: int, weighted: bool) -> int:
     """Bytes a worker keeps per training row for the whole fit: raw score, gradient and hessian
-    per output, label, row order, weight (when given) and sampled row index (row sampling)."""
+    per output, label, row order, weight (when given) and sampled row index (row sampling);
+    with ``use_quantized_grad`` the tree's packed int64 gradient pair, twice more per sampled
+    row in a sampled round's compact subset (``core/partition.py`` ``_gradient_inputs``)."""
+    sampled = _sampled_share(params)
+    quantized = _QUANT_BYTES * (1 + 2 * sampled) if params.get("use_quantized_grad") else 0
     return (PER_ROW_STATE_BYTES * int(n_outputs) + _LABEL_BYTES + _INDEX_BYTES
-            + (_LABEL_BYTES if weighted else 0) + (_INDEX_BYTES if _sampled_share(params) else 0))
+            + (_LABEL_BYTES if weighted else 0) + (_INDEX_BYTES if sampled else 0) + quantized)
 
 
 def _eval_row_state(n_outputs: int, weighted: bool) -> int:

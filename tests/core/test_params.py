@@ -113,6 +113,8 @@ def test_every_alias_resolves(alias):
         "cache_path": "/tmp/oocgbdt-cache", "cache_memory_fraction": 0.25, "partition_rows": 1000,
         "categorical_feature": [0, 2], "max_cat_to_onehot": 6, "max_cat_threshold": 16,
         "cat_l2": 1.5, "cat_smooth": 2.5, "min_data_per_group": 7,
+        "use_quantized_grad": True, "num_grad_quant_bins": 8, "quant_train_renew_leaf": True,
+        "stochastic_rounding": False,
         "alpha": 0.7, "fair_c": 2.0, "poisson_max_delta_step": 0.5,
         "tweedie_variance_power": 1.2, "sigmoid": 2.0, "is_unbalance": True,
         "scale_pos_weight": 1.0, "multi_error_top_k": 3, "label_gain": [0.0, 1.0, 5.0],

@@ -1,0 +1,504 @@
+"""This module contains the kernels of quantized-gradient training (``use_quantized_grad``):
+gradient discretization, the integer histogram and the split search on integer sums.
+
+Source: LightGBM 4.x, ``src/treelearner/gradient_discretizer.cpp``
+(``GradientDiscretizer::DiscretizeGradients``), ``feature_histogram.hpp``
+(``FindBestThresholdSequentiallyInt``, ``BeforeNumericalInt``) and
+``serial_tree_learner.cpp``; the method is Shi et al., "Quantized Training of Gradient Boosting
+Decision Trees", NeurIPS 2022.
+
+Data flow position: once per tree, after the round's gradients, every partition discretizes its
+rows' gradients and hessians with scales shared by all partitions (from the global maxima of
+``|g|`` and ``|h|``); histogram passes then add integers, and the split search converts integer
+sums to float sums with the scales, as LightGBM does.
+
+Packed layout. A row's discretized pair is one int64, ``g * 2**32 + h`` (``g`` the signed
+integer gradient, ``h >= 0`` the integer hessian), LightGBM's 32+32 packed entry
+(``int_sum_gradient_and_hessian``). Sums of packed values are the packed sums (two's complement
+arithmetic: ``h`` never borrows while every hessian sum stays below ``2**32`` and every gradient
+sum within ``[-2**31, 2**31)``, which the caller guarantees by limiting ``n_rows *
+num_grad_quant_bins``); ``g = packed >> 32`` (arithmetic shift), ``h = packed & (2**32 - 1)``.
+
+Integer histograms are int64 arrays of shape ``(n_hist_bins, 1)``: the float histogram's rows
+(count row 0, then each column's bins, see :mod:`oocgbdt.kernels.histogram`), one packed cell
+per bin; the count row holds the row count (as a hessian field, gradient 0). A cell is 8 bytes
+instead of 16 and one integer add instead of a two-lane float add. LightGBM also uses 16+16
+cells in an int32 for leaves with few rows (``SetNumBitsInHistogramBin``); the sums are the same
+integers either way, so the choice affects speed only, and one 32+32 layout is used here.
+
+Integer sums are exact, so adding partitions' histograms in any order gives the same
+histogram, bit for bit, and a sibling's histogram as parent minus child is exact too.
+"""
+import numpy as np
+
+from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
+from oocgbdt.kernels.splitting import (K_EPSILON, _rand_threshold, leaf_gain_ex, side_output,
+                                       split_gain)
+
+__all__ = ["QUANT_DTYPE", "HESS_MASK", "gradient_max_abs", "quant_scales", "discretize",
+           "discretize_naive", "build_histogram_int", "build_histogram_int_naive",
+           "unpack", "find_best_thresholds_int", "find_best_thresholds_int_naive",
+           "leaf_sums"]
+
+#: dtype of packed discretized pairs and of integer histogram cells.
+QUANT_DTYPE = np.int64
+#: Mask of the hessian field of a packed value.
+HESS_MASK = 0xFFFFFFFF
+
+
+def unpack(packed):
+    """``(g, h)`` integer fields of packed values (Python ints or int64 arrays)."""
+    if isinstance(packed, np.ndarray):
+        return packed >> 32, packed & HESS_MASK
+    packed = int(packed)
+    return packed >> 32, packed & HESS_MASK
+
+
+@njit
+def gradient_max_abs(gradients, hessians):
+    """``(max |g|, max |h|)`` over the rows, as float64 (0.0 for no rows).
+
+    Parameters
+    ----------
+    gradients, hessians : ndarray of shape (n_rows,), dtype float32
+    """
+    mg = 0.0
+    mh = 0.0
+    for i in range(gradients.shape[0]):
+        a = abs(np.float64(gradients[i]))
+        b = abs(np.float64(hessians[i]))
+        if a > mg:
+            mg = a
+        if b > mh:
+            mh = b
+    return mg, mh
+
+
+def quant_scales(max_gradient, max_hessian, num_grad_quant_bins, constant_hessian):
+    """LightGBM's ``DiscretizeGradients`` scales: ``(grad_scale, hess_scale, inverse_grad_scale,
+    inverse_hess_scale)``, float64.
+
+    ``grad_scale = max|g| / (bins // 2)``; ``hess_scale = max|h|`` for a constant hessian (every
+    integer hessian is then 1), else ``max|h| / bins``; the inverses are ``1 / scale``.
+    """
+    gs = float(max_gradient) / float(int(num_grad_quant_bins) // 2)
+    hs = float(max_hessian) if constant_hessian else float(max_hessian) / float(num_grad_quant_bins)
+    with np.errstate(divide="ignore"):
+        return gs, hs, float(np.float64(1.0) / gs), float(np.float64(1.0) / hs)
+
+
+@njit
+def _trunc8(x):
+    # C++ static_cast<int8_t>(double): truncation toward zero (values here fit in int8).
+    return np.int64(x)
+
+
+@njit
+def discretize(gradients, hessians, inv_grad_scale, inv_hess_scale, constant_hessian,
+               rand_g, rand_h, out):
+    """Discretize one partition's rows into packed pairs (LightGBM's ``DiscretizeGradients``).
+
+    ``g_int = trunc(g / grad_scale + u)`` for ``g >= 0``, ``trunc(g / grad_scale - u)`` below,
+    ``h_int = 1`` for a constant hessian, else ``trunc(h / hess_scale + v)``; ``u, v`` are the
+    row's uniforms in [0, 1) (stochastic rounding) or 0.5 (round to nearest), ``trunc``
+    toward zero as C++'s ``static_cast<int8_t>``.
+
+    Parameters
+    ----------
+    gradients, hessians : ndarray of shape (n_rows,), dtype float32           # IN
+    inv_grad_scale, inv_hess_scale : float                                    # IN  1 / scale
+    constant_hessian : bool                                                   # IN
+    rand_g, rand_h : ndarray of shape (n_rows,), dtype float64, or of shape (0,)  # IN
+        The rows' uniforms; empty: round to nearest (``stochastic_rounding=False``).
+    out : ndarray of shape (n_rows,), dtype int64                             # OUT packed pairs
+    """
+    stochastic = rand_g.shape[0] > 0
+    for i in range(gradients.shape[0]):
+        g = np.float64(gradients[i])
+        u = rand_g[i] if stochastic else 0.5
+        if g >= 0.0:
+            gi = _trunc8(g * inv_grad_scale + u)
+        else:
+            gi = _trunc8(g * inv_grad_scale - u)
+        if constant_hessian:
+            hi = np.int64(1)
+        else:
+            v = rand_h[i] if stochastic else 0.5
+            hi = _trunc8(np.float64(hessians[i]) * inv_hess_scale + v)
+        out[i] = (gi << 32) + hi
+
+
+def discretize_naive(gradients, hessians, inv_grad_scale, inv_hess_scale, constant_hessian,
+                     rand_g, rand_h, out):
+    """NumPy twin of :func:`discretize`, used by tests."""
+    g = gradients.astype(np.float64)
+    u = rand_g if rand_g.shape[0] else np.full(g.shape, 0.5)
+    gi = np.trunc(np.where(g >= 0, g * inv_grad_scale + u, g * inv_grad_scale - u))
+    if constant_hessian:
+        hi = np.ones(g.shape)
+    else:
+        v = rand_h if rand_h.shape[0] else np.full(g.shape, 0.5)
+        hi = np.trunc(hessians.astype(np.float64) * inv_hess_scale + v)
+    out[:] = gi.astype(np.int64) * (2 ** 32) + hi.astype(np.int64)
+
+
+@njit
+def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indices, out,
+                        add_count=True):
+    """Integer twin of :func:`oocgbdt.kernels.histogram.build_histogram`: add the packed pairs
+    of rows ``row_indices`` into ``out`` for the listed columns, and (``add_count``) their
+    number into the count row ``out[0, 0]``; a pass built by column blocks adds the count with
+    one block only.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16   # IN
+    bin_offsets : ndarray of shape (n_columns + 1,), dtype int64, >= 1       # IN
+    column_indices : ndarray of shape (n_built,), dtype int64                # IN  columns to build
+    packed : ndarray of shape (n_rows,), dtype int64                         # IN  (:func:`discretize`)
+    row_indices : ndarray of shape (n_selected,), dtype int32                # IN
+    out : ndarray of shape (n_hist_bins, 1), dtype int64, C-contiguous       # IN and OUT (added to)
+    add_count : bool                                                         # IN
+    """
+    flat = out.reshape(-1)
+    n_built = column_indices.shape[0]
+    every_column = n_built == X_binned.shape[1]
+    for k in range(n_built):
+        if column_indices[k] != k:
+            every_column = False
+    n_rows = row_indices.shape[0]
+    last = X_binned.shape[1] - 1
+    if every_column:
+        n_columns = X_binned.shape[1]
+        for i in range(n_rows):
+            if i + PREFETCH_ROWS < n_rows:
+                ahead = row_indices[i + PREFETCH_ROWS]
+                prefetch(X_binned, (ahead, 0))
+                prefetch(X_binned, (ahead, last))
+            r = row_indices[i]
+            v = packed[r]
+            row = X_binned[r]
+            for j in range(n_columns):
+                flat[bin_offsets[j] + row[j]] += v
+    else:
+        for i in range(n_rows):
+            if i + PREFETCH_ROWS < n_rows:
+                ahead = row_indices[i + PREFETCH_ROWS]
+                prefetch(X_binned, (ahead, 0))
+                prefetch(X_binned, (ahead, last))
+            r = row_indices[i]
+            v = packed[r]
+            for k in range(n_built):
+                j = column_indices[k]
+                flat[bin_offsets[j] + X_binned[r, j]] += v
+    if add_count:
+        flat[0] += n_rows
+
+
+def build_histogram_int_naive(X_binned, bin_offsets, column_indices, packed, row_indices, out):
+    """NumPy twin of :func:`build_histogram_int` (``np.add.at`` of the unpacked fields, then
+    packed again), used by tests."""
+    rows = np.asarray(row_indices)
+    cols = np.asarray(column_indices, dtype=np.int64)
+    g, h = unpack(out[:, 0].copy())
+    h[0] += rows.size
+    if rows.size and cols.size:
+        flat = (X_binned[np.ix_(rows, cols)].astype(np.int64) + bin_offsets[cols][None, :]).ravel()
+        pg, ph = unpack(packed[rows])
+        np.add.at(g, flat, np.repeat(pg, cols.size))
+        np.add.at(h, flat, np.repeat(ph, cols.size))
+    out[:, 0] = g * (2 ** 32) + h
+
+
+@njit
+def leaf_sums(packed, row_indices):
+    """Packed sum over rows ``row_indices`` (a leaf's integer totals, LightGBM's
+    ``LeafSplits::Init`` on int gradients)."""
+    s = np.int64(0)
+    for i in range(row_indices.shape[0]):
+        s += packed[row_indices[i]]
+    return s
+
+
+@njit(error_model="numpy")
+def _round_int(x):
+    # LightGBM's Common::RoundInt on a non-negative double: static_cast<int>(x + 0.5).
+    return np.floor(x + 0.5)
+
+
+@njit(error_model="numpy")
+def _scan_int(flat, lo, n_bins, missing_type, default_bin, reverse, skip_default, na_as_missing,
+              total, grad_scale, hess_scale, count, cnt_factor, l1, l2, min_data, min_hess,
+              min_gain_shift, rand_t, max_delta_step, path_smooth, parent_output, use_mc,
+              monotone, c_min, c_max, best_in, res):
+    # One FindBestThresholdSequentiallyInt (32+32 accumulators). Bin 0 is always stored here:
+    # LightGBM's NaN-type scan F with offset 1 starts its left side as the leaf minus every
+    # stored bin, which with integer sums is bin 0 exactly. best_in is LightGBM's output->gain
+    # from an earlier scan (-inf: none). Returns (best gain, its packed left sum, whether it
+    # replaces best_in); res[0] gets its threshold bin.
+    best_gain = -np.inf
+    best_left = np.int64(0)
+    best_t = -1
+    splittable = False
+    if reverse:
+        acc = np.int64(0)
+        top = n_bins - 1 - (1 if na_as_missing else 0)
+        for t in range(top, 0, -1):
+            if skip_default and t == default_bin:
+                continue
+            acc += flat[lo + t]
+            rh_i = acc & HESS_MASK
+            right_count = _round_int(rh_i * cnt_factor)
+            rh = rh_i * hess_scale
+            if right_count < min_data or rh < min_hess:
+                continue
+            left_count = count - right_count
+            if left_count < min_data:
+                break
+            left = total - acc
+            lh = (left & HESS_MASK) * hess_scale
+            if lh < min_hess:
+                break
+            rg = (acc >> 32) * grad_scale
+            lg = (left >> 32) * grad_scale
+            if rand_t >= 0 and t - 1 != rand_t:
+                continue
+            gain = split_gain(lg, lh + K_EPSILON, rg, rh + K_EPSILON, left_count, right_count,
+                              l1, l2, max_delta_step, path_smooth, parent_output, use_mc,
+                              monotone, c_min, c_max)
+            if gain <= min_gain_shift:
+                continue
+            splittable = True
+            if gain > best_gain:
+                best_left = left
+                best_t = t - 1
+                best_gain = gain
+    else:
+        acc = np.int64(0)
+        for t in range(0, n_bins - 1):
+            if skip_default and t == default_bin:
+                continue
+            acc += flat[lo + t]
+            lh_i = acc & HESS_MASK
+            left_count = _round_int(lh_i * cnt_factor)
+            lh = lh_i * hess_scale
+            if left_count < min_data or lh < min_hess:
+                continue
+            right_count = count - left_count
+            if right_count < min_data:
+                break
+            right = total - acc
+            rh = (right & HESS_MASK) * hess_scale
+            if rh < min_hess:
+                break
+            rg = (right >> 32) * grad_scale
+            lg = (acc >> 32) * grad_scale
+            if rand_t >= 0 and t != rand_t:
+                continue
+            gain = split_gain(lg, lh + K_EPSILON, rg, rh + K_EPSILON, left_count, right_count,
+                              l1, l2, max_delta_step, path_smooth, parent_output, use_mc,
+                              monotone, c_min, c_max)
+            if gain <= min_gain_shift:
+                continue
+            splittable = True
+            if gain > best_gain:
+                best_left = acc
+                best_t = t
+                best_gain = gain
+    # LightGBM: is_splittable_ && best_gain > output->gain + min_gain_shift
+    if splittable and best_gain > best_in + min_gain_shift:
+        res[0] = best_t
+        return best_gain, best_left, True
+    return best_gain, best_left, False
+
+
+@njit(error_model="numpy")
+def find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_bins,
+                             feature_mask, total, grad_scale, hess_scale, count, l1, l2,
+                             min_data, min_hess, min_gain_to_split, out, out_left,
+                             monotone=None, max_delta_step=0.0, path_smooth=0.0,
+                             parent_output=0.0, c_min=-np.inf, c_max=np.inf, rand_states=None):
+    """Best split of every numerical feature of one leaf from its integer histogram
+    (LightGBM's ``FindBestThresholdInt``: ``BeforeNumericalInt``, then
+    ``FindBestThresholdSequentiallyInt`` for the scans of the feature's missing type).
+
+    Arithmetic as LightGBM's: sides are accumulated as packed integers; a side's sums are
+    ``int_g * grad_scale`` and ``int_h * hess_scale``; its row count is the estimate
+    ``RoundInt(int_h * cnt_factor)`` with ``cnt_factor = count / int_h(leaf)`` (from the
+    cumulative integer hessian, not per bin); gains add ``kEpsilon`` to each side's hessian; the
+    leaf's own gain uses its sums without ``kEpsilon``; scan F replaces scan R's split only when
+    ``best_F > (best_R - min_gain_shift) + min_gain_shift`` (no rounding margin is needed: a
+    partition both scans see has the same integer sums, so the same gain).
+
+    Parameters
+    ----------
+    hist : ndarray of shape (n_total_bins, 1), dtype int64                 # IN  packed cells
+    bin_offsets, n_bins, missing_types, default_bins, feature_mask         # IN  as
+        :func:`oocgbdt.kernels.splitting.find_best_thresholds`
+    total : int                                                           # IN  the leaf's packed sum
+    grad_scale, hess_scale : float                                        # IN  the tree's scales
+    count : float                                                         # IN  the leaf's true rows
+    l1, l2, min_data, min_hess, min_gain_to_split : float                 # IN
+    out : ndarray of shape (n_features, 8), dtype float64                 # OUT per feature: gain
+        (best minus the leaf's gain; ``-inf``: none), threshold bin, default_left, left sum of
+        gradients, left sum of hessians (no kEpsilon), left count estimate, left and right
+        outputs
+    out_left : ndarray of shape (n_features,), dtype int64                # OUT best left packed sum
+    monotone, max_delta_step, path_smooth, parent_output, c_min, c_max, rand_states
+        As :func:`oocgbdt.kernels.splitting.find_best_thresholds`.
+    """
+    if rand_states is None:
+        states = np.empty(0, dtype=np.int64)
+    else:
+        states = rand_states
+    flat = hist.reshape(-1)
+    total = np.int64(total)
+    sum_g = (total >> 32) * grad_scale
+    int_h = total & HESS_MASK
+    sum_h = int_h * hess_scale
+    cnt_factor = count / np.float64(int_h)
+    parent_gain = leaf_gain_ex(sum_g, sum_h, l1, l2, max_delta_step, path_smooth, count,
+                               parent_output)
+    min_gain_shift = parent_gain + min_gain_to_split
+    use_mc = monotone is not None
+    res = np.zeros(1, dtype=np.int64)
+    for f in range(n_bins.shape[0]):
+        out[f, 0] = -np.inf
+        out[f, 1:] = 0.0
+        out_left[f] = 0
+        nb = n_bins[f]
+        if not feature_mask[f] or nb <= 1:
+            continue
+        lo = bin_offsets[f]
+        mt = missing_types[f]
+        mono = 0
+        if monotone is not None:
+            mono = monotone[f]
+        rand_t = _rand_threshold(states, f, nb)
+        found = False
+        thr = 0
+        best = -np.inf
+        best_gain_shifted = -np.inf  # LightGBM's output->gain (kMinScore before any scan)
+        best_left = np.int64(0)
+        default_left = 1.0
+        if nb > 2 and mt != 0:
+            skip = mt == 1  # Zero: the default bin is missing; NaN: the NaN bin is
+            na = mt == 2
+            g, left, ok = _scan_int(flat, lo, nb, mt, default_bins[f], True, skip, na, total,
+                                    grad_scale, hess_scale, count, cnt_factor, l1, l2, min_data,
+                                    min_hess, min_gain_shift, rand_t, max_delta_step,
+                                    path_smooth, parent_output, use_mc, mono, c_min, c_max,
+                                    best_gain_shifted, res)
+            if ok:
+                found, best, best_left, thr = True, g, left, res[0]
+                best_gain_shifted = g - min_gain_shift
+                default_left = 1.0
+            g, left, ok = _scan_int(flat, lo, nb, mt, default_bins[f], False, skip, na, total,
+                                    grad_scale, hess_scale, count, cnt_factor, l1, l2, min_data,
+                                    min_hess, min_gain_shift, rand_t, max_delta_step,
+                                    path_smooth, parent_output, use_mc, mono, c_min, c_max,
+                                    best_gain_shifted, res)
+            if ok:
+                found, best, best_left, thr = True, g, left, res[0]
+                default_left = 0.0
+        else:
+            g, left, ok = _scan_int(flat, lo, nb, mt, default_bins[f], True, False, False, total,
+                                    grad_scale, hess_scale, count, cnt_factor, l1, l2, min_data,
+                                    min_hess, min_gain_shift, rand_t, max_delta_step,
+                                    path_smooth, parent_output, use_mc, mono, c_min, c_max,
+                                    best_gain_shifted, res)
+            if ok:
+                found, best, best_left, thr = True, g, left, res[0]
+            # LightGBM: a NaN-type feature with <= 2 bins goes right by default
+            default_left = 0.0 if mt == 2 else 1.0
+        if found:
+            right = total - best_left
+            lg = (best_left >> 32) * grad_scale
+            lh = (best_left & HESS_MASK) * hess_scale
+            rg = (right >> 32) * grad_scale
+            rh = (right & HESS_MASK) * hess_scale
+            lc = _round_int((best_left & HESS_MASK) * cnt_factor)
+            rc = _round_int((right & HESS_MASK) * cnt_factor)
+            out[f, 0] = best - parent_gain
+            out[f, 1] = thr
+            out[f, 2] = default_left
+            out[f, 3] = lg
+            out[f, 4] = lh
+            out[f, 5] = lc
+            out[f, 6] = side_output(lg, lh, lc, l1, l2, max_delta_step, path_smooth,
+                                    parent_output, c_min, c_max)
+            out[f, 7] = side_output(rg, rh, rc, l1, l2, max_delta_step, path_smooth,
+                                    parent_output, c_min, c_max)
+            out_left[f] = best_left
+
+
+def find_best_thresholds_int_naive(hist, bin_offsets, n_bins, missing_types, default_bins,
+                                   feature_mask, total, grad_scale, hess_scale, count, l1, l2,
+                                   min_data, min_hess, min_gain_to_split, out, out_left):
+    """Brute-force twin of :func:`find_best_thresholds_int` (no leaf-output options), used by
+    tests: enumerates every candidate partition (threshold, side of the missing bin) in the
+    kernel's order, sums each side's integers with NumPy, and keeps the strictly best (scan F
+    over scan R only when strictly better)."""
+    g_all, h_all = unpack(hist[:, 0])
+    total = int(total)
+    tg, th = unpack(total)
+    sum_g, sum_h = tg * grad_scale, th * hess_scale
+
+    def gain_of(g, h):
+        t = np.sign(g) * max(0.0, abs(g) - l1)
+        return t * t / (h + l2)
+
+    parent_gain = gain_of(sum_g, sum_h)
+    cnt_factor = count / th
+    for f in range(len(n_bins)):
+        out[f, 0] = -np.inf
+        out[f, 1:] = 0.0
+        out_left[f] = 0
+        nb = int(n_bins[f])
+        if not feature_mask[f] or nb <= 1:
+            continue
+        lo = int(bin_offsets[f])
+        gb, hb = g_all[lo:lo + nb], h_all[lo:lo + nb]
+        mt, dbin = int(missing_types[f]), int(default_bins[f])
+        missing_bin = nb - 1 if mt == 2 else (dbin if mt == 1 else -1)
+        if nb > 2 and mt != 0:
+            top = nb - 2 if mt == 2 else nb - 1
+            cands = [(t - 1, True, "R") for t in range(top, 0, -1) if not (mt == 1 and t == dbin)]
+            cands += [(t, False, "F") for t in range(0, nb - 1) if not (mt == 1 and t == dbin)]
+        else:
+            cands = [(t - 1, mt != 2, "R") for t in range(nb - 1, 0, -1)]
+        best = {"R": (-np.inf, None), "F": (-np.inf, None)}
+        for t, missing_left, scan in cands:
+            left = np.arange(nb) <= t
+            if missing_bin >= 0 and nb > 2 and mt != 0:
+                left[missing_bin] = missing_left
+            elif mt == 2:
+                left[nb - 1] = False  # NaN bin, <= 2 bins: right
+            lgi, lhi = int(gb[left].sum()), int(hb[left].sum())
+            rgi, rhi = tg - lgi, th - lhi
+            if scan == "R":
+                rc = np.floor(rhi * cnt_factor + 0.5)
+                lc = count - rc
+            else:
+                lc = np.floor(lhi * cnt_factor + 0.5)
+                rc = count - lc
+            lh, rh = lhi * hess_scale, rhi * hess_scale
+            if min(lc, rc) < min_data or min(lh, rh) < min_hess:
+                continue
+            lg, rg = lgi * grad_scale, rgi * grad_scale
+            gain = gain_of(lg, lh + K_EPSILON) + gain_of(rg, rh + K_EPSILON)
+            if gain > parent_gain + min_gain_to_split and gain > best[scan][0]:
+                best[scan] = (gain, (t, float(missing_left), lgi, lhi))
+        chosen = best["R"]
+        if best["F"][1] is not None and best["F"][0] > chosen[0]:
+            chosen = best["F"]
+        if chosen[1] is None:
+            continue
+        t, dl, lgi, lhi = chosen[1]
+        out[f, 0] = chosen[0] - parent_gain
+        out[f, 1] = t
+        out[f, 2] = dl
+        out[f, 3] = lgi * grad_scale
+        out[f, 4] = lhi * hess_scale
+        out[f, 5] = np.floor(lhi * cnt_factor + 0.5)
+        out_left[f] = lgi * 2 ** 32 + lhi

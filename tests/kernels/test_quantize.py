@@ -1,0 +1,130 @@
+"""Quantized-gradient kernels against their NumPy twins and hand-checked values."""
+import numpy as np
+import pytest
+
+from oocgbdt.kernels.quantize import (HESS_MASK, build_histogram_int, build_histogram_int_naive,
+                                      discretize, discretize_naive, find_best_thresholds_int,
+                                      find_best_thresholds_int_naive, gradient_max_abs,
+                                      quant_scales, unpack)
+
+
+def _grads(n, seed=0):
+    rng = np.random.default_rng(seed)
+    g = rng.normal(size=n).astype(np.float32)
+    h = rng.uniform(0.01, 0.25, size=n).astype(np.float32)
+    return rng, g, h
+
+
+def test_scales_follow_lightgbm():
+    # DiscretizeGradients: grad_scale = max|g| / (bins / 2); hess_scale = max|h| / bins, or
+    # max|h| for a constant hessian
+    assert quant_scales(3.0, 0.5, 4, False)[:2] == (1.5, 0.125)
+    assert quant_scales(3.0, 0.5, 16, True)[:2] == (3.0 / 8, 0.5)
+    _, g, h = _grads(100)
+    g[17] = -5.0
+    assert gradient_max_abs(g, h) == (5.0, float(np.abs(h).max()))
+
+
+@pytest.mark.parametrize("constant", [False, True])
+@pytest.mark.parametrize("stochastic", [False, True])
+def test_discretize_matches_naive(constant, stochastic):
+    rng, g, h = _grads(1000)
+    bins = 8
+    _, _, ig, ih = quant_scales(*gradient_max_abs(g, h), bins, constant)
+    rg = rng.uniform(size=g.size) if stochastic else np.empty(0)
+    rh = rng.uniform(size=g.size) if stochastic else np.empty(0)
+    out = np.empty(g.size, np.int64)
+    ref = np.empty(g.size, np.int64)
+    discretize(g, h, ig, ih, constant, rg, rh, out)
+    discretize_naive(g, h, ig, ih, constant, rg, rh, ref)
+    np.testing.assert_array_equal(out, ref)
+    gi, hi = unpack(out)
+    # within the int8 ranges LightGBM's rounding gives: |g| <= bins/2 (+1 stochastic)
+    assert np.abs(gi).max() <= bins // 2 + stochastic and hi.min() >= (1 if constant else 0)
+    if constant:
+        assert (hi == 1).all()
+    if not stochastic:
+        # round half away from zero of g / scale
+        expect = np.trunc(g.astype(np.float64) * ig + np.where(g >= 0, 0.5, -0.5))
+        np.testing.assert_array_equal(gi, expect)
+    else:
+        # unbiased: the mean integer gradient tracks the mean of g / scale
+        assert abs(gi.mean() - (g.astype(np.float64) * ig).mean()) < 0.1
+
+
+def test_packed_arithmetic_is_exact():
+    v = np.array([(-3 << 32) + 5, (2 << 32) + 7, (-1 << 32) + 0], dtype=np.int64)
+    s = v.sum()
+    assert unpack(s) == (-2, 12)
+    assert unpack(s - v[0]) == (1, 7)
+    assert (v & HESS_MASK).tolist() == [5, 7, 0]
+
+
+@pytest.mark.parametrize("dtype,n_bins", [(np.uint8, 256), (np.uint16, 1000)])
+def test_build_histogram_int_matches_naive(dtype, n_bins):
+    rng, g, h = _grads(500, 1)
+    F = 7
+    nb = rng.integers(2, n_bins, size=F)
+    offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
+    X = np.stack([rng.integers(0, b, size=g.size) for b in nb], axis=1).astype(dtype)
+    packed = np.empty(g.size, np.int64)
+    _, _, ig, ih = quant_scales(*gradient_max_abs(g, h), 4, False)
+    discretize(g, h, ig, ih, False, np.empty(0), np.empty(0), packed)
+    rows = np.sort(rng.choice(g.size, 300, replace=False)).astype(np.int32)
+    cols = np.arange(F, dtype=np.int64)
+    out = np.zeros((offsets[-1], 1), np.int64)
+    ref = np.zeros_like(out)
+    build_histogram_int(X, offsets, cols, packed, rows, out)
+    build_histogram_int_naive(X, offsets, cols, packed, rows, ref)
+    np.testing.assert_array_equal(out, ref)
+    general = np.zeros_like(out)
+    build_histogram_int(X, offsets, rng.permutation(F).astype(np.int64), packed, rows, general)
+    np.testing.assert_array_equal(out, general)
+    assert out[0, 0] == rows.size
+    # order independence: two halves built apart and added equal the whole; the other half
+    # is the whole minus one half, exactly
+    a = np.zeros_like(out)
+    b = np.zeros_like(out)
+    build_histogram_int(X, offsets, cols, packed, rows[::2], a)
+    build_histogram_int(X, offsets, cols, packed, rows[1::2], b)
+    np.testing.assert_array_equal(b + a, out)
+    np.testing.assert_array_equal(out - a, b)
+
+
+@pytest.mark.parametrize("missing", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_find_best_thresholds_int_matches_naive(missing, seed):
+    rng, g, h = _grads(3000, seed)
+    F = 6
+    nb = rng.integers(2, 12, size=F).astype(np.int32)
+    nb[0] = 2
+    offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
+    X = np.stack([rng.integers(0, b, size=g.size) for b in nb], axis=1).astype(np.uint8)
+    g = (g + 0.8 * (X[:, 1] > 3) - 0.5 * (X[:, 2] == 0)).astype(np.float32)
+    packed = np.empty(g.size, np.int64)
+    gs, hs, ig, ih = quant_scales(*gradient_max_abs(g, h), 16, False)
+    discretize(g, h, ig, ih, False, rng.uniform(size=g.size), rng.uniform(size=g.size), packed)
+    hist = np.zeros((offsets[-1], 1), np.int64)
+    rows = np.arange(g.size, dtype=np.int32)
+    build_histogram_int(X, offsets, np.arange(F, dtype=np.int64), packed, rows, hist)
+    total = int(packed.sum())
+    mt = np.full(F, missing, np.uint8)
+    dbins = np.minimum(2, nb - 1).astype(np.int32)
+    mask = np.ones(F, bool)
+    args = (hist, offsets, nb, mt, dbins, mask, total, gs, hs, float(g.size), 0.1, 1.0, 50, 1e-3,
+            0.0)
+    out = np.empty((F, 8))
+    left = np.empty(F, np.int64)
+    ref = np.empty((F, 8))
+    ref_left = np.empty(F, np.int64)
+    find_best_thresholds_int(*args, out, left)
+    find_best_thresholds_int_naive(*args, ref, ref_left)
+    assert np.isfinite(out[:, 0]).sum() >= 2
+    np.testing.assert_array_equal(np.isfinite(out[:, 0]), np.isfinite(ref[:, 0]))
+    ok = np.isfinite(out[:, 0])
+    np.testing.assert_array_equal(out[ok, 1:3], ref[ok, 1:3])
+    np.testing.assert_array_equal(left, ref_left)
+    # sums are integer sums times the scales: the same products, bit for bit
+    np.testing.assert_array_equal(out[ok, 3:6], ref[ok, 3:6])
+    # gains are the same formula in another order of additions
+    np.testing.assert_allclose(out[ok, 0], ref[ok, 0], rtol=1e-12)
