@@ -162,37 +162,40 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
     """
     flat = out.reshape(-1)
     n_built = column_indices.shape[0]
-    every_column = n_built == X_binned.shape[1]
-    for k in range(n_built):
-        if column_indices[k] != k:
-            every_column = False
     n_rows = row_indices.shape[0]
-    last = X_binned.shape[1] - 1
-    if every_column:
-        n_columns = X_binned.shape[1]
+    if add_count:
+        flat[0] += n_rows
+    if n_built == 0:
+        return
+    c0 = column_indices[0]
+    consecutive = True  # every column, or a block of consecutive ones: contiguous row slices
+    for k in range(n_built):
+        if column_indices[k] != c0 + k:
+            consecutive = False
+    last = column_indices[n_built - 1]
+    if consecutive:
+        c1 = c0 + n_built
         for i in range(n_rows):
             if i + PREFETCH_ROWS < n_rows:
                 ahead = row_indices[i + PREFETCH_ROWS]
-                prefetch(X_binned, (ahead, 0))
+                prefetch(X_binned, (ahead, c0))
                 prefetch(X_binned, (ahead, last))
             r = row_indices[i]
             v = packed[r]
             row = X_binned[r]
-            for j in range(n_columns):
+            for j in range(c0, c1):
                 flat[bin_offsets[j] + row[j]] += v
     else:
         for i in range(n_rows):
             if i + PREFETCH_ROWS < n_rows:
                 ahead = row_indices[i + PREFETCH_ROWS]
-                prefetch(X_binned, (ahead, 0))
+                prefetch(X_binned, (ahead, c0))
                 prefetch(X_binned, (ahead, last))
             r = row_indices[i]
             v = packed[r]
             for k in range(n_built):
                 j = column_indices[k]
                 flat[bin_offsets[j] + X_binned[r, j]] += v
-    if add_count:
-        flat[0] += n_rows
 
 
 def build_histogram_int_naive(X_binned, bin_offsets, column_indices, packed, row_indices, out):

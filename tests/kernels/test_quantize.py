@@ -128,3 +128,21 @@ def test_find_best_thresholds_int_matches_naive(missing, seed):
     np.testing.assert_array_equal(out[ok, 3:6], ref[ok, 3:6])
     # gains are the same formula in another order of additions
     np.testing.assert_allclose(out[ok, 0], ref[ok, 0], rtol=1e-12)
+
+
+def test_integer_histogram_by_column_blocks_equals_naive():
+    """Consecutive column blocks (the count added by one) give the naive twin's integers."""
+    from oocgbdt.kernels.quantize import build_histogram_int, build_histogram_int_naive
+    rng = np.random.default_rng(11)
+    n, F = 600, 7
+    nb = rng.integers(2, 256, size=F)
+    offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
+    X = np.stack([rng.integers(0, b, size=n) for b in nb], axis=1).astype(np.uint8)
+    packed = (rng.integers(-8, 9, size=n).astype(np.int64) << 32) + rng.integers(0, 9, size=n)
+    rows = np.sort(rng.choice(n, 350, replace=False)).astype(np.int32)
+    ref = np.zeros((offsets[-1], 1), dtype=np.int64)
+    build_histogram_int_naive(X, offsets, np.arange(F, dtype=np.int64), packed, rows, ref)
+    blocks = np.zeros_like(ref)
+    for k, cols in enumerate(np.array_split(np.arange(F, dtype=np.int64), 3)):
+        build_histogram_int(X, offsets, cols, packed, rows, blocks, k == 2)
+    np.testing.assert_array_equal(blocks, ref)
