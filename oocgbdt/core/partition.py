@@ -321,7 +321,8 @@ def partition_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_l
             nb = int(meta.n_bins[f])
             extra = np.zeros((nb + 1, 2), dtype=HIST_DTYPE)  # its own count row, dropped
             if subset is not None and subset[0] is not None:
-                full_X = full_X[subset[0]]
+                # the subset's own copy when it holds every column
+                full_X = X if columns is None else full_X.take(subset[0], axis=0)
             build_histogram(_feature_column(full_X, meta, f)[:, None],
                             np.array([1, nb + 1], dtype=np.int64), np.zeros(1, dtype=np.int64),
                             grad, hess, rows.order, extra)
