@@ -21,7 +21,7 @@ from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
 from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int
 from oocgbdt.kernels.categorical import construct_bitset
 from oocgbdt.kernels.routing import CATEGORICAL_NODE, split_rows
-from oocgbdt.kernels.predict import leaves_by_segment, predict_binned
+from oocgbdt.kernels.predict import add_leaf_values, leaves_binned, leaves_by_segment, predict_binned
 
 __all__ = [
     "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_set_init_scores", "partition_gradients", "partition_set_positions", "partition_position_sums", "partition_compact_columns", "partition_root",
@@ -424,7 +424,9 @@ def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leave
         # A compact copy of the round's rows, in the same (ascending) order: every histogram
         # adds the same values in the same order as on the whole partition. Not with the disk
         # cache, whose bins are read per pass so that memory stays bounded.
-        X, grad, hess = X[data.rows], grad[data.rows], hess[data.rows]
+        # (take: a row copy per index; X[rows] with int32 indices is about 8 times slower)
+        X, grad, hess = (X.take(data.rows, axis=0), grad.take(data.rows),
+                         hess.take(data.rows))
         subset = (data.rows, X, grad, hess)
         order = np.arange(data.rows.shape[0], dtype=LEAF_DTYPE)
     else:
@@ -442,7 +444,8 @@ def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leave
         # histogram is its histogram, appended as it is (the same sums, no decoding pass).
         if meta.feature_bundle[f] >= 0 and not meta.expand_is_copy:
             if subset is not None and subset[0] is not None:
-                full_X = full_X[subset[0]]
+                # the subset's own copy when it holds every column
+                full_X = X if columns is None else full_X.take(subset[0], axis=0)
             extra = (_feature_column(full_X, meta, f), int(meta.n_bins[f]), meta)
         else:
             extra = (None, 0, meta)
@@ -763,10 +766,29 @@ def _search_children_at_once(children, plan, meta, params, gains, small, threads
 # ---- finished trees and evaluation --------------------------------------------------------------------------
 
 
+def _node_layout(t) -> tuple:
+    """``(split_column, split_start, split_n_bins, split_raw)`` of the tree of binned arrays
+    ``t``: its own with bundles, else per-feature bins (each node's feature, raw)."""
+    if "split_column" in t:
+        return t["split_column"], t["split_start"], t["split_n_bins"], t["split_raw"]
+    n_nodes = t["split_feature"].shape[0]
+    return (t["split_feature"].astype(np.int64), np.zeros(n_nodes, dtype=np.int64),
+            np.zeros(n_nodes, dtype=np.int64), np.ones(n_nodes, dtype=np.bool_))
+
+
 def binned_leaves(X, t) -> np.ndarray:
     """Each row's leaf (int32, shape (n_rows,)) in the tree of binned arrays ``t``
-    (:meth:`~oocgbdt.core.tree.Tree.binned_arrays`, bundled or not), every row walked: the walk
-    adds leaf numbers into zeros."""
+    (:meth:`~oocgbdt.core.tree.Tree.binned_arrays`, bundled or not), every row walked: by
+    :func:`~oocgbdt.kernels.predict.leaves_binned` when every split is numerical and reads its
+    feature's own bins (no bundle merges it with others), else by a walk that adds leaf numbers
+    into zeros."""
+    if (not np.any(t["missing_type"] == CATEGORICAL_NODE)
+            and ("split_column" not in t or bool(np.all(t["split_raw"])))):
+        leaf = np.empty(X.shape[0], dtype=np.int32)
+        leaves_binned(X, t["split_column" if "split_column" in t else "split_feature"],
+                      t["threshold_bin"], t["default_left"], t["missing_type"], t["default_bin"],
+                      t["nan_bin"], t["left_child"], t["right_child"], leaf)
+        return leaf
     leaf = np.zeros(X.shape[0], dtype=np.float64)
     numbers = np.arange(t["leaf_value"].shape[0], dtype=np.float64)
     if "split_column" in t:
@@ -804,12 +826,7 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
     n_leaves = t["leaf_value"].shape[0]
     if rows is not None and data.rows is None:
         leaf = np.empty(X.shape[0], dtype=np.intp)
-        if "split_column" in t:
-            layout = (t["split_column"], t["split_start"], t["split_n_bins"], t["split_raw"])
-        else:
-            n_nodes = t["split_feature"].shape[0]
-            layout = (t["split_feature"].astype(np.int64), np.zeros(n_nodes, dtype=np.int64),
-                      np.zeros(n_nodes, dtype=np.int64), np.ones(n_nodes, dtype=np.bool_))
+        layout = _node_layout(t)
         routed = t.get("routed")
         if routed is None:  # always correct: decide each row at its segment's last split
             routed = np.zeros(t["left_child"].shape[0], dtype=np.bool_)
@@ -820,10 +837,13 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
     else:
         # One walk gives each row's leaf; the score then gets its leaf's value, the same single
         # addition per row as adding the value in the walk.
-        leaf = binned_leaves(X, t).astype(np.intp)
-    raw = data.raw_score.copy()
-    raw[class_idx] += t["leaf_value"][leaf]
-    counted = leaf if data.rows is None else leaf[data.rows]
+        leaf = binned_leaves(X, t)
+    raw = np.empty_like(data.raw_score)
+    for c in range(raw.shape[0]):
+        if c != class_idx:
+            raw[c] = data.raw_score[c]
+    add_leaf_values(data.raw_score[class_idx], leaf, t["leaf_value"], raw[class_idx])
+    counted = leaf if data.rows is None else leaf.take(data.rows)
     return replace(data, raw_score=raw, leaf_counts=np.bincount(counted, minlength=n_leaves))
 
 

@@ -1,8 +1,8 @@
 """Prediction kernels against their plain-Python twins."""
 import numpy as np
 
-from oocgbdt.kernels.predict import (K_ZERO_THRESHOLD, predict_binned, predict_binned_naive,
-                                     predict_raw, predict_raw_naive)
+from oocgbdt.kernels.predict import (K_ZERO_THRESHOLD, add_leaf_values, leaves_binned, predict_binned,
+                                     predict_binned_naive, predict_raw, predict_raw_naive)
 
 
 def _random_forest(rng, n_trees, n_features, n_outputs):
@@ -77,3 +77,46 @@ def test_predict_binned_matches_naive():
     predict_binned(Xb, *args, out)
     predict_binned_naive(Xb, *args, ref)
     np.testing.assert_array_equal(out, ref)
+
+
+def test_leaves_binned_is_the_naive_walk():
+    """Trees of 1 to 40 leaves, missing types None/Zero/NaN on rows at the default and NaN bins,
+    row counts not a multiple of the four walked at once: each row's leaf is the one whose
+    value the naive walk adds (leaf values = leaf numbers)."""
+    rng = np.random.default_rng(5)
+    for n_leaves in (1, 2, 3, 7, 40):
+        for n_rows in (1, 6, 203):
+            left, right, parent_of_leaf = [], [], [-1]
+            for node in range(n_leaves - 1):
+                leaf = int(rng.integers(0, node + 1))
+                p = parent_of_leaf[leaf]
+                if p >= 0:
+                    if left[p] == ~leaf:
+                        left[p] = node
+                    else:
+                        right[p] = node
+                left.append(~leaf)
+                right.append(~(node + 1))
+                parent_of_leaf[leaf] = node
+                parent_of_leaf.append(node)
+            m = n_leaves - 1
+            Xb = rng.integers(0, 10, size=(n_rows, 5)).astype(np.uint16)
+            args = (rng.integers(0, 5, m).astype(np.int32), rng.integers(0, 9, m).astype(np.int32),
+                    rng.random(m) < 0.5, rng.integers(0, 3, m).astype(np.uint8),
+                    rng.integers(0, 10, m).astype(np.int32), np.full(m, 9, np.int32),
+                    np.asarray(left, np.int32), np.asarray(right, np.int32))
+            ref = np.zeros(n_rows)
+            predict_binned_naive(Xb, *args, np.arange(n_leaves, dtype=np.float64),
+                                 np.zeros(1, np.int64), np.zeros(0, np.uint32), ref)
+            out = np.full(n_rows, -1, np.int32)
+            leaves_binned(Xb, *args, out)
+            np.testing.assert_array_equal(out, ref.astype(np.int32))
+
+
+def test_add_leaf_values_is_numpy():
+    rng = np.random.default_rng(6)
+    score, values = rng.normal(size=101), rng.normal(size=7)
+    leaf = rng.integers(0, 7, 101).astype(np.int32)
+    out = np.empty(101)
+    add_leaf_values(score, leaf, values, out)
+    np.testing.assert_array_equal(out, score + values[leaf])
