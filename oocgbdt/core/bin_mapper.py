@@ -39,8 +39,11 @@ from oocgbdt.kernels.binning import (
     distinct_of_sorted,
     find_bin_with_zero_as_one_bin,
     find_distinct_values_naive,
+    fit_numerical_values,
     map_to_bins,
+    split_csc_columns,
     split_sample_columns,
+    unsorted_runs,
 )
 from oocgbdt.kernels.bundling import bundle_sparse_rows
 from oocgbdt.kernels.categorical import map_categories
@@ -54,6 +57,8 @@ K_SPARSE_THRESHOLD = 0.7
 MAX_MAX_BIN = 65536
 #: Features per task of :meth:`BinMapper.fit` (one pass over the sample's rows per task).
 FIT_FEATURE_GROUP = 8
+#: Runs of sampled values longer than this are sorted by NumPy (SIMD sort), shorter ones by numba.
+_NUMPY_SORT_MIN = 256
 _DICT_FORMAT = "oocgbdt.BinMapper"
 _DICT_VERSION = 1
 
@@ -288,9 +293,10 @@ class BinMapper:
 
         Notes
         -----
-        Features are fitted in groups of ``FIT_FEATURE_GROUP`` on up to ``n_threads``
-        threads (the sorts and numba kernels release the GIL); each feature's result does not
-        depend on the grouping (:func:`_find_bin_naive` is the one-feature NumPy reference).
+        Features are fitted in groups (``FIT_FEATURE_GROUP`` dense columns; for a sparse
+        sample, about four groups per thread) on up to ``n_threads`` threads, one numba call
+        per group (the kernels release the GIL); each feature's result does not depend on the
+        grouping (:func:`_find_bin_naive` is the one-feature NumPy reference).
 
         Raises
         ------
@@ -336,9 +342,14 @@ class BinMapper:
 
         args = (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
                 filter_cnt, n_sample)
-        groups = [(f0, min(f0 + FIT_FEATURE_GROUP, n_features))
-                  for f0 in range(0, n_features, FIT_FEATURE_GROUP)]
-        n_threads = min(n_threads or os.cpu_count() or 1, len(groups))
+        n_threads = n_threads or os.cpu_count() or 1
+        size = FIT_FEATURE_GROUP
+        if sp.issparse(X):
+            # a sparse column costs its stored entries only: a few larger groups per thread
+            # (their bound buffers, size x (max_bin + 1) doubles, kept under 8 MB)
+            size = max(size, min(-(-n_features // (4 * n_threads)), (1 << 20) // (max_bin + 1)))
+        groups = [(f0, min(f0 + size, n_features)) for f0 in range(0, n_features, size)]
+        n_threads = min(n_threads, len(groups))
         if n_threads > 1:
             with ThreadPoolExecutor(max_workers=n_threads) as pool:
                 results = list(pool.map(lambda g: _find_bins(X, g[0], g[1], *args), groups))
@@ -622,27 +633,44 @@ def _find_bins(X, f0, f1, max_bin, min_data_in_bin, use_missing, zero_as_missing
     :meth:`BinMapper.fit`): a list of its result tuples.
 
     ``X`` is a dense (K, n_features) float32 array, or a CSC matrix whose column ``f`` holds the
-    stored entries of feature ``f`` (the other ``K - nnz`` values are zeros). A dense group is
-    split into its features' non-zero values in one pass over the rows
-    (:func:`oocgbdt.kernels.binning.split_sample_columns`).
+    stored entries of feature ``f`` (the other ``K - nnz`` values are zeros). The group is split
+    into its features' kept values in one numba pass
+    (:func:`oocgbdt.kernels.binning.split_sample_columns`: one pass over the rows of a dense
+    group; :func:`~oocgbdt.kernels.binning.split_csc_columns`), the long unsorted runs are
+    sorted by NumPy, and one numba call
+    (:func:`~oocgbdt.kernels.binning.fit_numerical_values`) runs the steps of
+    :func:`_find_bin_of_values` for every feature; only the results are unpacked in Python.
     """
-    out = []
+    n_f = f1 - f0
+    n_values, n_nan, n_tiny = (np.empty(n_f, dtype=np.int64) for _ in range(3))
     if sp.issparse(X):
-        for f in range(f0, f1):
-            column = X.data[X.indptr[f]:X.indptr[f + 1]]
-            out.append(_find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing,
-                                 pre_filter, filter_cnt, total_sample_cnt))
-        return out
-    values = np.empty((f1 - f0, X.shape[0]), dtype=np.float32)
-    n_values = np.empty(f1 - f0, dtype=np.int64)
-    n_nan = np.empty(f1 - f0, dtype=np.int64)
-    n_tiny = np.empty(f1 - f0, dtype=np.int64)
-    split_sample_columns(X, f0, f1, values, n_values, n_nan, n_tiny)
-    for g in range(f1 - f0):
-        out.append(_find_bin_of_values(values[g, :n_values[g]], int(n_nan[g]), int(n_tiny[g]),
-                                       max_bin, min_data_in_bin, use_missing, zero_as_missing,
-                                       pre_filter, filter_cnt, total_sample_cnt))
-    return out
+        indptr = X.indptr.astype(np.int64, copy=False)
+        values = np.empty(int(indptr[f1] - indptr[f0]), dtype=np.float32)
+        split_csc_columns(X.data, indptr, f0, f1, values, n_values, n_nan, n_tiny)
+        starts = indptr[f0:f1] - indptr[f0]
+    else:
+        values = np.empty((n_f, X.shape[0]), dtype=np.float32)
+        split_sample_columns(X, f0, f1, values, n_values, n_nan, n_tiny)
+        values = values.reshape(-1)
+        starts = np.arange(n_f, dtype=np.int64) * X.shape[0]
+    unsorted = np.empty(n_f, dtype=np.bool_)
+    unsorted_runs(values, starts, n_values, unsorted)
+    for g in np.flatnonzero(unsorted & (n_values > _NUMPY_SORT_MIN)):
+        values[starts[g]:starts[g] + n_values[g]].sort()  # NumPy's SIMD sort, GIL released
+    out_bounds = np.empty((n_f, max_bin + 1), dtype=np.float64)
+    n_bounds, missing, default, most_freq, nondefault = (np.empty(n_f, dtype=np.int64)
+                                                         for _ in range(5))
+    trivial = np.empty(n_f, dtype=np.bool_)
+    vmin = np.empty(n_f, dtype=np.float64)
+    vmax = np.empty(n_f, dtype=np.float64)
+    fit_numerical_values(values, starts, n_values, n_nan, n_tiny, int(X.shape[0]), max_bin,
+                         min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,
+                         out_bounds, n_bounds, missing, default, most_freq, trivial, vmin, vmax,
+                         nondefault)
+    return [(out_bounds[g, :n_bounds[g]].copy(), int(missing[g]), int(default[g]),
+             int(most_freq[g]), bool(trivial[g]), float(vmin[g]), float(vmax[g]),
+             int(nondefault[g]))
+            for g in range(n_f)]
 
 
 def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,
