@@ -48,13 +48,15 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from oocgbdt._dtypes import X_BINNED_DTYPE, X_BINNED_DTYPE_WIDE
+from oocgbdt._dtypes import MISSING_NAN, X_BINNED_DTYPE, X_BINNED_DTYPE_WIDE
 from oocgbdt.kernels.bundling import (bin_sparse_entries, bundle_columns, bundle_sparse_rows,
-                                       complement_columns, count_pairs, encode_bin,
-                                       nondefault_counts, nondefault_csr)
+                                       complement_columns, count_pairs, count_pairs_masked,
+                                       encode_bin, nondefault_counts, nondefault_csr,
+                                       sparse_nondefault)
 
 __all__ = [
-    "ConflictCounts", "FeatureBundler", "chunk_conflicts", "merge_conflicts", "conflict_mode",
+    "ConflictCounts", "FeatureBundler", "chunk_conflicts", "sparse_chunk_conflicts",
+    "merge_conflicts", "conflict_mode",
     "greedy_bundles", "greedy_bundles_row_sets", "bundling_order", "no_bundle_possible",
     "sample_pattern", "bundle_chunk", "DENSE_COUNTS_BYTES", "WIDE_COLUMN_COST",
 ]
@@ -202,7 +204,14 @@ def _count_pairs_complemented(p, nnz):
     # uint16 counters when they cannot overflow: half the bytes, fewer cache misses
     upper = np.zeros((n_features, n_features), dtype=np.uint16 if n_rows < (1 << 16) else np.int32)
     count_pairs(indptr, indices, upper)
-    m = upper.astype(np.int32)
+    return _counts_from_complemented(upper.astype(np.int32), comp, nnz, n_rows)
+
+
+def _counts_from_complemented(m, comp, nnz, n_rows):
+    """Symmetric pairwise counts (int32, F x F) from the upper-triangular counts ``m`` (int32,
+    modified) of the pattern with the ``comp`` columns flipped (see
+    :func:`_count_pairs_complemented`)."""
+    n_features = m.shape[0]
     diag = np.diagonal(m).copy()
     m += m.T
     m[np.arange(n_features), np.arange(n_features)] = diag
@@ -216,6 +225,75 @@ def _count_pairs_complemented(p, nnz):
         m[np.ix_(c, c)] = nz[c][:, None] + nz[c][None, :] - n_rows + m[np.ix_(c, c)]
         m[c, c] = nz[c]
     return m
+
+
+#: Rows per block of the uint16 pair counters of :func:`sparse_chunk_conflicts` (no overflow).
+_PAIR_BLOCK_ROWS = (1 << 16) - 1
+
+
+def _default_intervals(bin_mapper):
+    """Per feature, the default bin's interval ``(lo, hi]`` as :func:`sparse_nondefault` reads
+    it: ``lo, hi, first, last, nan_off``."""
+    nb = np.asarray(bin_mapper.n_bins_, dtype=np.int64)
+    d = np.asarray(bin_mapper.default_bins_, dtype=np.int64)
+    nan_off = np.asarray(bin_mapper.missing_types_) == MISSING_NAN
+    n_search = nb - nan_off
+    start = np.asarray(bin_mapper.bin_offsets_[:-1], dtype=np.int64)
+    flat = bin_mapper._flat_bounds
+    first = d == 0
+    last = d == n_search - 1
+    lo = np.where(first, -np.inf, flat[start + np.maximum(d - 1, 0)])
+    hi = np.where(last, np.inf, flat[start + np.minimum(d, nb - 1)])
+    return lo, hi, first, last, nan_off
+
+
+def sparse_chunk_conflicts(X_block, local_rows, bin_mapper, mode: str = "counts",
+                           row_offset: int = 0) -> ConflictCounts:
+    """``chunk_conflicts(sample_pattern(X_block, local_rows, bin_mapper), mode, row_offset)``,
+    for a sparse chunk in ``"counts"`` mode without building the pattern.
+
+    The stored entries are tested against their default bin's interval
+    (:func:`oocgbdt.kernels.bundling.sparse_nondefault`: two comparisons instead of a bin
+    search), and each sampled row's non-default features, with the columns present in more
+    than half of the rows complemented, are enumerated pairwise straight from the CSR arrays
+    (:func:`oocgbdt.kernels.bundling.count_pairs_masked`) into uint16 counters, blocks of
+    ``2**16 - 1`` rows at a time. Other inputs (dense chunks, ``"rows"`` mode, categorical
+    features, wide data, patterns dense enough for the BLAS product) take
+    :func:`chunk_conflicts` of :func:`sample_pattern`; the result is the same.
+    """
+    n_features = X_block.shape[1]
+    if (not sp.issparse(X_block) or mode != "counts"
+            or bool(np.asarray(bin_mapper.is_categorical_).any())
+            or n_features * n_features * 4 > DENSE_PAIRS_BYTES):
+        return chunk_conflicts(sample_pattern(X_block, local_rows, bin_mapper), mode, row_offset)
+    X = _as_csr(X_block)
+    if local_rows is not None:
+        X = X[np.asarray(local_rows)]
+    n_rows = X.shape[0]
+    mask = np.empty(X.nnz, dtype=bool)
+    nnz = np.zeros(n_features, dtype=np.int64)
+    sparse_nondefault(X.indptr, X.indices, X.data, *_default_intervals(bin_mapper), mask, nnz)
+    if _dense_product(int(nnz.sum()), n_rows, n_features):
+        # copies: eliminate_zeros compacts indices/indptr in place, and X may be the caller's
+        p = sp.csr_matrix((mask, X.indices.copy(), X.indptr.copy()), shape=X.shape)
+        p.eliminate_zeros()
+        return chunk_conflicts(p, mode, row_offset)
+    comp = nnz * 2 > n_rows
+    indptr = X.indptr.astype(np.int64, copy=False)
+    upper = np.zeros((n_features, n_features), dtype=np.uint16)
+    total = None
+    for r0 in range(0, n_rows, _PAIR_BLOCK_ROWS):
+        if r0:
+            upper[:] = 0
+        count_pairs_masked(indptr, X.indices, mask, comp, r0, min(n_rows, r0 + _PAIR_BLOCK_ROWS),
+                           upper)
+        total = upper.astype(np.int32) if total is None else total + upper
+    if total is None:
+        total = np.zeros((n_features, n_features), dtype=np.int32)
+    pairs = _counts_from_complemented(total, comp, nnz, n_rows)
+    if np.count_nonzero(pairs) * 8 < pairs.size:  # keep partials small until merged
+        pairs = sp.csr_matrix(pairs).astype(np.int64)
+    return ConflictCounts(n_rows, nnz, pairs=pairs)
 
 
 def _add_pairs(a, b):
@@ -784,7 +862,8 @@ def sample_pattern(X_block, local_rows, bin_mapper):
             X = X[np.asarray(local_rows)]
         bins = _sparse_bins(X, bin_mapper)
         keep = bins != bin_mapper.default_bins_[X.indices]
-        p = sp.csr_matrix((keep, X.indices, X.indptr), shape=X.shape)
+        # copies: eliminate_zeros compacts indices/indptr in place, and X may be the caller's
+        p = sp.csr_matrix((keep, X.indices.copy(), X.indptr.copy()), shape=X.shape)
         p.eliminate_zeros()
         return p
     X = np.asarray(X_block)

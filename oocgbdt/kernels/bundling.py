@@ -35,6 +35,8 @@ __all__ = [
     "bin_sparse_entries", "bin_sparse_entries_naive",
     "nondefault_counts", "nondefault_csr", "nondefault_csr_naive",
     "count_pairs", "count_pairs_naive", "complement_columns", "complement_columns_naive",
+    "sparse_nondefault", "sparse_nondefault_naive", "count_pairs_masked",
+    "count_pairs_masked_naive",
     "decode_feature_column", "decode_feature_column_naive",
     "split_rows_bundled", "split_rows_bundled_naive",
     "next_node_bundled", "predict_binned_bundled", "predict_binned_bundled_naive",
@@ -303,6 +305,106 @@ def complement_columns_naive(indptr, indices, complemented, out_indptr, out_indi
     if len(out_indices):
         out_indices[:] = c
     return int(len(c))
+
+
+@njit
+def sparse_nondefault(indptr, indices, data, lo, hi, first, last, nan_off, mask, nnz):
+    """Mark the stored entries of a CSR matrix that are off their feature's default bin, and
+    count them per feature, without binning them: ``data[k]`` of feature ``f`` is in the
+    default bin ``d`` iff ``(d == 0 or x > lo[f]) and (d == n_search - 1 or x <= hi[f])`` with
+    ``lo[f], hi[f]`` the bounds ``d - 1`` and ``d`` (``first[f]``: ``d == 0``, ``last[f]``:
+    ``d == n_search - 1``), as ``ValueToBin``'s search over increasing bounds gives; NaN is off
+    it only for a NaN-type feature (``nan_off[f]``; otherwise NaN is binned as 0.0, whose bin
+    is the default bin).
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays (any integer / float types)              # IN
+    lo, hi : ndarray of shape (n_features,), float64                              # IN
+    first, last, nan_off : ndarray of shape (n_features,), bool                   # IN
+    mask : ndarray of shape (nnz,), bool                                          # OUT
+    nnz : ndarray of shape (n_features,), int64                                   # IN/OUT (added to)
+    """
+    for k in range(indices.shape[0]):
+        f = indices[k]
+        x = np.float64(data[k])
+        if np.isnan(x):
+            off = nan_off[f]
+        else:
+            off = not ((first[f] or x > lo[f]) and (last[f] or x <= hi[f]))
+        mask[k] = off
+        nnz[f] += off
+
+
+def sparse_nondefault_naive(indptr, indices, data, lo, hi, first, last, nan_off, mask, nnz):
+    """Twin of :func:`sparse_nondefault` in NumPy."""
+    f = np.asarray(indices)
+    x = np.asarray(data, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        inside = (first[f] | (x > lo[f])) & (last[f] | (x <= hi[f]))
+    off = np.where(np.isnan(x), nan_off[f], ~inside)
+    mask[:] = off
+    nnz += np.bincount(f[off], minlength=nnz.shape[0])
+
+
+def count_pairs_masked_naive(indptr, indices, mask, complemented, r0, r1, out):
+    """Twin of :func:`count_pairs_masked` through a dense boolean pattern and a 0/1 product."""
+    n_features = complemented.shape[0]
+    P = np.zeros((r1 - r0, n_features), dtype=np.int64)
+    for i in range(r0, r1):
+        for k in range(indptr[i], indptr[i + 1]):
+            if mask[k]:
+                P[i - r0, indices[k]] = 1
+    P[:, np.asarray(complemented, dtype=bool)] ^= 1
+    out += np.triu(P.T @ P).astype(out.dtype)
+
+
+@njit
+def count_pairs_masked(indptr, indices, mask, complemented, r0, r1, out):
+    """:func:`count_pairs` of rows ``r0 <= i < r1`` of the pattern "stored entry with
+    ``mask``" of a CSR matrix (indices sorted within each row), with the ``complemented``
+    columns flipped (as :func:`complement_columns` of that pattern), without building either
+    pattern: each row's non-default features are merged with the complemented columns in
+    increasing order and every pair ``f <= g`` adds one to ``out[f, g]``.
+
+    Parameters
+    ----------
+    indptr, indices : CSR arrays, indices sorted within each row                   # IN
+    mask : ndarray of shape (nnz,), bool   # IN  entries off their default bin (sparse_nondefault)
+    complemented : ndarray of shape (n_features,), bool                             # IN
+    r0, r1 : int                                                                    # IN
+    out : ndarray of shape (n_features, n_features), uint16 or int32   # IN/OUT (added to)
+    """
+    comp_cols = np.flatnonzero(complemented)
+    n_comp = comp_cols.shape[0]
+    n_features = complemented.shape[0]
+    buf = np.empty(n_features, dtype=np.int64)
+    for i in range(r0, r1):
+        a = indptr[i]
+        hi = indptr[i + 1]
+        c = 0
+        m = 0
+        while a < hi or c < n_comp:
+            if c < n_comp and (a >= hi or comp_cols[c] < indices[a]):
+                buf[m] = comp_cols[c]  # absent: in the complement
+                m += 1
+                c += 1
+            elif c < n_comp and comp_cols[c] == indices[a]:
+                if not mask[a]:
+                    buf[m] = comp_cols[c]  # stored at its default bin: in the complement
+                    m += 1
+                a += 1
+                c += 1
+            else:
+                f = indices[a]
+                if mask[a] and not complemented[f]:
+                    buf[m] = f
+                    m += 1
+                a += 1
+        for p in range(m):
+            f = buf[p]
+            for q in range(p, m):
+                out[f, buf[q]] += 1
 
 
 @njit

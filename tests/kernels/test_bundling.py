@@ -7,7 +7,8 @@ from oocgbdt.kernels.binning import map_to_bins
 from oocgbdt.kernels.bundling import (
     bin_sparse_entries, bin_sparse_entries_naive, bundle_columns, bundle_columns_naive,
     bundle_sparse_rows, bundle_sparse_rows_naive, complement_columns, complement_columns_naive,
-    count_pairs, count_pairs_naive, decode_feature_column,
+    count_pairs, count_pairs_masked, count_pairs_masked_naive, count_pairs_naive,
+    decode_feature_column, sparse_nondefault, sparse_nondefault_naive,
     decode_feature_column_naive, encode_bin, expand_histogram, expand_histogram_naive,
     feature_bin_from_bundle, nondefault_counts, nondefault_csr, nondefault_csr_naive,
     predict_binned_bundled, predict_binned_bundled_naive, split_rows_bundled,
@@ -313,3 +314,36 @@ def test_count_pairs_and_complement_columns_match_naive():
     assert complement_columns_naive(csr.indptr, csr.indices, comp, ref_ptr, ref_ind) == total
     np.testing.assert_array_equal(ptr, ref_ptr)
     np.testing.assert_array_equal(ind, ref_ind)
+
+
+def test_sparse_nondefault_and_masked_pairs_match_naive():
+    """Default-bin test of stored entries (NaN, +-inf, values on the interval's ends) and the
+    masked, complemented pair counts against their NumPy twins, over row ranges."""
+    rng = np.random.default_rng(8)
+    n, F = 400, 12
+    lo = np.concatenate([[-np.inf, 0.5, -1.0], rng.normal(size=F - 3)])
+    hi = lo + rng.exponential(size=F)
+    first = rng.random(F) < 0.3
+    last = rng.random(F) < 0.3
+    nan_off = rng.random(F) < 0.5
+    X = np.where(rng.random((n, F)) < 0.4, rng.normal(size=(n, F)), 0.0)
+    X[rng.random((n, F)) < 0.05] = np.nan
+    X[:, 1] = np.where(rng.random(n) < 0.5, 0.5, X[:, 1])  # on lo: outside (lo, hi]
+    X[:5, 2] = [-np.inf, np.inf, -1.0, hi[2], np.nextafter(hi[2], np.inf)]
+    csr = sp.csr_matrix(X.astype(np.float32))
+    mask, ref_mask = np.empty(csr.nnz, bool), np.empty(csr.nnz, bool)
+    nnz, ref_nnz = np.zeros(F, np.int64), np.zeros(F, np.int64)
+    sparse_nondefault(csr.indptr, csr.indices, csr.data, lo, hi, first, last, nan_off, mask, nnz)
+    sparse_nondefault_naive(csr.indptr, csr.indices, csr.data, lo, hi, first, last, nan_off,
+                            ref_mask, ref_nnz)
+    np.testing.assert_array_equal(mask, ref_mask)
+    np.testing.assert_array_equal(nnz, ref_nnz)
+    assert 0 < mask.sum() < csr.nnz
+    comp = nnz * 2 > n // 3
+    assert comp.any() and not comp.all()
+    for r0, r1 in [(0, n), (37, 201)]:
+        out = np.zeros((F, F), np.uint16)
+        ref = np.zeros((F, F), np.int64)
+        count_pairs_masked(csr.indptr.astype(np.int64), csr.indices, mask, comp, r0, r1, out)
+        count_pairs_masked_naive(csr.indptr, csr.indices, mask, comp, r0, r1, ref)
+        np.testing.assert_array_equal(out, ref)
