@@ -51,13 +51,14 @@ from threadpoolctl import threadpool_limits
 from oocgbdt._dtypes import MISSING_NAN, X_BINNED_DTYPE, X_BINNED_DTYPE_WIDE
 from oocgbdt.kernels.bundling import (bin_sparse_entries, bundle_columns, bundle_sparse_rows,
                                        complement_columns, count_pairs, count_pairs_masked,
-                                       encode_bin, nondefault_counts, nondefault_csr,
+                                       encode_bin, greedy_bundle_of, nondefault_counts, nondefault_csr,
                                        sparse_nondefault)
 
 __all__ = [
     "ConflictCounts", "FeatureBundler", "chunk_conflicts", "sparse_chunk_conflicts",
     "merge_conflicts", "conflict_mode",
-    "greedy_bundles", "greedy_bundles_row_sets", "bundling_order", "no_bundle_possible",
+    "greedy_bundles", "greedy_bundles_naive", "greedy_bundles_row_sets", "bundling_order",
+    "no_bundle_possible",
     "sample_pattern", "bundle_chunk", "DENSE_COUNTS_BYTES", "WIDE_COLUMN_COST",
 ]
 
@@ -383,6 +384,28 @@ def greedy_bundles(order, pairs, budget, n_bins, max_bins, dense=None, nnz=None)
     capped : bool
         True if the bin cap (and not conflicts) kept some feature out of a bundle it fitted.
     """
+    if sp.issparse(pairs):
+        return greedy_bundles_naive(order, pairs, budget, n_bins, max_bins, dense, nnz)
+    # dense counts: one numba pass (the same steps; greedy_bundles_naive is its twin)
+    n_features = len(n_bins)
+    dense = np.zeros(n_features, dtype=bool) if dense is None else np.asarray(dense, dtype=bool)
+    pairs = np.asarray(pairs)
+    nnz = np.diagonal(pairs) if nnz is None else nnz
+    order = np.asarray(order, dtype=np.int64).reshape(-1)
+    bundle_of = np.empty(n_features, dtype=np.int64)
+    n_b, capped = greedy_bundle_of(order, pairs, int(budget), np.asarray(n_bins, dtype=np.int64),
+                                   int(max_bins), dense, np.asarray(nnz, dtype=np.int64),
+                                   bundle_of)
+    bundles = [[] for _ in range(int(n_b))]
+    for f in order.tolist():
+        bundles[bundle_of[f]].append(f)
+    return bundles, bool(capped)
+
+
+def greedy_bundles_naive(order, pairs, budget, n_bins, max_bins, dense=None, nnz=None):
+    """NumPy version of :func:`greedy_bundles` (one vectorized step per feature): the path of
+    sparse counts, and the test oracle of the numba kernel used for dense counts
+    (:func:`oocgbdt.kernels.bundling.greedy_bundle_of`). Same arguments and result."""
     n_features = len(n_bins)
     dense = np.zeros(n_features, dtype=bool) if dense is None else np.asarray(dense, dtype=bool)
     csr = pairs.tocsr() if sp.issparse(pairs) else None

@@ -35,7 +35,7 @@ __all__ = [
     "bin_sparse_entries", "bin_sparse_entries_naive",
     "nondefault_counts", "nondefault_csr", "nondefault_csr_naive",
     "count_pairs", "count_pairs_naive", "complement_columns", "complement_columns_naive",
-    "sparse_nondefault", "sparse_nondefault_naive", "count_pairs_masked",
+    "sparse_nondefault", "sparse_nondefault_naive", "count_pairs_masked", "greedy_bundle_of",
     "count_pairs_masked_naive",
     "decode_feature_column", "decode_feature_column_naive",
     "split_rows_bundled", "split_rows_bundled_naive",
@@ -691,3 +691,80 @@ def expand_histogram_naive(hist, expand_index, bin_offsets, n_bins, default_bins
             total = np.array([sum_g, sum_h])
             out[d, :2] = (total - np.add.reduce(hist[idx[stored], :2], axis=0) if stored.any()
                           else total)
+
+
+# ---------------------------------------------------------------------------------------------
+# Greedy bundling on a dense pairwise count matrix
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def greedy_bundle_of(order, pairs, budget, n_bins, max_bins, dense, nnz, bundle_of):
+    """The greedy bundling of ``oocgbdt.core.bundler.greedy_bundles`` on a dense symmetric
+    count matrix: each feature of ``order`` joins the first bundle (in creation order) whose
+    accumulated conflicts plus its conflicts with the members stay within ``budget``, with at
+    most ``nnz[f] // 2`` conflicts, and whose column stays within ``max_bins``; else it opens
+    a new bundle (always, for a ``dense`` feature).
+
+    Parameters
+    ----------
+    order : ndarray of shape (n_order,), int64                       # IN  placement order
+    pairs : ndarray of shape (F, F), integer                         # IN  diagonal ignored
+    budget, max_bins : int                                           # IN
+    n_bins, nnz : ndarray of shape (F,), int64                       # IN
+    dense : ndarray of shape (F,), bool                              # IN
+    bundle_of : ndarray of shape (F,), int64                         # OUT bundle of each feature
+                                                                     #     placed, -1 elsewhere
+
+    Returns
+    -------
+    n_bundles : int
+    capped : bool
+        True if the bin cap (and not conflicts) kept some feature out of every bundle it fitted.
+
+    Notes
+    -----
+    Conflicts are summed as int64 (exact), as the Python version's float64 sums of integer
+    counts are below 2**53. Source: LightGBM ``FindGroups`` (``src/io/dataset.cpp``) as
+    restated in ``oocgbdt.core.bundler``'s module docstring.
+    """
+    n_features = n_bins.shape[0]
+    for g in range(n_features):
+        bundle_of[g] = -1
+    n_order = order.shape[0]
+    conflicts = np.zeros(n_order, dtype=np.int64)
+    bins = np.zeros(n_order, dtype=np.int64)
+    conf = np.zeros(n_order, dtype=np.int64)
+    n_b = 0
+    capped = False
+    for i in range(n_order):
+        f = order[i]
+        nb = n_bins[f]
+        chosen = -1
+        if not dense[f] and n_b > 0:
+            for b in range(n_b):
+                conf[b] = 0
+            for g in range(n_features):
+                b = bundle_of[g]
+                if b >= 0 and g != f:
+                    conf[b] += pairs[f, g]
+            cap_hit = False
+            half = nnz[f] // 2
+            for b in range(n_b):
+                if conflicts[b] + conf[b] <= budget and conf[b] <= half:
+                    if bins[b] + nb - 1 <= max_bins:
+                        chosen = b
+                        break
+                    cap_hit = True
+            if chosen >= 0:
+                conflicts[chosen] += conf[chosen]
+                bins[chosen] += nb - 1
+            elif cap_hit:
+                capped = True
+        if chosen < 0:
+            chosen = n_b
+            n_b += 1
+            conflicts[chosen] = 0
+            bins[chosen] = nb
+        bundle_of[f] = chosen
+    return n_b, capped

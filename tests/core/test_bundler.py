@@ -356,3 +356,26 @@ def test_sample_pattern_leaves_its_input_unchanged():
     sample_pattern(X, None, bm)
     for a, b in zip(before, (X.indptr, X.indices, X.data)):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_bundles_kernel_equals_the_numpy_version(seed):
+    """Dense counts go through the numba kernel; it places every feature where the NumPy
+    version does (bundles, order within them, the cap flag), whatever the budget, cap and
+    dense features."""
+    rng = np.random.default_rng(seed)
+    F = 60
+    P = rng.random((400, F)) < rng.uniform(0.005, 0.3, F)[None, :]
+    pairs = (P.T.astype(np.int32) @ P.astype(np.int32))
+    nnz = np.diagonal(pairs).astype(np.int64)
+    n_bins = rng.integers(2, 40, F)
+    dense = rng.random(F) < 0.1
+    order = bundling_order(nnz, (pairs > 0).sum(axis=1))[rng.random(F) < 0.9]
+    seen_cap = False
+    for budget in (0, 3, 40):
+        for cap in (30, 256):
+            got = greedy_bundles(order, pairs, budget, n_bins, cap, dense, nnz)
+            ref = bundler_mod.greedy_bundles_naive(order, pairs, budget, n_bins, cap, dense, nnz)
+            assert got == ref
+            seen_cap |= ref[1]
+    assert seen_cap
