@@ -46,7 +46,7 @@ from oocgbdt.kernels.binning import (
     split_sample_columns,
     unsorted_runs,
 )
-from oocgbdt.kernels.bundling import bundle_sparse_rows
+from oocgbdt.kernels.bundling import bundle_sparse_rows_guided, value_guides
 from oocgbdt.kernels.categorical import map_categories
 
 __all__ = ["BinMapper", "sample_row_indices"]
@@ -379,6 +379,7 @@ class BinMapper:
     def _set_fitted(self, bounds, missing, default, most_freq, trivial, vmin, vmax,
                     categories=None):
         self._token = uuid.uuid4().hex  # see __dask_tokenize__
+        self._guides = None  # see value_guides
         self.bin_upper_bounds_ = [np.asarray(b, dtype=np.float64) for b in bounds]
         self.n_bins_ = np.array([len(b) for b in self.bin_upper_bounds_], dtype=np.int32)
         self.missing_types_ = np.asarray(missing, dtype=np.uint8)
@@ -484,10 +485,11 @@ class BinMapper:
         out = np.empty(X.shape, dtype=self.binned_dtype_)
         if X.shape[0]:
             # every feature alone in its own column: the binned matrix itself
-            bundle_sparse_rows(X.indptr, X.indices, X.data, self._flat_bounds, self.bin_offsets_,
-                               self.n_bins_, self.missing_types_, np.arange(n, dtype=np.int64),
-                               np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool),
-                               self.default_bins_, self.default_bins_.astype(np.int64), out)
+            bundle_sparse_rows_guided(
+                X.indptr, X.indices, X.data, self._flat_bounds, self.bin_offsets_, self.n_bins_,
+                self.missing_types_, np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                np.ones(n, dtype=bool), self.default_bins_, self.default_bins_.astype(np.int64),
+                *self.value_guides(), out)
         return out
 
     def threshold(self, feature, bin):
@@ -614,6 +616,17 @@ class BinMapper:
         mapper.sample_nondefault_counts_ = None
         return mapper
 
+    def value_guides(self):
+        """The guide tables of the sparse binning kernels
+        (:func:`oocgbdt.kernels.bundling.value_guides` of this mapper's bounds), made on first
+        use and kept (not pickled)."""
+        guides = getattr(self, "_guides", None)
+        if guides is None:
+            self._check_fitted()
+            guides = self._guides = value_guides(self._flat_bounds, self.bin_offsets_,
+                                                 self.n_bins_, self.missing_types_)
+        return guides
+
     def __dask_tokenize__(self):
         """A cheap token for Dask's ``delayed(mapper, pure=True)``: one drawn when the mapper
         was fitted (or rebuilt), kept by pickling, instead of hashing every bound array."""
@@ -622,6 +635,7 @@ class BinMapper:
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_flat_bounds", None)  # derived; rebuilt on unpickle
+        state.pop("_guides", None)  # derived; made again on first use
         return state
 
     def __setstate__(self, state):

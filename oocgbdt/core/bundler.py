@@ -49,10 +49,10 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from oocgbdt._dtypes import MISSING_NAN, X_BINNED_DTYPE, X_BINNED_DTYPE_WIDE
-from oocgbdt.kernels.bundling import (bin_sparse_entries, bundle_columns, bundle_sparse_rows,
-                                       complement_columns, count_pairs, count_pairs_masked,
-                                       encode_bin, greedy_bundle_of, nondefault_counts, nondefault_csr,
-                                       sparse_nondefault)
+from oocgbdt.kernels.bundling import (bin_sparse_entries, bundle_columns,
+                                       bundle_sparse_rows_guided, complement_columns, count_pairs,
+                                       count_pairs_masked, encode_bin, greedy_bundle_of,
+                                       nondefault_counts, nondefault_csr, sparse_nondefault)
 
 __all__ = [
     "ConflictCounts", "FeatureBundler", "chunk_conflicts", "sparse_chunk_conflicts",
@@ -935,9 +935,10 @@ def bundle_chunk(X_block, bin_mapper, bundler=None):
         if X.shape[1] != bm.n_features_in_:
             raise ValueError(f"X must have n_features_in_={bm.n_features_in_} columns, found "
                              f"{X.shape[1]} (shape {X.shape})")
-        conflict_rows, lost = bundle_sparse_rows(
+        conflict_rows, lost = bundle_sparse_rows_guided(
             X.indptr, X.indices, X.data, bm._flat_bounds, bm.bin_offsets_, bm.n_bins_,
-            bm.missing_types_, column, start, raw, bm.default_bins_, fill, out) if n_rows else (0, 0)
+            bm.missing_types_, column, start, raw, bm.default_bins_, fill, *bm.value_guides(),
+            out) if n_rows else (0, 0)
     else:
         Xb = bm.transform(X_block)
         conflict_rows, lost = bundle_columns(Xb, column, start, raw, bm.default_bins_, fill,

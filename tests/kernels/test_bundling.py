@@ -347,3 +347,48 @@ def test_sparse_nondefault_and_masked_pairs_match_naive():
         count_pairs_masked(csr.indptr.astype(np.int64), csr.indices, mask, comp, r0, r1, out)
         count_pairs_masked_naive(csr.indptr, csr.indices, mask, comp, r0, r1, ref)
         np.testing.assert_array_equal(out, ref)
+
+
+def test_guided_sparse_binning_equals_the_plain_search():
+    """Guide tables only change where the search starts: on values around every bound, +-inf,
+    NaN, +-0 and far outside the bounds, guided bins equal value_to_bin's for features with
+    and without a guide (few bins, NaN bin, infinite or equal first and last bounds)."""
+    from oocgbdt.kernels.binning import value_to_bin
+    from oocgbdt.kernels.bundling import (bundle_sparse_rows_guided, guided_value_to_bin,
+                                          value_guides)
+    rng = np.random.default_rng(9)
+    layouts = [
+        (np.concatenate([np.sort(rng.normal(size=40)), [np.inf]]), 0),
+        (np.concatenate([np.sort(rng.exponential(size=60) ** 3), [np.inf, np.nan]]), 2),
+        (np.concatenate([np.sort(rng.normal(size=25)) * 1e30, [np.inf]]), 1),
+        (np.array([-1e-35, 1e-35, 0.5, np.inf]), 0),                    # few bins: no guide
+        (np.concatenate([[-1e300], np.linspace(-1, 1, 30), [np.inf]]), 0),  # very uneven
+    ]
+    bounds = np.concatenate([b for b, _ in layouts])
+    n_bins = np.array([len(b) for b, _ in layouts], dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    missing = np.array([m for _, m in layouts], dtype=np.uint8)
+    table, t_off, t_size, lo, scale = value_guides(bounds, offsets, n_bins, missing)
+    assert t_size[0] > 0 and t_size[3] == 0
+    for f, (b, _) in enumerate(layouts):
+        finite = b[np.isfinite(b)]
+        xs = np.concatenate([finite, np.nextafter(finite, np.inf), np.nextafter(finite, -np.inf),
+                             rng.uniform(finite.min(), finite.max(), 300),
+                             [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e308, -1e308]])
+        for x in xs:
+            want = value_to_bin(float(x), bounds, offsets[f], n_bins[f], missing[f])
+            got = guided_value_to_bin(float(x), bounds, offsets[f], n_bins[f], missing[f], table,
+                                      t_off[f], t_size[f], lo[f], scale[f])
+            assert got == want, (f, x)
+    # the row kernel: identity layout gives the same binned rows as the unguided kernel
+    F = len(layouts)
+    X = np.where(rng.random((200, F)) < 0.7, rng.normal(size=(200, F)) * 2, 0.0)
+    X[rng.random((200, F)) < 0.05] = np.nan
+    csr = sp.csr_matrix(X.astype(np.float32))
+    args = (csr.indptr, csr.indices, csr.data, bounds, offsets, n_bins, missing,
+            np.arange(F, dtype=np.int64), np.zeros(F, np.int64), np.ones(F, bool),
+            np.zeros(F, np.int32), np.zeros(F, np.int64))
+    out, ref = np.empty((200, F), np.uint8), np.empty((200, F), np.uint8)
+    bundle_sparse_rows_guided(*args, table, t_off, t_size, lo, scale, out)
+    bundle_sparse_rows(*args, ref)
+    np.testing.assert_array_equal(out, ref)
