@@ -40,6 +40,7 @@ from oocgbdt.kernels.binning import (
     distinct_of_sorted,
     find_bin_with_zero_as_one_bin,
     find_distinct_values_naive,
+    csr_column_values,
     fit_numerical_values,
     map_to_bins,
     split_csc_columns,
@@ -309,7 +310,10 @@ class BinMapper:
         (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
          min_data_in_leaf, categorical) = self._validate_params()
         duplicates = False
-        if sp.issparse(X_sample):
+        if sp.issparse(X_sample) and X_sample.format == "csr" and X_sample.has_canonical_format:
+            # no duplicates: the stored entries regrouped by column in one numba pass
+            X = _SparseColumns.from_csr(X_sample)
+        elif sp.issparse(X_sample):
             n_stored = X_sample.nnz  # duplicates included
             X = sp.csc_matrix(X_sample, dtype=X_DTYPE)
             X.sum_duplicates()
@@ -331,7 +335,7 @@ class BinMapper:
         if categorical and categorical[-1] >= n_features:
             raise ValueError(f"categorical_features holds column {categorical[-1]}, but "
                              f"X_sample has {n_features} columns")
-        if categorical and sp.issparse(X):
+        if categorical and _is_sparse_sample(X):
             raise ValueError("categorical_features with a sparse X_sample are not supported; "
                              "pass the categorical columns in a dense array")
         cat_results = {}
@@ -345,7 +349,7 @@ class BinMapper:
                 filter_cnt, n_sample)
         n_threads = n_threads or os.cpu_count() or 1
         size = FIT_FEATURE_GROUP
-        if sp.issparse(X):
+        if _is_sparse_sample(X):
             # a sparse column costs its stored entries only: a few larger groups per thread
             # (their bound buffers, size x (max_bin + 1) doubles, kept under 8 MB)
             size = max(size, min(-(-n_features // (4 * n_threads)), (1 << 20) // (max_bin + 1)))
@@ -648,6 +652,30 @@ class BinMapper:
                              self.max_values_, getattr(self, "bin_categories_", None))
 
 
+class _SparseColumns:
+    """A sparse sample's stored entries grouped by column (CSC ``data`` and ``indptr`` without
+    the row indices, which bin finding does not read)."""
+
+    format = "columns"
+
+    def __init__(self, data, indptr, shape):
+        self.data, self.indptr, self.shape = data, indptr, shape
+
+    @classmethod
+    def from_csr(cls, X):
+        """From a CSR matrix in canonical format (cast to float32), by
+        :func:`oocgbdt.kernels.binning.csr_column_values`."""
+        n_rows, n_features = X.shape
+        indptr = np.empty(n_features + 1, dtype=np.int64)
+        data = np.empty(X.nnz, dtype=X_DTYPE)
+        csr_column_values(X.indptr, X.indices, X.data, indptr, data)
+        return cls(data, indptr, (int(n_rows), int(n_features)))
+
+
+def _is_sparse_sample(X):
+    return sp.issparse(X) or isinstance(X, _SparseColumns)
+
+
 def _find_bins(X, f0, f1, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter,
                filter_cnt, total_sample_cnt):
     """:func:`_find_bin` of features ``f0 <= f < f1`` of the sample ``X`` (one task of
@@ -664,7 +692,7 @@ def _find_bins(X, f0, f1, max_bin, min_data_in_bin, use_missing, zero_as_missing
     """
     n_f = f1 - f0
     n_values, n_nan, n_tiny = (np.empty(n_f, dtype=np.int64) for _ in range(3))
-    if sp.issparse(X):
+    if _is_sparse_sample(X):
         indptr = X.indptr.astype(np.int64, copy=False)
         values = np.empty(int(indptr[f1] - indptr[f0]), dtype=np.float32)
         split_csc_columns(X.data, indptr, f0, f1, values, n_values, n_nan, n_tiny)

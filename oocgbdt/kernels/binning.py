@@ -50,6 +50,7 @@ __all__ = [
     "greedy_find_bin_naive",
     "find_bin_with_zero_as_one_bin",
     "split_csc_columns",
+    "csr_column_values",
     "unsorted_runs",
     "fit_numerical_values",
 ]
@@ -881,6 +882,31 @@ def _fit_numerical(vals, n_nan, n_tiny, max_bin, min_data_in_bin, use_missing, z
         nondefault[g] = n - (hi - lo) + na_cnt
     else:
         nondefault[g] = -1
+
+
+@njit
+def csr_column_values(indptr, indices, data, col_ptr, out):
+    """The stored values of a CSR matrix regrouped by column, in row order within a column
+    (the ``data`` of its CSC form).
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays (any integer / float types)              # IN
+    col_ptr : ndarray of shape (n_features + 1,), int64                          # OUT
+        Cumulative stored entries per column (``[0] + cumsum(bincount(indices))``).
+    out : ndarray of shape (nnz,), float32                                       # OUT
+    """
+    col_ptr[:] = 0
+    for k in range(indices.shape[0]):
+        col_ptr[indices[k] + 1] += 1
+    for f in range(1, col_ptr.shape[0]):
+        col_ptr[f] += col_ptr[f - 1]
+    pos = col_ptr[:-1].copy()
+    for i in range(indptr.shape[0] - 1):
+        for k in range(indptr[i], indptr[i + 1]):
+            f = indices[k]
+            out[pos[f]] = data[k]
+            pos[f] += 1
 
 
 @njit

@@ -714,5 +714,16 @@ def test_fit_equals_the_numpy_reference_with_numpy_or_numba_sorts(monkeypatch, s
         ref = _naive_fit(X, 5 * n, **params)
         _assert_fit_equals_naive(BinMapper(**params).fit(X, 5 * n), ref)
         _assert_fit_equals_naive(BinMapper(**params).fit(sp.csr_matrix(X), 5 * n), ref)
+        # float64 CSR, and CSR with unsorted indices (not canonical: the CSC path)
+        _assert_fit_equals_naive(BinMapper(**params).fit(sp.csr_matrix(X.astype(np.float64)),
+                                                         5 * n), ref)
+        shuffled = sp.csr_matrix(X)
+        for i in range(shuffled.shape[0]):
+            a, b = shuffled.indptr[i], shuffled.indptr[i + 1]
+            shuffled.indices[a:b] = shuffled.indices[a:b][::-1].copy()
+            shuffled.data[a:b] = shuffled.data[a:b][::-1].copy()
+        shuffled.has_sorted_indices = False
+        assert not shuffled.has_canonical_format
+        _assert_fit_equals_naive(BinMapper(**params).fit(shuffled, 5 * n), ref)
         Xs = np.sort(X, axis=0)  # every run already sorted
         _assert_fit_equals_naive(BinMapper(**params).fit(Xs, 5 * n), _naive_fit(Xs, 5 * n, **params))
