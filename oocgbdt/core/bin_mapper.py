@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -39,10 +40,14 @@ from oocgbdt.kernels.binning import (
     distinct_of_sorted,
     find_bin_with_zero_as_one_bin,
     find_distinct_values_naive,
+    csr_column_values,
+    fit_numerical_values,
     map_to_bins,
+    split_csc_columns,
     split_sample_columns,
+    unsorted_runs,
 )
-from oocgbdt.kernels.bundling import bundle_sparse_rows
+from oocgbdt.kernels.bundling import bundle_sparse_rows_guided, value_guides
 from oocgbdt.kernels.categorical import map_categories
 
 __all__ = ["BinMapper", "sample_row_indices"]
@@ -54,6 +59,8 @@ K_SPARSE_THRESHOLD = 0.7
 MAX_MAX_BIN = 65536
 #: Features per task of :meth:`BinMapper.fit` (one pass over the sample's rows per task).
 FIT_FEATURE_GROUP = 8
+#: Runs of sampled values longer than this are sorted by NumPy (SIMD sort), shorter ones by numba.
+_NUMPY_SORT_MIN = 256
 _DICT_FORMAT = "oocgbdt.BinMapper"
 _DICT_VERSION = 1
 
@@ -288,9 +295,10 @@ class BinMapper:
 
         Notes
         -----
-        Features are fitted in groups of ``FIT_FEATURE_GROUP`` on up to ``n_threads``
-        threads (the sorts and numba kernels release the GIL); each feature's result does not
-        depend on the grouping (:func:`_find_bin_naive` is the one-feature NumPy reference).
+        Features are fitted in groups (``FIT_FEATURE_GROUP`` dense columns; for a sparse
+        sample, about four groups per thread) on up to ``n_threads`` threads, one numba call
+        per group (the kernels release the GIL); each feature's result does not depend on the
+        grouping (:func:`_find_bin_naive` is the one-feature NumPy reference).
 
         Raises
         ------
@@ -302,7 +310,10 @@ class BinMapper:
         (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
          min_data_in_leaf, categorical) = self._validate_params()
         duplicates = False
-        if sp.issparse(X_sample):
+        if sp.issparse(X_sample) and X_sample.format == "csr" and X_sample.has_canonical_format:
+            # no duplicates: the stored entries regrouped by column in one numba pass
+            X = _SparseColumns.from_csr(X_sample)
+        elif sp.issparse(X_sample):
             n_stored = X_sample.nnz  # duplicates included
             X = sp.csc_matrix(X_sample, dtype=X_DTYPE)
             X.sum_duplicates()
@@ -324,7 +335,7 @@ class BinMapper:
         if categorical and categorical[-1] >= n_features:
             raise ValueError(f"categorical_features holds column {categorical[-1]}, but "
                              f"X_sample has {n_features} columns")
-        if categorical and sp.issparse(X):
+        if categorical and _is_sparse_sample(X):
             raise ValueError("categorical_features with a sparse X_sample are not supported; "
                              "pass the categorical columns in a dense array")
         cat_results = {}
@@ -336,9 +347,14 @@ class BinMapper:
 
         args = (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
                 filter_cnt, n_sample)
-        groups = [(f0, min(f0 + FIT_FEATURE_GROUP, n_features))
-                  for f0 in range(0, n_features, FIT_FEATURE_GROUP)]
-        n_threads = min(n_threads or os.cpu_count() or 1, len(groups))
+        n_threads = n_threads or os.cpu_count() or 1
+        size = FIT_FEATURE_GROUP
+        if _is_sparse_sample(X):
+            # a sparse column costs its stored entries only: a few larger groups per thread
+            # (their bound buffers, size x (max_bin + 1) doubles, kept under 8 MB)
+            size = max(size, min(-(-n_features // (4 * n_threads)), (1 << 20) // (max_bin + 1)))
+        groups = [(f0, min(f0 + size, n_features)) for f0 in range(0, n_features, size)]
+        n_threads = min(n_threads, len(groups))
         if n_threads > 1:
             with ThreadPoolExecutor(max_workers=n_threads) as pool:
                 results = list(pool.map(lambda g: _find_bins(X, g[0], g[1], *args), groups))
@@ -366,6 +382,8 @@ class BinMapper:
 
     def _set_fitted(self, bounds, missing, default, most_freq, trivial, vmin, vmax,
                     categories=None):
+        self._token = uuid.uuid4().hex  # see __dask_tokenize__
+        self._guides = None  # see value_guides
         self.bin_upper_bounds_ = [np.asarray(b, dtype=np.float64) for b in bounds]
         self.n_bins_ = np.array([len(b) for b in self.bin_upper_bounds_], dtype=np.int32)
         self.missing_types_ = np.asarray(missing, dtype=np.uint8)
@@ -471,10 +489,11 @@ class BinMapper:
         out = np.empty(X.shape, dtype=self.binned_dtype_)
         if X.shape[0]:
             # every feature alone in its own column: the binned matrix itself
-            bundle_sparse_rows(X.indptr, X.indices, X.data, self._flat_bounds, self.bin_offsets_,
-                               self.n_bins_, self.missing_types_, np.arange(n, dtype=np.int64),
-                               np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool),
-                               self.default_bins_, self.default_bins_.astype(np.int64), out)
+            bundle_sparse_rows_guided(
+                X.indptr, X.indices, X.data, self._flat_bounds, self.bin_offsets_, self.n_bins_,
+                self.missing_types_, np.arange(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                np.ones(n, dtype=bool), self.default_bins_, self.default_bins_.astype(np.int64),
+                *self.value_guides(), out)
         return out
 
     def threshold(self, feature, bin):
@@ -601,9 +620,26 @@ class BinMapper:
         mapper.sample_nondefault_counts_ = None
         return mapper
 
+    def value_guides(self):
+        """The guide tables of the sparse binning kernels
+        (:func:`oocgbdt.kernels.bundling.value_guides` of this mapper's bounds), made on first
+        use and kept (not pickled)."""
+        guides = getattr(self, "_guides", None)
+        if guides is None:
+            self._check_fitted()
+            guides = self._guides = value_guides(self._flat_bounds, self.bin_offsets_,
+                                                 self.n_bins_, self.missing_types_)
+        return guides
+
+    def __dask_tokenize__(self):
+        """A cheap token for Dask's ``delayed(mapper, pure=True)``: one drawn when the mapper
+        was fitted (or rebuilt), kept by pickling, instead of hashing every bound array."""
+        return ("oocgbdt.BinMapper", getattr(self, "_token", None) or id(self))
+
     def __getstate__(self):
         state = self.__dict__.copy()
         state.pop("_flat_bounds", None)  # derived; rebuilt on unpickle
+        state.pop("_guides", None)  # derived; made again on first use
         return state
 
     def __setstate__(self, state):
@@ -616,33 +652,74 @@ class BinMapper:
                              self.max_values_, getattr(self, "bin_categories_", None))
 
 
+class _SparseColumns:
+    """A sparse sample's stored entries grouped by column (CSC ``data`` and ``indptr`` without
+    the row indices, which bin finding does not read)."""
+
+    format = "columns"
+
+    def __init__(self, data, indptr, shape):
+        self.data, self.indptr, self.shape = data, indptr, shape
+
+    @classmethod
+    def from_csr(cls, X):
+        """From a CSR matrix in canonical format (cast to float32), by
+        :func:`oocgbdt.kernels.binning.csr_column_values`."""
+        n_rows, n_features = X.shape
+        indptr = np.empty(n_features + 1, dtype=np.int64)
+        data = np.empty(X.nnz, dtype=X_DTYPE)
+        csr_column_values(X.indptr, X.indices, X.data, indptr, data)
+        return cls(data, indptr, (int(n_rows), int(n_features)))
+
+
+def _is_sparse_sample(X):
+    return sp.issparse(X) or isinstance(X, _SparseColumns)
+
+
 def _find_bins(X, f0, f1, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter,
                filter_cnt, total_sample_cnt):
     """:func:`_find_bin` of features ``f0 <= f < f1`` of the sample ``X`` (one task of
     :meth:`BinMapper.fit`): a list of its result tuples.
 
     ``X`` is a dense (K, n_features) float32 array, or a CSC matrix whose column ``f`` holds the
-    stored entries of feature ``f`` (the other ``K - nnz`` values are zeros). A dense group is
-    split into its features' non-zero values in one pass over the rows
-    (:func:`oocgbdt.kernels.binning.split_sample_columns`).
+    stored entries of feature ``f`` (the other ``K - nnz`` values are zeros). The group is split
+    into its features' kept values in one numba pass
+    (:func:`oocgbdt.kernels.binning.split_sample_columns`: one pass over the rows of a dense
+    group; :func:`~oocgbdt.kernels.binning.split_csc_columns`), the long unsorted runs are
+    sorted by NumPy, and one numba call
+    (:func:`~oocgbdt.kernels.binning.fit_numerical_values`) runs the steps of
+    :func:`_find_bin_of_values` for every feature; only the results are unpacked in Python.
     """
-    out = []
-    if sp.issparse(X):
-        for f in range(f0, f1):
-            column = X.data[X.indptr[f]:X.indptr[f + 1]]
-            out.append(_find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing,
-                                 pre_filter, filter_cnt, total_sample_cnt))
-        return out
-    values = np.empty((f1 - f0, X.shape[0]), dtype=np.float32)
-    n_values = np.empty(f1 - f0, dtype=np.int64)
-    n_nan = np.empty(f1 - f0, dtype=np.int64)
-    n_tiny = np.empty(f1 - f0, dtype=np.int64)
-    split_sample_columns(X, f0, f1, values, n_values, n_nan, n_tiny)
-    for g in range(f1 - f0):
-        out.append(_find_bin_of_values(values[g, :n_values[g]], int(n_nan[g]), int(n_tiny[g]),
-                                       max_bin, min_data_in_bin, use_missing, zero_as_missing,
-                                       pre_filter, filter_cnt, total_sample_cnt))
-    return out
+    n_f = f1 - f0
+    n_values, n_nan, n_tiny = (np.empty(n_f, dtype=np.int64) for _ in range(3))
+    if _is_sparse_sample(X):
+        indptr = X.indptr.astype(np.int64, copy=False)
+        values = np.empty(int(indptr[f1] - indptr[f0]), dtype=np.float32)
+        split_csc_columns(X.data, indptr, f0, f1, values, n_values, n_nan, n_tiny)
+        starts = indptr[f0:f1] - indptr[f0]
+    else:
+        values = np.empty((n_f, X.shape[0]), dtype=np.float32)
+        split_sample_columns(X, f0, f1, values, n_values, n_nan, n_tiny)
+        values = values.reshape(-1)
+        starts = np.arange(n_f, dtype=np.int64) * X.shape[0]
+    unsorted = np.empty(n_f, dtype=np.bool_)
+    unsorted_runs(values, starts, n_values, unsorted)
+    for g in np.flatnonzero(unsorted & (n_values > _NUMPY_SORT_MIN)):
+        values[starts[g]:starts[g] + n_values[g]].sort()  # NumPy's SIMD sort, GIL released
+    out_bounds = np.empty((n_f, max_bin + 1), dtype=np.float64)
+    n_bounds, missing, default, most_freq, nondefault = (np.empty(n_f, dtype=np.int64)
+                                                         for _ in range(5))
+    trivial = np.empty(n_f, dtype=np.bool_)
+    vmin = np.empty(n_f, dtype=np.float64)
+    vmax = np.empty(n_f, dtype=np.float64)
+    fit_numerical_values(values, starts, n_values, n_nan, n_tiny, int(X.shape[0]), max_bin,
+                         min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,
+                         out_bounds, n_bounds, missing, default, most_freq, trivial, vmin, vmax,
+                         nondefault)
+    return [(out_bounds[g, :n_bounds[g]].copy(), int(missing[g]), int(default[g]),
+             int(most_freq[g]), bool(trivial[g]), float(vmin[g]), float(vmax[g]),
+             int(nondefault[g]))
+            for g in range(n_f)]
 
 
 def _find_bin(column, max_bin, min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,

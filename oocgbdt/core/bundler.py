@@ -48,14 +48,17 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from oocgbdt._dtypes import X_BINNED_DTYPE, X_BINNED_DTYPE_WIDE
-from oocgbdt.kernels.bundling import (bin_sparse_entries, bundle_columns, bundle_sparse_rows,
-                                       complement_columns, count_pairs, encode_bin,
-                                       nondefault_counts, nondefault_csr)
+from oocgbdt._dtypes import MISSING_NAN, X_BINNED_DTYPE, X_BINNED_DTYPE_WIDE
+from oocgbdt.kernels.bundling import (bin_sparse_entries, bundle_columns,
+                                       bundle_sparse_rows_guided, complement_columns, count_pairs,
+                                       count_pairs_masked, encode_bin, greedy_bundle_of,
+                                       nondefault_counts, nondefault_csr, sparse_nondefault)
 
 __all__ = [
-    "ConflictCounts", "FeatureBundler", "chunk_conflicts", "merge_conflicts", "conflict_mode",
-    "greedy_bundles", "greedy_bundles_row_sets", "bundling_order", "no_bundle_possible",
+    "ConflictCounts", "FeatureBundler", "chunk_conflicts", "sparse_chunk_conflicts",
+    "merge_conflicts", "conflict_mode",
+    "greedy_bundles", "greedy_bundles_naive", "greedy_bundles_row_sets", "bundling_order",
+    "no_bundle_possible",
     "sample_pattern", "bundle_chunk", "DENSE_COUNTS_BYTES", "WIDE_COLUMN_COST",
 ]
 
@@ -202,7 +205,14 @@ def _count_pairs_complemented(p, nnz):
     # uint16 counters when they cannot overflow: half the bytes, fewer cache misses
     upper = np.zeros((n_features, n_features), dtype=np.uint16 if n_rows < (1 << 16) else np.int32)
     count_pairs(indptr, indices, upper)
-    m = upper.astype(np.int32)
+    return _counts_from_complemented(upper.astype(np.int32), comp, nnz, n_rows)
+
+
+def _counts_from_complemented(m, comp, nnz, n_rows):
+    """Symmetric pairwise counts (int32, F x F) from the upper-triangular counts ``m`` (int32,
+    modified) of the pattern with the ``comp`` columns flipped (see
+    :func:`_count_pairs_complemented`)."""
+    n_features = m.shape[0]
     diag = np.diagonal(m).copy()
     m += m.T
     m[np.arange(n_features), np.arange(n_features)] = diag
@@ -216,6 +226,75 @@ def _count_pairs_complemented(p, nnz):
         m[np.ix_(c, c)] = nz[c][:, None] + nz[c][None, :] - n_rows + m[np.ix_(c, c)]
         m[c, c] = nz[c]
     return m
+
+
+#: Rows per block of the uint16 pair counters of :func:`sparse_chunk_conflicts` (no overflow).
+_PAIR_BLOCK_ROWS = (1 << 16) - 1
+
+
+def _default_intervals(bin_mapper):
+    """Per feature, the default bin's interval ``(lo, hi]`` as :func:`sparse_nondefault` reads
+    it: ``lo, hi, first, last, nan_off``."""
+    nb = np.asarray(bin_mapper.n_bins_, dtype=np.int64)
+    d = np.asarray(bin_mapper.default_bins_, dtype=np.int64)
+    nan_off = np.asarray(bin_mapper.missing_types_) == MISSING_NAN
+    n_search = nb - nan_off
+    start = np.asarray(bin_mapper.bin_offsets_[:-1], dtype=np.int64)
+    flat = bin_mapper._flat_bounds
+    first = d == 0
+    last = d == n_search - 1
+    lo = np.where(first, -np.inf, flat[start + np.maximum(d - 1, 0)])
+    hi = np.where(last, np.inf, flat[start + np.minimum(d, nb - 1)])
+    return lo, hi, first, last, nan_off
+
+
+def sparse_chunk_conflicts(X_block, local_rows, bin_mapper, mode: str = "counts",
+                           row_offset: int = 0) -> ConflictCounts:
+    """``chunk_conflicts(sample_pattern(X_block, local_rows, bin_mapper), mode, row_offset)``,
+    for a sparse chunk in ``"counts"`` mode without building the pattern.
+
+    The stored entries are tested against their default bin's interval
+    (:func:`oocgbdt.kernels.bundling.sparse_nondefault`: two comparisons instead of a bin
+    search), and each sampled row's non-default features, with the columns present in more
+    than half of the rows complemented, are enumerated pairwise straight from the CSR arrays
+    (:func:`oocgbdt.kernels.bundling.count_pairs_masked`) into uint16 counters, blocks of
+    ``2**16 - 1`` rows at a time. Other inputs (dense chunks, ``"rows"`` mode, categorical
+    features, wide data, patterns dense enough for the BLAS product) take
+    :func:`chunk_conflicts` of :func:`sample_pattern`; the result is the same.
+    """
+    n_features = X_block.shape[1]
+    if (not sp.issparse(X_block) or mode != "counts"
+            or bool(np.asarray(bin_mapper.is_categorical_).any())
+            or n_features * n_features * 4 > DENSE_PAIRS_BYTES):
+        return chunk_conflicts(sample_pattern(X_block, local_rows, bin_mapper), mode, row_offset)
+    X = _as_csr(X_block)
+    if local_rows is not None:
+        X = X[np.asarray(local_rows)]
+    n_rows = X.shape[0]
+    mask = np.empty(X.nnz, dtype=bool)
+    nnz = np.zeros(n_features, dtype=np.int64)
+    sparse_nondefault(X.indptr, X.indices, X.data, *_default_intervals(bin_mapper), mask, nnz)
+    if _dense_product(int(nnz.sum()), n_rows, n_features):
+        # copies: eliminate_zeros compacts indices/indptr in place, and X may be the caller's
+        p = sp.csr_matrix((mask, X.indices.copy(), X.indptr.copy()), shape=X.shape)
+        p.eliminate_zeros()
+        return chunk_conflicts(p, mode, row_offset)
+    comp = nnz * 2 > n_rows
+    indptr = X.indptr.astype(np.int64, copy=False)
+    upper = np.zeros((n_features, n_features), dtype=np.uint16)
+    total = None
+    for r0 in range(0, n_rows, _PAIR_BLOCK_ROWS):
+        if r0:
+            upper[:] = 0
+        count_pairs_masked(indptr, X.indices, mask, comp, r0, min(n_rows, r0 + _PAIR_BLOCK_ROWS),
+                           upper)
+        total = upper.astype(np.int32) if total is None else total + upper
+    if total is None:
+        total = np.zeros((n_features, n_features), dtype=np.int32)
+    pairs = _counts_from_complemented(total, comp, nnz, n_rows)
+    if np.count_nonzero(pairs) * 8 < pairs.size:  # keep partials small until merged
+        pairs = sp.csr_matrix(pairs).astype(np.int64)
+    return ConflictCounts(n_rows, nnz, pairs=pairs)
 
 
 def _add_pairs(a, b):
@@ -305,6 +384,28 @@ def greedy_bundles(order, pairs, budget, n_bins, max_bins, dense=None, nnz=None)
     capped : bool
         True if the bin cap (and not conflicts) kept some feature out of a bundle it fitted.
     """
+    if sp.issparse(pairs):
+        return greedy_bundles_naive(order, pairs, budget, n_bins, max_bins, dense, nnz)
+    # dense counts: one numba pass (the same steps; greedy_bundles_naive is its twin)
+    n_features = len(n_bins)
+    dense = np.zeros(n_features, dtype=bool) if dense is None else np.asarray(dense, dtype=bool)
+    pairs = np.asarray(pairs)
+    nnz = np.diagonal(pairs) if nnz is None else nnz
+    order = np.asarray(order, dtype=np.int64).reshape(-1)
+    bundle_of = np.empty(n_features, dtype=np.int64)
+    n_b, capped = greedy_bundle_of(order, pairs, int(budget), np.asarray(n_bins, dtype=np.int64),
+                                   int(max_bins), dense, np.asarray(nnz, dtype=np.int64),
+                                   bundle_of)
+    bundles = [[] for _ in range(int(n_b))]
+    for f in order.tolist():
+        bundles[bundle_of[f]].append(f)
+    return bundles, bool(capped)
+
+
+def greedy_bundles_naive(order, pairs, budget, n_bins, max_bins, dense=None, nnz=None):
+    """NumPy version of :func:`greedy_bundles` (one vectorized step per feature): the path of
+    sparse counts, and the test oracle of the numba kernel used for dense counts
+    (:func:`oocgbdt.kernels.bundling.greedy_bundle_of`). Same arguments and result."""
     n_features = len(n_bins)
     dense = np.zeros(n_features, dtype=bool) if dense is None else np.asarray(dense, dtype=bool)
     csr = pairs.tocsr() if sp.issparse(pairs) else None
@@ -784,7 +885,8 @@ def sample_pattern(X_block, local_rows, bin_mapper):
             X = X[np.asarray(local_rows)]
         bins = _sparse_bins(X, bin_mapper)
         keep = bins != bin_mapper.default_bins_[X.indices]
-        p = sp.csr_matrix((keep, X.indices, X.indptr), shape=X.shape)
+        # copies: eliminate_zeros compacts indices/indptr in place, and X may be the caller's
+        p = sp.csr_matrix((keep, X.indices.copy(), X.indptr.copy()), shape=X.shape)
         p.eliminate_zeros()
         return p
     X = np.asarray(X_block)
@@ -833,9 +935,10 @@ def bundle_chunk(X_block, bin_mapper, bundler=None):
         if X.shape[1] != bm.n_features_in_:
             raise ValueError(f"X must have n_features_in_={bm.n_features_in_} columns, found "
                              f"{X.shape[1]} (shape {X.shape})")
-        conflict_rows, lost = bundle_sparse_rows(
+        conflict_rows, lost = bundle_sparse_rows_guided(
             X.indptr, X.indices, X.data, bm._flat_bounds, bm.bin_offsets_, bm.n_bins_,
-            bm.missing_types_, column, start, raw, bm.default_bins_, fill, out) if n_rows else (0, 0)
+            bm.missing_types_, column, start, raw, bm.default_bins_, fill, *bm.value_guides(),
+            out) if n_rows else (0, 0)
     else:
         Xb = bm.transform(X_block)
         conflict_rows, lost = bundle_columns(Xb, column, start, raw, bm.default_bins_, fill,

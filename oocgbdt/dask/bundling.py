@@ -4,7 +4,8 @@ Data flow position: after binning (:mod:`oocgbdt.dask.binning`). :func:`fit_bund
 compute: every row chunk bins its rows of the bin sample (the same ``bin_construct_sample_cnt``
 rows drawn from ``seed`` over the global row range, all rows when fewer) and counts where
 features are off their default bin and where two are off it together
-(:func:`oocgbdt.core.bundler.chunk_conflicts`); the counts are added in a fan-in tree of
+(:func:`oocgbdt.core.bundler.sparse_chunk_conflicts`, which is
+:func:`~oocgbdt.core.bundler.chunk_conflicts` of the sampled pattern); the counts are added in a fan-in tree of
 ``split_every`` (:func:`oocgbdt.core.bundler.merge_conflicts`) and only the merged counts reach
 the client, which runs the greedy bundling. When the bin mapper's non-default counts of the same
 sample already prove that no two features can share a bundle (dense data), that compute is
@@ -17,9 +18,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, chunk_conflicts,
-                                  conflict_mode, merge_conflicts, no_bundle_possible,
-                                  sample_pattern)
+from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, conflict_mode,
+                                  merge_conflicts, no_bundle_possible, sparse_chunk_conflicts)
 from oocgbdt.dask.binning import sample_key, sample_row_indices
 
 __all__ = ["fit_bundler", "conflict_counts", "sample_nondefault_counts"]
@@ -27,7 +27,7 @@ __all__ = ["fit_bundler", "conflict_counts", "sample_nondefault_counts"]
 
 def _count_chunk(block, local_rows, bin_mapper, mode, row_offset):
     """Task body: the non-default counts of one chunk's sampled rows."""
-    return chunk_conflicts(sample_pattern(block, local_rows, bin_mapper), mode, row_offset)
+    return sparse_chunk_conflicts(block, local_rows, bin_mapper, mode, row_offset)
 
 
 def conflict_counts(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt-efb") -> ConflictCounts:

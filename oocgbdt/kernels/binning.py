@@ -20,10 +20,14 @@ All of it follows LightGBM (``src/io/bin.cpp`` and ``include/LightGBM/bin.h`` of
 - ``map_to_bins``: ``BinMapper::ValueToBin`` (``bin.h:612-650``), numerical bins only, with
   a branch-free search that gives the same bins (``value_to_bin`` keeps LightGBM's).
 
-The bin-finding helpers run once per feature on at most ``bin_construct_sample_cnt`` values:
-the passes over every sampled value (split, sort, distinct values, counts per bin, the greedy
-scan) are numba kernels; the cuts and bounds, at most ``max_bin`` per feature, are plain Python
-(exact double arithmetic in LightGBM's order of operations).
+The bin-finding helpers run once per feature on at most ``bin_construct_sample_cnt`` values.
+``BinMapper.fit`` runs them without a Python step per feature: :func:`split_sample_columns` /
+:func:`split_csc_columns` split a group of features into their kept values, and
+:func:`fit_numerical_values` runs every step of ``FindBin`` (distinct values, the bounds of
+``FindBinWithZeroAsOneBin`` / ``GreedyFindBin``, counts per bin, ``NeedFilter``, default and
+most frequent bin) for the whole group in numba, with LightGBM's double arithmetic in its order
+of operations. The Python versions (:func:`greedy_find_bin`,
+:func:`find_bin_with_zero_as_one_bin`) are kept for one feature and for the tests.
 """
 import math
 
@@ -45,6 +49,10 @@ __all__ = [
     "greedy_find_bin",
     "greedy_find_bin_naive",
     "find_bin_with_zero_as_one_bin",
+    "split_csc_columns",
+    "csr_column_values",
+    "unsorted_runs",
+    "fit_numerical_values",
 ]
 
 _INF = math.inf
@@ -695,3 +703,308 @@ def find_bin_with_zero_as_one_bin(distinct_values, counts, max_bin, total_sample
     else:
         bounds.append(_INF)
     return bounds
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole-feature bin finding (numba): BinMapper.fit's per-feature steps in one kernel call per
+# group of features
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def _greedy_bounds(v, c, lo, hi, max_bin, total_cnt, min_data_in_bin, out, start):
+    """:func:`greedy_find_bin` of ``v[lo:hi]`` / ``c[lo:hi]`` written to ``out[start:]``;
+    returns the index after the last bound written (``GreedyFindBin``, ``bin.cpp:80-160``).
+    The de-duplication of close bounds compares only the bounds of this call, as
+    :func:`greedy_find_bin` does on its own list. ``max_bin > 0``."""
+    n = hi - lo
+    k = start
+    if n <= max_bin:
+        cur_cnt_inbin = 0
+        for i in range(lo, hi - 1):
+            cur_cnt_inbin += c[i]
+            if cur_cnt_inbin >= min_data_in_bin:
+                val = np.nextafter((v[i] + v[i + 1]) / 2.0, np.inf)
+                if k == start or not val <= np.nextafter(out[k - 1], np.inf):
+                    out[k] = val
+                    k += 1
+                    cur_cnt_inbin = 0
+        out[k] = np.inf
+        return k + 1
+    if min_data_in_bin > 0:
+        max_bin = min(max_bin, total_cnt // min_data_in_bin)
+        max_bin = max(max_bin, 1)
+    mean_bin_size = _div_nb(float(total_cnt), float(max_bin))
+    vv = v[lo:hi]
+    cc = c[lo:hi]
+    is_big = np.empty(n, dtype=np.bool_)
+    rest_bin_cnt = max_bin
+    rest_sample_cnt = total_cnt
+    for i in range(n):
+        big = cc[i] >= mean_bin_size
+        is_big[i] = big
+        if big:
+            rest_bin_cnt -= 1
+            rest_sample_cnt -= cc[i]
+    cut_upper = np.empty(max_bin, dtype=np.float64)
+    cut_lower = np.empty(max_bin, dtype=np.float64)
+    m = _greedy_cuts(vv, cc, is_big, max_bin, rest_bin_cnt, rest_sample_cnt, cut_upper, cut_lower)
+    for j in range(m):
+        val = np.nextafter((cut_upper[j] + cut_lower[j]) / 2.0, np.inf)
+        if k == start or not val <= np.nextafter(out[k - 1], np.inf):
+            out[k] = val
+            k += 1
+    out[k] = np.inf
+    return k + 1
+
+
+@njit
+def _zero_as_one_bin_bounds(v, c, n, max_bin, total_sample_cnt, min_data_in_bin, out):
+    """:func:`find_bin_with_zero_as_one_bin` of ``v[:n]`` / ``c[:n]`` written to ``out``;
+    returns the number of bounds (``FindBinWithZeroAsOneBin``, ``bin.cpp:246-302``)."""
+    kz = K_ZERO_THRESHOLD
+    left_cnt_data = 0
+    right_cnt_data = 0
+    cnt_zero = 0
+    left_cnt = n
+    for i in range(n):
+        x = v[i]
+        if x <= -kz:
+            left_cnt_data += c[i]
+        elif x > kz:
+            right_cnt_data += c[i]
+        else:
+            cnt_zero += c[i]
+    for i in range(n):
+        if v[i] > -kz:
+            left_cnt = i
+            break
+    k = 0
+    if left_cnt > 0 and max_bin > 1:
+        left_max_bin = int(_div_nb(float(left_cnt_data), float(total_sample_cnt - cnt_zero))
+                           * (max_bin - 1))
+        left_max_bin = max(1, left_max_bin)
+        k = _greedy_bounds(v, c, 0, left_cnt, left_max_bin, left_cnt_data, min_data_in_bin, out, 0)
+        out[k - 1] = -kz
+    right_start = -1
+    for i in range(left_cnt, n):
+        if v[i] > kz:
+            right_start = i
+            break
+    right_max_bin = max_bin - 1 - k
+    if right_start >= 0 and right_max_bin > 0:
+        out[k] = kz
+        k += 1
+        k = _greedy_bounds(v, c, right_start, n, right_max_bin, right_cnt_data, min_data_in_bin,
+                           out, k)
+    else:
+        out[k] = np.inf
+        k += 1
+    return k
+
+
+@njit
+def _fit_numerical(vals, n_nan, n_tiny, max_bin, min_data_in_bin, use_missing, zero_as_missing,
+                   pre_filter, filter_cnt, total_sample_cnt, g, out_bounds, n_bounds, missing,
+                   default_bins, most_freq_bins, trivial, vmin, vmax, nondefault):
+    """One numerical feature of ``BinMapper.fit`` from its kept sampled values ``vals``
+    (``|v| > kZ``, not NaN; sorted ascending), its NaN count and its count of values
+    ``0 < |v| <= kZ``; results in row / entry ``g`` of the outputs (see
+    :func:`fit_numerical_dense`). The steps of ``oocgbdt.core.bin_mapper._find_bin_of_values``
+    (LightGBM ``BinMapper::FindBin``, ``bin.cpp:315-512``)."""
+    if not use_missing:
+        mt = 0
+    elif zero_as_missing:
+        mt = 1
+    else:
+        mt = 2 if n_nan > 0 else 0
+    na_cnt = n_nan if mt == 2 else 0
+    n = vals.shape[0]
+    zero_cnt = total_sample_cnt - n - na_cnt
+    distinct = np.empty(n + 1, dtype=np.float64)
+    counts = np.empty(n + 1, dtype=np.int64)
+    if n == 0:
+        distinct[0] = 0.0
+        counts[0] = zero_cnt
+        m = 1
+    else:
+        m = _distinct_sorted(vals, zero_cnt, distinct, counts)
+    vmin[g] = distinct[0]
+    vmax[g] = distinct[m - 1]
+    bounds = out_bounds[g]
+    if mt == 2:
+        k = _zero_as_one_bin_bounds(distinct, counts, m, max_bin - 1, total_sample_cnt - na_cnt,
+                                    min_data_in_bin, bounds)
+        bounds[k] = np.nan
+        k += 1
+        n_search = k - 1
+    else:
+        k = _zero_as_one_bin_bounds(distinct, counts, m, max_bin, total_sample_cnt,
+                                    min_data_in_bin, bounds)
+        if mt == 1 and k == 2:
+            mt = 0
+        n_search = k
+    n_bounds[g] = k
+    missing[g] = mt
+    cnt = np.zeros(k, dtype=np.int64)
+    counts_in_bins(distinct[:m], counts[:m], bounds, n_search, cnt)
+    if mt == 2:
+        cnt[k - 1] = na_cnt
+    is_trivial = k <= 1
+    if not is_trivial and pre_filter:
+        # NeedFilter (bin.cpp:56-78): no boundary leaves filter_cnt rows on both sides
+        need = True
+        s = 0
+        for b in range(k - 1):
+            s += cnt[b]
+            if s >= filter_cnt and total_sample_cnt - s >= filter_cnt:
+                need = False
+                break
+        is_trivial = need
+    trivial[g] = is_trivial
+    d = n_search
+    for b in range(n_search):
+        if bounds[b] >= 0.0:
+            d = b
+            break
+    d = min(d, n_search - 1)
+    default_bins[g] = d
+    mf = 0
+    for b in range(1, k):
+        if cnt[b] > cnt[mf]:
+            mf = b
+    if mf != d and cnt[mf] / total_sample_cnt < 0.7:  # kSparseThreshold
+        mf = d
+    most_freq_bins[g] = mf
+    if n_tiny == 0:
+        hi = n if d == n_search - 1 else count_at_most(vals, bounds[d])
+        lo = 0 if d == 0 else count_at_most(vals, bounds[d - 1])
+        nondefault[g] = n - (hi - lo) + na_cnt
+    else:
+        nondefault[g] = -1
+
+
+@njit
+def csr_column_values(indptr, indices, data, col_ptr, out):
+    """The stored values of a CSR matrix regrouped by column, in row order within a column
+    (the ``data`` of its CSC form).
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays (any integer / float types)              # IN
+    col_ptr : ndarray of shape (n_features + 1,), int64                          # OUT
+        Cumulative stored entries per column (``[0] + cumsum(bincount(indices))``).
+    out : ndarray of shape (nnz,), float32                                       # OUT
+    """
+    col_ptr[:] = 0
+    for k in range(indices.shape[0]):
+        col_ptr[indices[k] + 1] += 1
+    for f in range(1, col_ptr.shape[0]):
+        col_ptr[f] += col_ptr[f - 1]
+    pos = col_ptr[:-1].copy()
+    for i in range(indptr.shape[0] - 1):
+        for k in range(indptr[i], indptr[i + 1]):
+            f = indices[k]
+            out[pos[f]] = data[k]
+            pos[f] += 1
+
+
+@njit
+def split_csc_columns(data, indptr, f0, f1, values, n_values, n_nan, n_tiny):
+    """:func:`split_sample_columns` of the columns ``f0 <= f < f1`` of a CSC sample (stored
+    entries only; the rest are zeros): feature ``f``'s kept values (``|v| > kZ``, not NaN, in
+    stored order) go to ``values[indptr[f] - indptr[f0]:][:n_values[f - f0]]``.
+
+    Parameters
+    ----------
+    data : ndarray of shape (nnz,), float32
+    indptr : ndarray of shape (n_features + 1,), int64
+    f0, f1 : int
+    values : ndarray of shape (>= indptr[f1] - indptr[f0],), float32
+        OUT.
+    n_values, n_nan, n_tiny : ndarray of shape (>= f1 - f0,), int64
+        OUT: kept values, NaNs and values ``0 < |v| <= kZ`` per feature.
+    """
+    base = indptr[f0]
+    for f in range(f0, f1):
+        k = indptr[f] - base
+        k0 = k
+        nan = 0
+        tiny = 0
+        for j in range(indptr[f], indptr[f + 1]):
+            x = data[j]
+            a = abs(np.float64(x))
+            values[k] = x  # overwritten unless kept
+            k += a > K_ZERO_THRESHOLD  # False for NaN
+            nan += np.isnan(x)
+            tiny += (a <= K_ZERO_THRESHOLD) and a != 0.0
+        n_values[f - f0] = k - k0
+        n_nan[f - f0] = nan
+        n_tiny[f - f0] = tiny
+
+
+@njit
+def unsorted_runs(values, starts, lengths, out):
+    """``out[g] = True`` where ``values[starts[g]:starts[g] + lengths[g]]`` is not sorted
+    ascending (no NaN in it)."""
+    for g in range(starts.shape[0]):
+        s = starts[g]
+        u = False
+        for i in range(s + 1, s + lengths[g]):
+            if values[i] < values[i - 1]:
+                u = True
+                break
+        out[g] = u
+
+
+@njit
+def fit_numerical_values(values, starts, lengths, n_nan, n_tiny, total_sample_cnt, max_bin,
+                         min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,
+                         out_bounds, n_bounds, missing, default_bins, most_freq_bins, trivial,
+                         vmin, vmax, nondefault):
+    """Numerical bins of a group of features, from their kept sampled values, in one call.
+
+    Parameters
+    ----------
+    values : ndarray, float32
+        Feature ``g``'s kept sampled values (``|v| > kZ``, not NaN; from
+        :func:`split_sample_columns` or :func:`split_csc_columns`) in
+        ``values[starts[g]:starts[g] + lengths[g]]``; a run that is not sorted ascending is
+        sorted in place.
+    starts, lengths, n_nan, n_tiny : ndarray of shape (n_group,), int64
+        Runs, and each feature's sampled NaNs and values ``0 < |v| <= kZ``.
+    total_sample_cnt : int
+        K, the sampled rows (the values not in a run, NaN or tiny are zeros).
+    max_bin, min_data_in_bin : int
+    use_missing, zero_as_missing, pre_filter : bool
+    filter_cnt : int
+        ``NeedFilter``'s count (``int(min_data_in_leaf * K / N)``).
+    out_bounds : ndarray of shape (n_group, >= max_bin + 1), float64
+        OUT: feature ``g``'s upper bounds in ``out_bounds[g, :n_bounds[g]]``.
+    n_bounds, missing, default_bins, most_freq_bins, nondefault : ndarray of shape (n_group,), int64
+        OUT: bins, missing type (``MISSING_NONE`` / ``ZERO`` / ``NAN`` = 0 / 1 / 2), default
+        bin, most frequent bin, sampled values off the default bin (-1: unknown, when the
+        feature has tiny values).
+    trivial : ndarray of shape (n_group,), bool
+    vmin, vmax : ndarray of shape (n_group,), float64
+        OUT.
+
+    Notes
+    -----
+    Source: LightGBM ``BinMapper::FindBin`` (``src/io/bin.cpp:315-512``) with
+    ``FindBinWithZeroAsOneBin`` / ``GreedyFindBin`` (``bin.cpp:80-302``) and ``NeedFilter``
+    (``bin.cpp:56-78``): the steps of ``oocgbdt.core.bin_mapper._find_bin_of_values`` (whose
+    NumPy twin, ``_find_bin_naive``, is the test oracle), without a Python step per feature.
+    Long unsorted runs are better sorted by NumPy first (its SIMD sort is faster than numba's),
+    as ``BinMapper.fit`` does (:func:`unsorted_runs`).
+    """
+    for g in range(starts.shape[0]):
+        v = values[starts[g]:starts[g] + lengths[g]]
+        for i in range(1, v.shape[0]):
+            if v[i] < v[i - 1]:
+                v.sort()
+                break
+        _fit_numerical(v, n_nan[g], n_tiny[g], max_bin, min_data_in_bin, use_missing,
+                       zero_as_missing, pre_filter, filter_cnt, total_sample_cnt, g, out_bounds,
+                       n_bounds, missing, default_bins, most_freq_bins, trivial, vmin, vmax,
+                       nondefault)

@@ -21,6 +21,8 @@ feature order (the paper's Algorithm 4; LightGBM's dense bins). The losing value
 
 Every kernel has a plain NumPy/Python ``_naive`` twin used by the tests.
 """
+import math
+
 import numpy as np
 
 from oocgbdt._dtypes import MISSING_NAN
@@ -31,10 +33,13 @@ from oocgbdt.kernels.routing import goes_left_bin, goes_left_bin_naive, route_se
 __all__ = [
     "encode_bin", "feature_bin_from_bundle",
     "bundle_columns", "bundle_columns_naive",
-    "bundle_sparse_rows", "bundle_sparse_rows_naive",
+    "bundle_sparse_rows", "bundle_sparse_rows_naive", "bundle_sparse_rows_guided",
+    "guided_value_to_bin", "value_guides",
     "bin_sparse_entries", "bin_sparse_entries_naive",
     "nondefault_counts", "nondefault_csr", "nondefault_csr_naive",
     "count_pairs", "count_pairs_naive", "complement_columns", "complement_columns_naive",
+    "sparse_nondefault", "sparse_nondefault_naive", "count_pairs_masked", "greedy_bundle_of",
+    "count_pairs_masked_naive",
     "decode_feature_column", "decode_feature_column_naive",
     "split_rows_bundled", "split_rows_bundled_naive",
     "next_node_bundled", "predict_binned_bundled", "predict_binned_bundled_naive",
@@ -306,6 +311,106 @@ def complement_columns_naive(indptr, indices, complemented, out_indptr, out_indi
 
 
 @njit
+def sparse_nondefault(indptr, indices, data, lo, hi, first, last, nan_off, mask, nnz):
+    """Mark the stored entries of a CSR matrix that are off their feature's default bin, and
+    count them per feature, without binning them: ``data[k]`` of feature ``f`` is in the
+    default bin ``d`` iff ``(d == 0 or x > lo[f]) and (d == n_search - 1 or x <= hi[f])`` with
+    ``lo[f], hi[f]`` the bounds ``d - 1`` and ``d`` (``first[f]``: ``d == 0``, ``last[f]``:
+    ``d == n_search - 1``), as ``ValueToBin``'s search over increasing bounds gives; NaN is off
+    it only for a NaN-type feature (``nan_off[f]``; otherwise NaN is binned as 0.0, whose bin
+    is the default bin).
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays (any integer / float types)              # IN
+    lo, hi : ndarray of shape (n_features,), float64                              # IN
+    first, last, nan_off : ndarray of shape (n_features,), bool                   # IN
+    mask : ndarray of shape (nnz,), bool                                          # OUT
+    nnz : ndarray of shape (n_features,), int64                                   # IN/OUT (added to)
+    """
+    for k in range(indices.shape[0]):
+        f = indices[k]
+        x = np.float64(data[k])
+        if np.isnan(x):
+            off = nan_off[f]
+        else:
+            off = not ((first[f] or x > lo[f]) and (last[f] or x <= hi[f]))
+        mask[k] = off
+        nnz[f] += off
+
+
+def sparse_nondefault_naive(indptr, indices, data, lo, hi, first, last, nan_off, mask, nnz):
+    """Twin of :func:`sparse_nondefault` in NumPy."""
+    f = np.asarray(indices)
+    x = np.asarray(data, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        inside = (first[f] | (x > lo[f])) & (last[f] | (x <= hi[f]))
+    off = np.where(np.isnan(x), nan_off[f], ~inside)
+    mask[:] = off
+    nnz += np.bincount(f[off], minlength=nnz.shape[0])
+
+
+def count_pairs_masked_naive(indptr, indices, mask, complemented, r0, r1, out):
+    """Twin of :func:`count_pairs_masked` through a dense boolean pattern and a 0/1 product."""
+    n_features = complemented.shape[0]
+    P = np.zeros((r1 - r0, n_features), dtype=np.int64)
+    for i in range(r0, r1):
+        for k in range(indptr[i], indptr[i + 1]):
+            if mask[k]:
+                P[i - r0, indices[k]] = 1
+    P[:, np.asarray(complemented, dtype=bool)] ^= 1
+    out += np.triu(P.T @ P).astype(out.dtype)
+
+
+@njit
+def count_pairs_masked(indptr, indices, mask, complemented, r0, r1, out):
+    """:func:`count_pairs` of rows ``r0 <= i < r1`` of the pattern "stored entry with
+    ``mask``" of a CSR matrix (indices sorted within each row), with the ``complemented``
+    columns flipped (as :func:`complement_columns` of that pattern), without building either
+    pattern: each row's non-default features are merged with the complemented columns in
+    increasing order and every pair ``f <= g`` adds one to ``out[f, g]``.
+
+    Parameters
+    ----------
+    indptr, indices : CSR arrays, indices sorted within each row                   # IN
+    mask : ndarray of shape (nnz,), bool   # IN  entries off their default bin (sparse_nondefault)
+    complemented : ndarray of shape (n_features,), bool                             # IN
+    r0, r1 : int                                                                    # IN
+    out : ndarray of shape (n_features, n_features), uint16 or int32   # IN/OUT (added to)
+    """
+    comp_cols = np.flatnonzero(complemented)
+    n_comp = comp_cols.shape[0]
+    n_features = complemented.shape[0]
+    buf = np.empty(n_features, dtype=np.int64)
+    for i in range(r0, r1):
+        a = indptr[i]
+        hi = indptr[i + 1]
+        c = 0
+        m = 0
+        while a < hi or c < n_comp:
+            if c < n_comp and (a >= hi or comp_cols[c] < indices[a]):
+                buf[m] = comp_cols[c]  # absent: in the complement
+                m += 1
+                c += 1
+            elif c < n_comp and comp_cols[c] == indices[a]:
+                if not mask[a]:
+                    buf[m] = comp_cols[c]  # stored at its default bin: in the complement
+                    m += 1
+                a += 1
+                c += 1
+            else:
+                f = indices[a]
+                if mask[a] and not complemented[f]:
+                    buf[m] = f
+                    m += 1
+                a += 1
+        for p in range(m):
+            f = buf[p]
+            for q in range(p, m):
+                out[f, buf[q]] += 1
+
+
+@njit
 def bin_sparse_entries(indices, data, bin_upper_bounds, bound_offsets, n_bins, missing_types, out):
     """Bin the stored entries of a sparse matrix: ``out[k]`` = bin of ``data[k]`` in feature
     ``indices[k]`` (LightGBM's ``ValueToBin``, as :func:`oocgbdt.kernels.binning.map_to_bins`).
@@ -337,6 +442,157 @@ def bin_sparse_entries_naive(indices, data, bin_upper_bounds, bound_offsets, n_b
         out[k] = one[0, 0]
 
 
+#: Features with at least this many searchable bins get a guide table (:func:`value_guides`).
+GUIDE_MIN_BINS = 16
+#: Largest guide table of one feature.
+GUIDE_MAX_SIZE = 1024
+
+
+@njit
+def guided_value_to_bin(x, bounds, start, nb, missing_type, table, t_start, t_size, lo, scale):
+    """:func:`oocgbdt.kernels.binning.value_to_bin` started from a guess: the bin of the left
+    edge of ``x``'s bucket in a table of ``t_size`` equal-width buckets from ``lo``
+    (``t_size == 0``: no table, the plain search). The guess is walked down while
+    ``x <= bounds[g - 1]`` and up while ``x > bounds[g]``: it ends at the first searchable bin
+    with ``x <= bound`` (the last one if none), exactly the search's bin whatever the guess, in
+    a step or two instead of ``log2(nb)`` hard-to-predict branches.
+    """
+    is_nan_type = missing_type == MISSING_NAN
+    if np.isnan(x):
+        if is_nan_type:
+            return nb - 1
+        x = 0.0
+    if t_size == 0:
+        return value_to_bin(x, bounds, start, nb, missing_type)
+    n_search = nb - 1 if is_nan_type else nb
+    u = (x - lo) * scale
+    if u > 0.0:
+        t = t_size - 1 if u >= t_size else int(u)
+    else:
+        t = 0
+    g = table[t_start + t]
+    while g > 0 and x <= bounds[start + g - 1]:
+        g -= 1
+    while g < n_search - 1 and x > bounds[start + g]:
+        g += 1
+    return g
+
+
+@njit
+def _fill_guides(bin_upper_bounds, bound_offsets, n_bins, missing_types, offsets, sizes, lo,
+                 scale, table):
+    for f in range(n_bins.shape[0]):
+        size = sizes[f]
+        for t in range(size):
+            x = lo[f] + t / scale[f]
+            table[offsets[f] + t] = value_to_bin(x, bin_upper_bounds, bound_offsets[f], n_bins[f],
+                                                 missing_types[f])
+
+
+def value_guides(bin_upper_bounds, bound_offsets, n_bins, missing_types):
+    """Guide tables for :func:`guided_value_to_bin`, one per feature with at least
+    ``GUIDE_MIN_BINS`` searchable bins and finite, increasing first and last finite bounds.
+
+    Returns
+    -------
+    table : ndarray of shape (sum of sizes,), int32
+        ``table[offsets[f] + t]``: the bin of ``lo[f] + t / scale[f]``.
+    offsets, sizes : ndarray of shape (n_features,), int64
+        ``sizes[f]``: a power of two, about four buckets per bin, at most ``GUIDE_MAX_SIZE``;
+        0 for no guide.
+    lo, scale : ndarray of shape (n_features,), float64
+        Buckets of width ``1 / scale[f]`` from ``lo[f]``, the first bound, to the last finite
+        searchable bound.
+    """
+    n_bins = np.asarray(n_bins, dtype=np.int64)
+    offs = np.asarray(bound_offsets, dtype=np.int64)[:n_bins.shape[0]]
+    n_search = n_bins - (np.asarray(missing_types) == MISSING_NAN)
+    sizes = np.zeros(n_bins.shape[0], dtype=np.int64)
+    lo = np.zeros(n_bins.shape[0], dtype=np.float64)
+    scale = np.zeros(n_bins.shape[0], dtype=np.float64)
+    for f in np.flatnonzero(n_search >= GUIDE_MIN_BINS):
+        a = float(bin_upper_bounds[offs[f]])
+        b = float(bin_upper_bounds[offs[f] + n_search[f] - 2])
+        if not (math.isfinite(a) and math.isfinite(b) and b > a):
+            continue
+        size = min(GUIDE_MAX_SIZE, 1 << int(math.ceil(math.log2(4 * int(n_search[f])))))
+        sc = size / (b - a)
+        if not (math.isfinite(sc) and sc > 0.0):
+            continue
+        sizes[f], lo[f], scale[f] = size, a, sc
+    offsets = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    table = np.zeros(int(sizes.sum()), dtype=np.int32)
+    _fill_guides(np.asarray(bin_upper_bounds, dtype=np.float64), offs, n_bins,
+                 np.asarray(missing_types), offsets, sizes, lo, scale, table)
+    return table, offsets, sizes, lo, scale
+
+
+@njit
+def bundle_sparse_rows_guided(indptr, indices, data, bin_upper_bounds, bound_offsets, n_bins,
+                              missing_types, feature_bundle, feature_start, feature_raw,
+                              default_bins, fill, guide_table, guide_offsets, guide_sizes,
+                              guide_lo, guide_scale, out):
+    """:func:`bundle_sparse_rows`, each entry binned by :func:`guided_value_to_bin` with the
+    guides of :func:`value_guides` (the same bins; fewer mispredicted branches for features
+    with many bins). Returns ``(conflict_rows, lost_values)``.
+
+    Implicit zeros are at their feature's default bin (the bin of 0.0), so only the stored
+    entries are binned; no dense float copy of the chunk is made. Conflicts resolve to the
+    member with the higher feature index whatever the order of ``indices`` within a row, so
+    the result equals :func:`bundle_columns` on the densely binned rows.
+
+    Parameters
+    ----------
+    indptr : ndarray of shape (n_rows + 1,), integer                            # IN  CSR
+    indices : ndarray of shape (nnz,), integer                                  # IN
+    data : ndarray of shape (nnz,), float32 or float64                          # IN
+    bin_upper_bounds, bound_offsets, n_bins, missing_types                      # IN  BinMapper
+        As for :func:`oocgbdt.kernels.binning.map_to_bins`.
+    feature_bundle, feature_start, feature_raw, default_bins, fill              # IN
+        As for :func:`bundle_columns`.
+    guide_table, guide_offsets, guide_sizes, guide_lo, guide_scale              # IN
+        From :func:`value_guides` of the same BinMapper arrays.
+    out : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16           # OUT
+    """
+    n_rows = indptr.shape[0] - 1
+    n_columns = out.shape[1]
+    writer = np.full(n_columns, -1, dtype=np.int64)  # feature that wrote column c in this row
+    conflict_rows = 0
+    lost = 0
+    for i in range(n_rows):
+        for c in range(n_columns):
+            out[i, c] = fill[c]
+        row_lost = 0
+        for k in range(indptr[i], indptr[i + 1]):
+            f = indices[k]
+            c = feature_bundle[f]
+            if c < 0:
+                continue
+            b = guided_value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f],
+                                    n_bins[f], missing_types[f], guide_table, guide_offsets[f],
+                                    guide_sizes[f], guide_lo[f], guide_scale[f])
+            if feature_raw[f]:
+                out[i, c] = b
+                continue
+            d = default_bins[f]
+            if b == d:
+                continue
+            if writer[c] >= 0:
+                row_lost += 1
+                if writer[c] > f:
+                    continue  # the higher feature index keeps the value
+            writer[c] = f
+            out[i, c] = encode_bin(b, feature_start[f], d, False)
+        for k in range(indptr[i], indptr[i + 1]):
+            c = feature_bundle[indices[k]]
+            if c >= 0:
+                writer[c] = -1
+        if row_lost:
+            conflict_rows += 1
+            lost += row_lost
+    return conflict_rows, lost
+
+
 @njit
 def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n_bins, missing_types,
                        feature_bundle, feature_start, feature_raw, default_bins, fill, out):
@@ -358,42 +614,13 @@ def bundle_sparse_rows(indptr, indices, data, bin_upper_bounds, bound_offsets, n
         As for :func:`bundle_columns`.
     out : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16           # OUT
     """
-    n_rows = indptr.shape[0] - 1
-    n_columns = out.shape[1]
-    writer = np.full(n_columns, -1, dtype=np.int64)  # feature that wrote column c in this row
-    conflict_rows = 0
-    lost = 0
-    for i in range(n_rows):
-        for c in range(n_columns):
-            out[i, c] = fill[c]
-        row_lost = 0
-        for k in range(indptr[i], indptr[i + 1]):
-            f = indices[k]
-            c = feature_bundle[f]
-            if c < 0:
-                continue
-            b = value_to_bin(np.float64(data[k]), bin_upper_bounds, bound_offsets[f], n_bins[f],
-                              missing_types[f])
-            if feature_raw[f]:
-                out[i, c] = b
-                continue
-            d = default_bins[f]
-            if b == d:
-                continue
-            if writer[c] >= 0:
-                row_lost += 1
-                if writer[c] > f:
-                    continue  # the higher feature index keeps the value
-            writer[c] = f
-            out[i, c] = encode_bin(b, feature_start[f], d, False)
-        for k in range(indptr[i], indptr[i + 1]):
-            c = feature_bundle[indices[k]]
-            if c >= 0:
-                writer[c] = -1
-        if row_lost:
-            conflict_rows += 1
-            lost += row_lost
-    return conflict_rows, lost
+    empty = np.zeros(0, dtype=np.int32)
+    none = np.zeros(bound_offsets.shape[0], dtype=np.int64)
+    return bundle_sparse_rows_guided(indptr, indices, data, bin_upper_bounds, bound_offsets,
+                                     n_bins, missing_types, feature_bundle, feature_start,
+                                     feature_raw, default_bins, fill, empty, none, none,
+                                     np.zeros(bound_offsets.shape[0]),
+                                     np.zeros(bound_offsets.shape[0]), out)
 
 
 def bundle_sparse_rows_naive(indptr, indices, data, bin_upper_bounds, bound_offsets, n_bins,
@@ -589,3 +816,80 @@ def expand_histogram_naive(hist, expand_index, bin_offsets, n_bins, default_bins
             total = np.array([sum_g, sum_h])
             out[d, :2] = (total - np.add.reduce(hist[idx[stored], :2], axis=0) if stored.any()
                           else total)
+
+
+# ---------------------------------------------------------------------------------------------
+# Greedy bundling on a dense pairwise count matrix
+# ---------------------------------------------------------------------------------------------
+
+
+@njit
+def greedy_bundle_of(order, pairs, budget, n_bins, max_bins, dense, nnz, bundle_of):
+    """The greedy bundling of ``oocgbdt.core.bundler.greedy_bundles`` on a dense symmetric
+    count matrix: each feature of ``order`` joins the first bundle (in creation order) whose
+    accumulated conflicts plus its conflicts with the members stay within ``budget``, with at
+    most ``nnz[f] // 2`` conflicts, and whose column stays within ``max_bins``; else it opens
+    a new bundle (always, for a ``dense`` feature).
+
+    Parameters
+    ----------
+    order : ndarray of shape (n_order,), int64                       # IN  placement order
+    pairs : ndarray of shape (F, F), integer                         # IN  diagonal ignored
+    budget, max_bins : int                                           # IN
+    n_bins, nnz : ndarray of shape (F,), int64                       # IN
+    dense : ndarray of shape (F,), bool                              # IN
+    bundle_of : ndarray of shape (F,), int64                         # OUT bundle of each feature
+                                                                     #     placed, -1 elsewhere
+
+    Returns
+    -------
+    n_bundles : int
+    capped : bool
+        True if the bin cap (and not conflicts) kept some feature out of every bundle it fitted.
+
+    Notes
+    -----
+    Conflicts are summed as int64 (exact), as the Python version's float64 sums of integer
+    counts are below 2**53. Source: LightGBM ``FindGroups`` (``src/io/dataset.cpp``) as
+    restated in ``oocgbdt.core.bundler``'s module docstring.
+    """
+    n_features = n_bins.shape[0]
+    for g in range(n_features):
+        bundle_of[g] = -1
+    n_order = order.shape[0]
+    conflicts = np.zeros(n_order, dtype=np.int64)
+    bins = np.zeros(n_order, dtype=np.int64)
+    conf = np.zeros(n_order, dtype=np.int64)
+    n_b = 0
+    capped = False
+    for i in range(n_order):
+        f = order[i]
+        nb = n_bins[f]
+        chosen = -1
+        if not dense[f] and n_b > 0:
+            for b in range(n_b):
+                conf[b] = 0
+            for g in range(n_features):
+                b = bundle_of[g]
+                if b >= 0 and g != f:
+                    conf[b] += pairs[f, g]
+            cap_hit = False
+            half = nnz[f] // 2
+            for b in range(n_b):
+                if conflicts[b] + conf[b] <= budget and conf[b] <= half:
+                    if bins[b] + nb - 1 <= max_bins:
+                        chosen = b
+                        break
+                    cap_hit = True
+            if chosen >= 0:
+                conflicts[chosen] += conf[chosen]
+                bins[chosen] += nb - 1
+            elif cap_hit:
+                capped = True
+        if chosen < 0:
+            chosen = n_b
+            n_b += 1
+            conflicts[chosen] = 0
+            bins[chosen] = nb
+        bundle_of[f] = chosen
+    return n_b, capped

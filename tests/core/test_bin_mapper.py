@@ -697,3 +697,33 @@ def test_bad_transform_and_threshold_input():
     with pytest.raises(ValueError, match=r"d\['default_bins'\] must have one entry per feature \(2\), "
                                          r"found 1"):
         BinMapper.from_dict(d)
+
+
+@pytest.mark.parametrize("sort_min", [0, 10 ** 9])
+@pytest.mark.parametrize("params", [{}, dict(max_bin=7, min_data_in_bin=1),
+                                    dict(zero_as_missing=True), dict(use_missing=False)])
+def test_fit_equals_the_numpy_reference_with_numpy_or_numba_sorts(monkeypatch, sort_min, params):
+    """Each feature's kept values are sorted by NumPy (long runs) or inside the numba kernel
+    (short runs, and any run already sorted): both give the reference's bins, dense and
+    sparse, on short (200-row) and longer samples."""
+    import scipy.sparse as sp
+    import oocgbdt.core.bin_mapper as bin_mapper
+    monkeypatch.setattr(bin_mapper, "_NUMPY_SORT_MIN", sort_min)
+    for n in (200, 3000):
+        X = _awkward_sample(7, n=n)
+        ref = _naive_fit(X, 5 * n, **params)
+        _assert_fit_equals_naive(BinMapper(**params).fit(X, 5 * n), ref)
+        _assert_fit_equals_naive(BinMapper(**params).fit(sp.csr_matrix(X), 5 * n), ref)
+        # float64 CSR, and CSR with unsorted indices (not canonical: the CSC path)
+        _assert_fit_equals_naive(BinMapper(**params).fit(sp.csr_matrix(X.astype(np.float64)),
+                                                         5 * n), ref)
+        shuffled = sp.csr_matrix(X)
+        for i in range(shuffled.shape[0]):
+            a, b = shuffled.indptr[i], shuffled.indptr[i + 1]
+            shuffled.indices[a:b] = shuffled.indices[a:b][::-1].copy()
+            shuffled.data[a:b] = shuffled.data[a:b][::-1].copy()
+        shuffled.has_sorted_indices = False
+        assert not shuffled.has_canonical_format
+        _assert_fit_equals_naive(BinMapper(**params).fit(shuffled, 5 * n), ref)
+        Xs = np.sort(X, axis=0)  # every run already sorted
+        _assert_fit_equals_naive(BinMapper(**params).fit(Xs, 5 * n), _naive_fit(Xs, 5 * n, **params))

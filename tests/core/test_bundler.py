@@ -7,7 +7,8 @@ from oocgbdt.core import bundler as bundler_mod
 from oocgbdt.core.bin_mapper import BinMapper
 from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, bundle_chunk, bundling_order,
                                   chunk_conflicts, greedy_bundles, greedy_bundles_row_sets,
-                                  merge_conflicts, no_bundle_possible, sample_pattern)
+                                  merge_conflicts, no_bundle_possible, sample_pattern,
+                                  sparse_chunk_conflicts)
 
 # Seed 000's five features with a conflict threshold of 1 (edges F0-F1 = 6, F0-F3 = 1 and
 # F1-F2 = 1 are the seed's; the other weights are chosen so that every remaining pairing
@@ -316,3 +317,65 @@ def test_best_split_skips_the_expand_only_where_it_is_a_copy(monkeypatch, bundle
     assert (got.feature, got.threshold_bin, got.gain, got.default_left, got.left) == \
         (ref.feature, ref.threshold_bin, ref.gain, ref.default_left, ref.left)
     np.testing.assert_array_equal(got_gains, ref_gains)
+
+
+@pytest.mark.parametrize("params", [{}, dict(zero_as_missing=True), dict(max_bin=3),
+                                    dict(use_missing=False)])
+def test_sparse_chunk_conflicts_equal_the_pattern_path(monkeypatch, params):
+    """The fused sparse conflict count equals chunk_conflicts of sample_pattern: the same
+    non-default counts and pairwise counts (dense or sparse alike), on all rows and on a row
+    sample, with columns complemented, and over several uint16 row blocks."""
+    rng = np.random.default_rng(3)
+    n, F = 700, 30
+    X = np.where(rng.random((n, F)) < np.linspace(0.01, 0.8, F)[None, :],
+                 rng.choice([1.0, 2.0, -3.0, 0.5, np.nan, 1e-36], size=(n, F)), 0.0)
+    X[:, 5] = rng.normal(size=n)  # dense continuous: complemented
+    X[:, 7] = np.where(rng.random(n) < 0.1, 0.0, rng.normal(size=n))
+    csr = sp.csr_matrix(X.astype(np.float32))
+    bm = BinMapper(**params).fit(csr, n)
+    local = np.sort(rng.choice(n, 300, replace=False))
+    for rows in (None, local):
+        ref = chunk_conflicts(sample_pattern(csr, rows, bm))
+        for block in (bundler_mod._PAIR_BLOCK_ROWS, 64):
+            monkeypatch.setattr(bundler_mod, "_PAIR_BLOCK_ROWS", block)
+            got = sparse_chunk_conflicts(csr, rows, bm)
+            assert got.n_rows == ref.n_rows
+            np.testing.assert_array_equal(got.nnz, ref.nnz)
+            assert sp.issparse(got.pairs) == sp.issparse(ref.pairs)
+            dense = lambda p: p.toarray() if sp.issparse(p) else np.asarray(p)
+            np.testing.assert_array_equal(dense(got.pairs), dense(ref.pairs))
+        assert (ref.nnz * 2 > ref.n_rows).any()  # the complement is exercised
+
+
+def test_sample_pattern_leaves_its_input_unchanged():
+    X = sp.csr_matrix(np.where(np.random.default_rng(0).random((50, 6)) < 0.5, 1.0, 0.0)
+                      .astype(np.float32))
+    X.data[::3] = 0.0  # stored zeros: at the default bin, dropped from the pattern
+    before = (X.indptr.copy(), X.indices.copy(), X.data.copy())
+    bm = BinMapper(min_data_in_bin=1, min_data_in_leaf=1).fit(X, 50)
+    sample_pattern(X, None, bm)
+    for a, b in zip(before, (X.indptr, X.indices, X.data)):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_greedy_bundles_kernel_equals_the_numpy_version(seed):
+    """Dense counts go through the numba kernel; it places every feature where the NumPy
+    version does (bundles, order within them, the cap flag), whatever the budget, cap and
+    dense features."""
+    rng = np.random.default_rng(seed)
+    F = 60
+    P = rng.random((400, F)) < rng.uniform(0.005, 0.3, F)[None, :]
+    pairs = (P.T.astype(np.int32) @ P.astype(np.int32))
+    nnz = np.diagonal(pairs).astype(np.int64)
+    n_bins = rng.integers(2, 40, F)
+    dense = rng.random(F) < 0.1
+    order = bundling_order(nnz, (pairs > 0).sum(axis=1))[rng.random(F) < 0.9]
+    seen_cap = False
+    for budget in (0, 3, 40):
+        for cap in (30, 256):
+            got = greedy_bundles(order, pairs, budget, n_bins, cap, dense, nnz)
+            ref = bundler_mod.greedy_bundles_naive(order, pairs, budget, n_bins, cap, dense, nnz)
+            assert got == ref
+            seen_cap |= ref[1]
+    assert seen_cap

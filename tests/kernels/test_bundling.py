@@ -7,7 +7,8 @@ from oocgbdt.kernels.binning import map_to_bins
 from oocgbdt.kernels.bundling import (
     bin_sparse_entries, bin_sparse_entries_naive, bundle_columns, bundle_columns_naive,
     bundle_sparse_rows, bundle_sparse_rows_naive, complement_columns, complement_columns_naive,
-    count_pairs, count_pairs_naive, decode_feature_column,
+    count_pairs, count_pairs_masked, count_pairs_masked_naive, count_pairs_naive,
+    decode_feature_column, sparse_nondefault, sparse_nondefault_naive,
     decode_feature_column_naive, encode_bin, expand_histogram, expand_histogram_naive,
     feature_bin_from_bundle, nondefault_counts, nondefault_csr, nondefault_csr_naive,
     predict_binned_bundled, predict_binned_bundled_naive, split_rows_bundled,
@@ -313,3 +314,81 @@ def test_count_pairs_and_complement_columns_match_naive():
     assert complement_columns_naive(csr.indptr, csr.indices, comp, ref_ptr, ref_ind) == total
     np.testing.assert_array_equal(ptr, ref_ptr)
     np.testing.assert_array_equal(ind, ref_ind)
+
+
+def test_sparse_nondefault_and_masked_pairs_match_naive():
+    """Default-bin test of stored entries (NaN, +-inf, values on the interval's ends) and the
+    masked, complemented pair counts against their NumPy twins, over row ranges."""
+    rng = np.random.default_rng(8)
+    n, F = 400, 12
+    lo = np.concatenate([[-np.inf, 0.5, -1.0], rng.normal(size=F - 3)])
+    hi = lo + rng.exponential(size=F)
+    first = rng.random(F) < 0.3
+    last = rng.random(F) < 0.3
+    nan_off = rng.random(F) < 0.5
+    X = np.where(rng.random((n, F)) < 0.4, rng.normal(size=(n, F)), 0.0)
+    X[rng.random((n, F)) < 0.05] = np.nan
+    X[:, 1] = np.where(rng.random(n) < 0.5, 0.5, X[:, 1])  # on lo: outside (lo, hi]
+    X[:5, 2] = [-np.inf, np.inf, -1.0, hi[2], np.nextafter(hi[2], np.inf)]
+    csr = sp.csr_matrix(X.astype(np.float32))
+    mask, ref_mask = np.empty(csr.nnz, bool), np.empty(csr.nnz, bool)
+    nnz, ref_nnz = np.zeros(F, np.int64), np.zeros(F, np.int64)
+    sparse_nondefault(csr.indptr, csr.indices, csr.data, lo, hi, first, last, nan_off, mask, nnz)
+    sparse_nondefault_naive(csr.indptr, csr.indices, csr.data, lo, hi, first, last, nan_off,
+                            ref_mask, ref_nnz)
+    np.testing.assert_array_equal(mask, ref_mask)
+    np.testing.assert_array_equal(nnz, ref_nnz)
+    assert 0 < mask.sum() < csr.nnz
+    comp = nnz * 2 > n // 3
+    assert comp.any() and not comp.all()
+    for r0, r1 in [(0, n), (37, 201)]:
+        out = np.zeros((F, F), np.uint16)
+        ref = np.zeros((F, F), np.int64)
+        count_pairs_masked(csr.indptr.astype(np.int64), csr.indices, mask, comp, r0, r1, out)
+        count_pairs_masked_naive(csr.indptr, csr.indices, mask, comp, r0, r1, ref)
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_guided_sparse_binning_equals_the_plain_search():
+    """Guide tables only change where the search starts: on values around every bound, +-inf,
+    NaN, +-0 and far outside the bounds, guided bins equal value_to_bin's for features with
+    and without a guide (few bins, NaN bin, infinite or equal first and last bounds)."""
+    from oocgbdt.kernels.binning import value_to_bin
+    from oocgbdt.kernels.bundling import (bundle_sparse_rows_guided, guided_value_to_bin,
+                                          value_guides)
+    rng = np.random.default_rng(9)
+    layouts = [
+        (np.concatenate([np.sort(rng.normal(size=40)), [np.inf]]), 0),
+        (np.concatenate([np.sort(rng.exponential(size=60) ** 3), [np.inf, np.nan]]), 2),
+        (np.concatenate([np.sort(rng.normal(size=25)) * 1e30, [np.inf]]), 1),
+        (np.array([-1e-35, 1e-35, 0.5, np.inf]), 0),                    # few bins: no guide
+        (np.concatenate([[-1e300], np.linspace(-1, 1, 30), [np.inf]]), 0),  # very uneven
+    ]
+    bounds = np.concatenate([b for b, _ in layouts])
+    n_bins = np.array([len(b) for b, _ in layouts], dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum(n_bins)]).astype(np.int64)
+    missing = np.array([m for _, m in layouts], dtype=np.uint8)
+    table, t_off, t_size, lo, scale = value_guides(bounds, offsets, n_bins, missing)
+    assert t_size[0] > 0 and t_size[3] == 0
+    for f, (b, _) in enumerate(layouts):
+        finite = b[np.isfinite(b)]
+        xs = np.concatenate([finite, np.nextafter(finite, np.inf), np.nextafter(finite, -np.inf),
+                             rng.uniform(finite.min(), finite.max(), 300),
+                             [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e308, -1e308]])
+        for x in xs:
+            want = value_to_bin(float(x), bounds, offsets[f], n_bins[f], missing[f])
+            got = guided_value_to_bin(float(x), bounds, offsets[f], n_bins[f], missing[f], table,
+                                      t_off[f], t_size[f], lo[f], scale[f])
+            assert got == want, (f, x)
+    # the row kernel: identity layout gives the same binned rows as the unguided kernel
+    F = len(layouts)
+    X = np.where(rng.random((200, F)) < 0.7, rng.normal(size=(200, F)) * 2, 0.0)
+    X[rng.random((200, F)) < 0.05] = np.nan
+    csr = sp.csr_matrix(X.astype(np.float32))
+    args = (csr.indptr, csr.indices, csr.data, bounds, offsets, n_bins, missing,
+            np.arange(F, dtype=np.int64), np.zeros(F, np.int64), np.ones(F, bool),
+            np.zeros(F, np.int32), np.zeros(F, np.int64))
+    out, ref = np.empty((200, F), np.uint8), np.empty((200, F), np.uint8)
+    bundle_sparse_rows_guided(*args, table, t_off, t_size, lo, scale, out)
+    bundle_sparse_rows(*args, ref)
+    np.testing.assert_array_equal(out, ref)

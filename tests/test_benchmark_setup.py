@@ -1,0 +1,25 @@
+"""Smoke test of `python -m benchmarks.setup --quick`: it runs end to end and prints every row."""
+import pytest
+
+pytest.importorskip("lightgbm")
+
+
+def test_setup_benchmark_quick(capsys):
+    from benchmarks.setup import TARGETS, main
+    out = main(["--quick"])
+    text = capsys.readouterr().out
+    rows = {line.split("|")[1].strip() for line in text.splitlines() if line.startswith("| ")}
+    assert {"dense", "one-hot", "bundling on", "bundling off", "LightGBM"} <= rows
+    assert set(TARGETS) <= rows
+    assert text.count("load average") == 2
+    for name in ("dense", "one-hot"):
+        s = out["setup"][name]
+        assert len(s["runs"]["oocgbdt"]) == len(s["runs"]["lightgbm"]) == 3
+        assert s["oocgbdt"] > 0 and s["lightgbm"] > 0
+    fit = out["fit"]
+    # the same trees as LightGBM's, with or without bundles: the same test AUC
+    assert fit["bundling on"]["auc"] == pytest.approx(fit["bundling off"]["auc"], abs=1e-12)
+    assert fit["bundling on"]["auc"] == pytest.approx(fit["LightGBM"]["auc"], abs=1e-3)
+    assert set(out["pass"]) == set(TARGETS)
+    for k, v in out["ratios"].items():
+        assert ("PASS" if v <= TARGETS[k] else "FAIL") in text and out["pass"][k] == (v <= TARGETS[k])
