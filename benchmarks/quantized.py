@@ -15,9 +15,8 @@ num_leaves=31, learning_rate=0.1, max_bin=255, ``use_quantized_grad`` with its d
 levels, stochastic rounding) for ``quant``; oocgbdt on NumPy input (in process, 2 threads),
 LightGBM with ``num_threads=2``. Per run: the whole fit's wall seconds; oocgbdt's histogram
 seconds (the sum over trees of ``tree_stats[i]["seconds_histogram"]``: the root and split
-passes' histogram tasks, summed over partitions, so thread time, not wall; ``nan`` where the
-executor does not time them per task, as in process when a pass's column blocks run on the
-kernel threads) and its quantization
+passes' histogram tasks, summed over partitions, so thread time, not wall; in process, where a
+pass's column blocks run on the executor's threads, the passes' wall time) and its quantization
 seconds (``seconds_quantize``); the fit's CPU seconds of this process, every thread
 (``time.process_time``: other processes do not inflate it, so on a busy machine it is the
 steadier measure); the test AUC. Medians over ``--repeats`` (default 3).
@@ -31,16 +30,13 @@ An untimed warm-up fit per library and mode comes first (JIT compilation, import
 from __future__ import annotations
 
 import os
+import argparse
+import statistics
+import sys
+import time
+import warnings
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 COMMON = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255)
 MODES = {"float": {}, "quant": dict(use_quantized_grad=True)}
@@ -53,8 +49,7 @@ def load(name, quick):
     if name == "synthetic_1m":
         from benchmarks.sampling import synthetic
         n = 10_000 if quick else 1_000_000
-        d = synthetic(n_train=n, n_test=max(n // 5, 5000))
-        return d["X"], d["y"], d["Xt"], d["yt"]
+        return synthetic(n_train=n, n_features=100, n_test=max(n // 5, 5000))
     from benchmarks._common import load_dataset
     d = load_dataset(name)
     return d.X_train, d.y_train, d.X_test, d.y_test
