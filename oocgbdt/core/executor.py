@@ -156,7 +156,7 @@ class LocalExecutor:
         Threads used by :meth:`map` (one task per chunk; the numba kernels release the GIL).
         With more than one, :attr:`kernel_threads` shares them out within a pass as well: the
         histogram source builds a pass's histograms by column blocks of every partition on
-        them (:func:`~oocgbdt.core.partition.block_counts`), and searches a pass's children
+        them (:func:`~oocgbdt.core.partition.block_count`), and searches a pass's children
         at once.
 
     Attributes

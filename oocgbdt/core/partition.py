@@ -328,7 +328,7 @@ def finish_pass(work: PassWork):
 def finish_split_pass(work: PassWork):
     """:func:`finish_pass` of a split pass, which only picks its fields (executors on threads
     run it inline)."""
-    return work.rows, work.hist
+    return finish_pass(work)
 
 
 def _built(work: PassWork):
