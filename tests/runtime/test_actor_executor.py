@@ -117,19 +117,27 @@ def test_values_computed_on_another_worker_are_fetched_without_a_client_on_the_w
 
 
 class _Tracked:
-    """A value that counts its live instances (per process)."""
+    """A value that counts its live instances made by a step (per process).
+
+    Copies unpickled by a gather are not counted: the caller unpickles one shard's values
+    while the other shard's map may still run, and in an in-process cluster those copies
+    would otherwise count against the shards' limit."""
     alive = 0
+    lock = threading.Lock()  # the shards' threads make and drop values at the same time
 
     def __init__(self, v):
         self.v = v
-        type(self).alive += 1
+        with _Tracked.lock:
+            type(self).alive += 1
 
-    def __setstate__(self, state):  # a gathered copy (values come back pickled) counts too
+    def __setstate__(self, state):
         self.__dict__.update(state)
-        type(self).alive += 1
+        self.copy = True
 
     def __del__(self):
-        type(self).alive -= 1
+        if not self.__dict__.get("copy", False):
+            with _Tracked.lock:
+                type(self).alive -= 1
 
 
 def _next_gen(x, step):
