@@ -26,9 +26,10 @@ import math
 import numpy as np
 
 from oocgbdt._dtypes import MISSING_NAN
-from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
+from oocgbdt.kernels._jit import njit
 from oocgbdt.kernels.binning import value_to_bin
-from oocgbdt.kernels.routing import goes_left_bin, goes_left_bin_naive, route_segment
+from oocgbdt.kernels.routing import (feature_bin_from_bundle, goes_left_bin,
+                                     goes_left_bin_naive, split_segment)
 
 __all__ = [
     "encode_bin", "feature_bin_from_bundle",
@@ -55,23 +56,6 @@ def encode_bin(b, start, default_bin, raw):
     if b < default_bin:
         return start + 1 + b
     return start + b
-
-
-@njit
-def feature_bin_from_bundle(v, start, n_bins, default_bin, raw):
-    """A feature's bin read off its bundle column value ``v`` (inverse of :func:`encode_bin`).
-
-    Values outside the feature's range ``(start, start + n_bins - 1]`` belong to another member
-    (or to none): the feature is at its default bin there.
-    """
-    if raw:
-        return v
-    if v <= start or v > start + n_bins - 1:
-        return default_bin
-    r = v - start - 1
-    if r < default_bin:
-        return r
-    return r + 1
 
 
 def _encode_bin_py(b, start, default_bin, raw):
@@ -674,15 +658,9 @@ def split_rows_bundled(column, order, begin, count, threshold_bin, default_left,
     Parameters are those of ``split_rows`` (``column`` is the bundle column), plus the split
     feature's layout ``start``, ``n_bins`` and ``raw`` (see the module docstring).
     """
-    goes_left = np.empty(count, dtype=np.bool_)
-    end = begin + count
-    for i in range(begin, end):
-        if i + PREFETCH_ROWS < end:
-            prefetch(column, order[i + PREFETCH_ROWS])
-        b = feature_bin_from_bundle(column[order[i]], start, n_bins, default_bin, raw)
-        goes_left[i - begin] = goes_left_bin(b, threshold_bin, default_left, missing_type,
-                                             default_bin, nan_bin, cat_boundaries, cat_threshold)
-    return route_segment(order, begin, goes_left, out_order)
+    return split_segment(column, order, begin, count, threshold_bin, default_left, missing_type,
+                         default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins, raw,
+                         out_order)
 
 
 def split_rows_bundled_naive(column, order, begin, count, threshold_bin, default_left, missing_type,

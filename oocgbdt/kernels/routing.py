@@ -10,7 +10,8 @@ from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
 from oocgbdt.kernels.categorical import in_bitset, in_bitset_naive
 
 __all__ = ["split_rows", "split_rows_naive", "goes_left_bin", "goes_left_bin_naive",
-           "route_segment", "CATEGORICAL_NODE"]
+           "split_segment", "feature_bin_from_bundle", "prefetch_pays",
+           "CATEGORICAL_NODE"]
 
 #: ``missing_type`` of a categorical node in bin space (LightGBM's missing types are 0-2).
 CATEGORICAL_NODE = 3
@@ -47,40 +48,12 @@ def goes_left_bin_naive(b, threshold_bin, default_left, missing_type, default_bi
 
 
 @njit
-def route_segment(order, begin, goes_left, out_order):
-    """Stably partition ``order[begin:begin + len(goes_left)]`` into ``out_order`` (same
-    positions), rows with ``goes_left`` first; returns the number of left rows.
-
-    ``goes_left`` : ndarray of shape (count,), dtype bool, the decision for each row of the
-    segment, in segment order.
-    """
-    # Branch-free: every row is written to both the next left slot and the next right slot of
-    # a buffer, and only the side it goes to advances (a branch on the decision mispredicts on
-    # about every other row of a split near the median). Routing in training, 500k x 100, one
-    # thread: 38 -> 32-36 ms per tree.
-    count = goes_left.shape[0]
-    right = np.empty(count, dtype=order.dtype)
-    left_pos = begin
-    n_right = 0
-    for i in range(count):
-        r = order[begin + i]
-        left = goes_left[i]
-        out_order[left_pos] = r
-        right[n_right] = r
-        left_pos += left
-        n_right += 1 - left
-    for i in range(n_right):
-        out_order[left_pos + i] = right[i]
-    return left_pos - begin
-
-
-@njit
 def split_rows(column, order, begin, count, threshold_bin, default_left, missing_type, default_bin,
                nan_bin, cat_boundaries, cat_threshold, out_order):
     """Stably partition ``order[begin:begin+count]`` by the split; returns the number of left rows.
 
-    Each row's bin is read once, prefetched a few rows ahead (a leaf's rows are scattered over
-    the chunk, and ``column`` is usually a strided column of the bins).
+    Each row's bin is read once, prefetched a few rows ahead where that pays
+    (:func:`prefetch_pays`: a strided column of row-major bins read at a few scattered rows).
 
     Parameters
     ----------
@@ -93,15 +66,74 @@ def split_rows(column, order, begin, count, threshold_bin, default_left, missing
         categorical split (``missing_type == CATEGORICAL_NODE``), see :func:`goes_left_bin`
     out_order : ndarray of shape (n_rows,), dtype int32              # OUT  only the segment is written
     """
-    goes_left = np.empty(count, dtype=np.bool_)
+    return split_segment(column, order, begin, count, threshold_bin, default_left, missing_type,
+                         default_bin, nan_bin, cat_boundaries, cat_threshold, 0, 0, True,
+                         out_order)
+
+
+@njit
+def split_segment(column, order, begin, count, threshold_bin, default_left, missing_type,
+                  default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins, raw,
+                  out_order):
+    """:func:`split_rows` on the feature read off ``column`` by
+    :func:`feature_bin_from_bundle` (``start``, ``n_bins``, ``raw``: the feature's place in its
+    bundle column; ``raw`` True reads ``column`` as the feature's own bins).
+
+    One branch-free pass: each row is written to the next left slot and to the next slot of a
+    right buffer, and only its side advances (a branch on the decision mispredicts on about
+    every other row of a split near the median). In place (``out_order is order``) is safe: a
+    row is written at or before the position it was read from. 2.9 -> 2.1 ns per row against
+    deciding every row first and partitioning after (400k-row column, one thread).
+    """
+    right = np.empty(count, dtype=order.dtype)
+    left_pos = begin
+    n_right = 0
     end = begin + count
+    ahead = prefetch_pays(column, count)
     for i in range(begin, end):
-        if i + PREFETCH_ROWS < end:
+        if ahead and i + PREFETCH_ROWS < end:
             prefetch(column, order[i + PREFETCH_ROWS])
-        goes_left[i - begin] = goes_left_bin(column[order[i]], threshold_bin, default_left,
-                                             missing_type, default_bin, nan_bin, cat_boundaries,
-                                             cat_threshold)
-    return route_segment(order, begin, goes_left, out_order)
+        r = order[i]
+        b = feature_bin_from_bundle(column[r], start, n_bins, default_bin, raw)
+        left = goes_left_bin(b, threshold_bin, default_left, missing_type, default_bin,
+                             nan_bin, cat_boundaries, cat_threshold)
+        out_order[left_pos] = r
+        right[n_right] = r
+        left_pos += left
+        n_right += 1 - left
+    for i in range(n_right):
+        out_order[left_pos + i] = right[i]
+    return left_pos - begin
+
+
+@njit
+def feature_bin_from_bundle(v, start, n_bins, default_bin, raw):
+    """A feature's bin read off its bundle column value ``v`` (inverse of
+    :func:`oocgbdt.kernels.bundling.encode_bin`); ``raw``: ``v`` itself (a feature alone in its
+    column, or an unbundled one).
+
+    Values outside the feature's range ``(start, start + n_bins - 1]`` belong to another member
+    (or to none): the feature is at its default bin there.
+    """
+    if raw:
+        return v
+    if v <= start or v > start + n_bins - 1:
+        return default_bin
+    r = v - start - 1
+    if r < default_bin:
+        return r
+    return r + 1
+
+
+@njit
+def prefetch_pays(column, count):
+    """Whether routing ``count`` ascending rows of ``column`` should prefetch rows ahead: only
+    for a strided column (a column of row-major bins, one cache line per row) read at under a
+    third of its rows. A contiguous column, or one read at most rows, is streamed by the
+    hardware prefetcher, and explicit prefetches cost more than they hide (measured on 400k
+    rows: contiguous 2.1 ns per row without, 2.8 with; strided, every row 2.6 against 3.3,
+    a tenth of the rows 5.0 against 3.6)."""
+    return column.strides[0] > 1 and 3 * count < column.shape[0]
 
 
 def split_rows_naive(column, order, begin, count, threshold_bin, default_left, missing_type,

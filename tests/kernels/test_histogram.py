@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_naive
-from oocgbdt.kernels.routing import split_rows, split_rows_naive
+from oocgbdt.kernels.routing import prefetch_pays, split_rows, split_rows_naive
 
 
 @pytest.mark.parametrize("dtype,n_bins", [(np.uint8, 256), (np.uint16, 1000)])
@@ -96,24 +96,33 @@ def test_build_histogram_accepts_readonly_and_empty():
 
 @pytest.mark.parametrize("missing_type", [0, 1, 2])
 @pytest.mark.parametrize("default_left", [False, True])
-def test_split_rows_matches_naive(missing_type, default_left):
+@pytest.mark.parametrize("layout, count, in_place", [
+    ("contiguous", 200, False),
+    ("contiguous", 200, True),   # the training path routes in place
+    ("strided", 200, True),      # a column of row-major bins read at most rows
+    ("strided", 60, False),      # ... at few rows: prefetched (prefetch_pays)
+])
+def test_split_rows_matches_naive(missing_type, default_left, layout, count, in_place):
     rng = np.random.default_rng(missing_type * 2 + default_left)
     n, nb = 300, 12
-    col = rng.integers(0, nb, size=n).astype(np.uint8)
+    bins = rng.integers(0, nb, size=(n, 3)).astype(np.uint8)
+    col = np.ascontiguousarray(bins[:, 1]) if layout == "contiguous" else bins[:, 1]
+    assert prefetch_pays(col, count) == (layout == "strided" and count == 60)
     order = rng.permutation(n).astype(np.int32)
-    begin, count = 40, 200
-    out = order.copy()
-    ref = order.copy()
+    begin = 40
+    given = order.copy()
+    out = order if in_place else order.copy()
+    ref = given.copy()
     k = split_rows(col, order, begin, count, 5, default_left, missing_type, 3, nb - 1,
                    np.zeros(1, np.int64), np.zeros(0, np.uint32), out)
-    k_ref = split_rows_naive(col, order, begin, count, 5, default_left, missing_type, 3, nb - 1,
+    k_ref = split_rows_naive(col, given, begin, count, 5, default_left, missing_type, 3, nb - 1,
                              np.zeros(1, np.int64), np.zeros(0, np.uint32), ref)
     assert k == k_ref
     np.testing.assert_array_equal(out, ref)
     # rows outside the segment untouched; the segment is a permutation of itself
-    np.testing.assert_array_equal(out[:begin], order[:begin])
-    np.testing.assert_array_equal(out[begin + count:], order[begin + count:])
-    assert sorted(out[begin:begin + count]) == sorted(order[begin:begin + count])
+    np.testing.assert_array_equal(out[:begin], given[:begin])
+    np.testing.assert_array_equal(out[begin + count:], given[begin + count:])
+    assert sorted(out[begin:begin + count]) == sorted(given[begin:begin + count])
 
 
 def test_add_pair_is_two_scalar_additions_bit_for_bit():
