@@ -10,9 +10,10 @@ labels), few columns so that the per-row state is the plan's largest term after 
 1. ``too large``: rows chosen so that the plan (:func:`oocgbdt.dask.memory_plan.plan_memory`)
    exceeds the usable share of the limit (:func:`~oocgbdt.dask.memory_plan.usable_fraction`)
    by about 15% (``rows alone``: the per-row state is over before the bins are known,
-   :func:`~oocgbdt.dask.memory_plan.check_rows`) and by one storage chunk (``whole plan``:
-   found after the label check and the bin sample): the time until ``train`` raises
-   ``MemoryError``, and its message.
+   :func:`~oocgbdt.dask.memory_plan.check_rows`, before any task) and by one storage chunk
+   (``whole plan``: found once the bins are fitted on their sample; on a client's cluster
+   the labels are read after the plan): the time until ``train`` raises ``MemoryError``, and
+   its message.
 2. ``fits (memory)``/``fits (disk)``: rows chosen (a search over the plan) so that the planned
    peak is about ``--share`` (0.9) of the usable share of the limit, then trained, each case
    on fresh workers. The workers'
@@ -220,9 +221,9 @@ def main(argv=None) -> int:
                   flush=True)
             return ok
 
-        # 1. cannot fit by the whole plan (checked after the label check and the bin sample:
-        # fresh workers); by the rows alone, below, on the workers of the first fitting case
-        # (checked before anything runs on them)
+        # 1. cannot fit by the whole plan (checked after the bin sample, before the label
+        # check: fresh workers); by the rows alone, below, on the workers of the first fitting
+        # case (checked before anything runs on them)
         if not args.quick:
             with cluster() as lc, Client(lc) as client:
                 status |= not too_large_case("too large: whole plan", just_over, client)

@@ -1,6 +1,8 @@
 """Bad input fails fast and clearly: through ``oocgbdt.train`` and the estimators, NumPy and
 Dask, every error names the argument, what was expected and what was found, and is raised
-before any training work (bin fitting, chunk loading, boosting) starts."""
+before any training work (bin fitting, chunk loading, boosting) starts; on a client's cluster
+the labels, weights and init scores are checked after the memory plan (which needs the bin
+sample), still before the disk cache, chunk loading and boosting."""
 import dask.array as da
 import numpy as np
 import pytest
@@ -14,8 +16,12 @@ N, F = 100, 4
 
 @pytest.fixture(autouse=True)
 def no_training(request, monkeypatch):
-    """Any step of training proper fails the test: bin fitting (the first pass over X) and
-    the boosting loop (also when it runs as a task on a worker: same module global).
+    """Any step of training proper fails the test. In process and on the embedded cluster
+    the fit's stages (``_fit``: bin fitting, the first pass over X, onwards) never start; on
+    a client's cluster, where ``_fit`` checks the labels, weights and init scores after the
+    memory plan (``check_inputs``), the bin sample may run but not the disk cache, chunk
+    loading or the boosting loop (also when it runs as a task on a worker: same module
+    global).
 
     Tests that must train request the ``allow_training`` fixture.
     """
@@ -24,8 +30,16 @@ def no_training(request, monkeypatch):
 
     def forbidden(*args, **kwargs):
         raise AssertionError("training started before the input was rejected")
-    monkeypatch.setattr(training, "fit_bin_mapper", forbidden)
-    monkeypatch.setattr(training, "run_boosting", forbidden)
+    real_fit = training._fit
+
+    def fit(*args, check_inputs=None, **kwargs):
+        if check_inputs is None:  # the inputs were checked before: bad ones never get here
+            forbidden()
+        return real_fit(*args, check_inputs=check_inputs, **kwargs)
+    monkeypatch.setattr(training, "_fit", fit)
+    for name in ("open_disk_cache", "partition_tasks", "cached_partition_tasks",
+                 "run_boosting"):
+        monkeypatch.setattr(training, name, forbidden)
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,8 @@ A fit is checked twice: before any data is read, the workers' baselines and the 
 state against the workers' usable memory together (:func:`check_rows`); once the bins and
 partitions are known, each worker's peak against its own (:func:`check_plan`). Usable is the
 share of ``memory_limit`` below Dask's ``pause`` and ``terminate`` (:func:`usable_fraction`).
+The whole plan needs the bin sample only: on a client's cluster the labels, weights and init
+scores (a pass over every label) are checked after it (``oocgbdt.dask.training``).
 """
 from __future__ import annotations
 
@@ -346,8 +348,9 @@ def check_plan(plans, limits, *, mode: str, params) -> None:
 
 def check_rows(params, set_rows: dict, *, n_outputs: int, weighted: dict, limits) -> None:
     """Fail before any data is read when the rows alone cannot fit: a lower bound of the plan
-    (:func:`plan_memory`) from the set sizes, before the labels are checked and the bins fitted
-    (both read every row or a sample of them; on a large data set, many seconds).
+    (:func:`plan_memory`) from the set sizes, before the bins are fitted (their sample reads
+    every storage chunk of X holding a sampled row; on a large data set, seconds) and the
+    whole plan is checked (:func:`check_plan`).
 
     The bound is :func:`plan_memory`'s peak without the terms that need the bins or the
     partitions (bins, loading, histograms, partials and the state being replaced): the

@@ -192,13 +192,16 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
     Raises
     ------
     MemoryError
-        A worker's planned peak exceeds its memory limit (the memory plan, checked after the
-        bins are fitted and before any partition is loaded); the message gives the numbers and
+        A worker's planned peak exceeds its memory limit (the memory plan: the rows alone
+        before any data is read, the whole plan once the bins are fitted on their sample, and
+        on a client's cluster before the labels are read); the message gives the numbers and
         what to change.
     ValueError, TypeError
         Invalid parameters or inputs, before any training work starts (an ``init_model`` of
         another number of features or outputs included, an ``init_score`` or
-        ``eval_init_score`` of the wrong length or shape); a ``cache_path`` that
+        ``eval_init_score`` of the wrong length or shape; labels, weights and init scores
+        that the objective cannot take: on a client's cluster after the memory plan, else
+        before anything is computed); a ``cache_path`` that
         exists and is not a complete oocgbdt cache, lies inside a Zarr store or cannot be
         created (before any work), holds the cache of other data or bin settings, or that
         another fit claimed first (after the bins are fitted; the store is left untouched).
@@ -283,20 +286,29 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
         wait_for_workers(client, params["min_workers"], params["worker_wait_timeout"],
                          verbose=params["verbose"])
     key = f"oocgbdt-{uuid.uuid4().hex[:8]}"
-    # Label and weight checks are small reductions: run them before any cluster starts, on the
-    # client's cluster when there is one (the data may only be reachable from there).
+    # Label and weight checks are reductions over every label (and weight and init score), run
+    # on the client's cluster when there is one (the data may only be reachable from there).
     checks = (_threaded_compute(fit_threads(params["num_threads"])) if client is None
               else _client_compute(client))
-    if client is not None:
+
+    def check_inputs():
+        check_labels_and_weights(inputs, objective, checks)
+        check_init_scores(init_scores, checks)
+
+    if client is None:
+        # In process or on the embedded cluster: before it starts (no cluster for bad input).
+        check_inputs()
+        check_inputs = None
+    else:
         # A worker paused by its own baseline would never run these checks or the fit's tasks.
         limits = worker_limits(client)
         check_worker_baseline(limits)
-        # Before the label check and the bin sample read the data: the rows alone may not fit.
+        # Before the bin sample reads the data: the rows alone may not fit. The labels are
+        # checked after the whole plan (_fit), which needs only the bin sample: a fit that
+        # cannot fit fails without reading every label first.
         check_rows(params, {s: Xs.shape[0] for s, Xs, _, _ in inputs.sets},
                    n_outputs=objective.num_tree_per_iteration,
                    weighted={s: w is not None for s, _, _, w in inputs.sets}, limits=limits)
-    check_labels_and_weights(inputs, objective, checks)
-    check_init_scores(init_scores, checks)
     caches = []  # the fit's disk cache, once opened
     try:
         with (nullcontext(None) if local else client_for_training(client)) as c, \
@@ -305,7 +317,8 @@ def train(params, X, y=None, *, sample_weight=None, eval_set=None, eval_names=No
             # handles), also when it is not the default client.
             fit = _fit(params, inputs, objective, metrics, c, stored, key, caches,
                        init_booster, callbacks, learning_rates, embedded=client is None,
-                       init_scores=init_scores, positions=positions, progress=progress)
+                       init_scores=init_scores, positions=positions, progress=progress,
+                       check_inputs=check_inputs)
     finally:
         # A temporary cache, or a named one whose writing did not complete, is removed (a named
         # directory that existed, empty, before this fit is kept, emptied).
@@ -441,7 +454,7 @@ def _with_init_scores(tasks, scores, groups, key):
 
 def _fit(params, inputs, objective, metrics, client, stored, key, caches,
          init_booster=None, callbacks=None, learning_rates=None, embedded=False,
-         init_scores=None, positions=None, progress=None) -> dict:
+         init_scores=None, positions=None, progress=None, check_inputs=None) -> dict:
     """Stages 2 to 6 of :func:`train` on ``client`` (None: in process).
 
     ``caches`` receives the fit's :class:`~oocgbdt.dask.cache.DiskCache` as soon as one is
@@ -450,7 +463,9 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
     ``init_scores``: ``{set name: Dask array}``, the given starting scores of some sets
     (:func:`~oocgbdt.dask.inputs.init_score_inputs`).
     ``progress`` (:class:`~oocgbdt.core.checkpoint.FitProgress`) keeps the completed rounds;
-    a resumed fit's holds the checkpoint's. Returns a dict:
+    a resumed fit's holds the checkpoint's. ``check_inputs`` (None: already done) checks the
+    labels, weights and init scores; it is called once the memory plan has passed, before the
+    cache is written or any partition loaded. Returns a dict:
     ``result`` (the BoostResult of the last part of the fit), ``start`` (the model that part
     continued, or None), ``tree_stats`` (of the trees before that part), ``bin_mapper``,
     ``bundler``, ``params`` (as used: the ``lookahead_leaves`` chosen), ``cache_report``,
@@ -495,6 +510,10 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                              bin_mapper=bin_mapper, bundler=bundler,
                              mode=mode, client=client, embedded=embedded,
                              sparse=is_sparse(inputs.X))
+    if check_inputs is not None:
+        # Every label read, after the plan (which needs only the bin sample) and before the
+        # cache write or loading: bad input still fails before any long computation.
+        check_inputs()
     disk = None
     if mode == "disk":
         if not samples:  # fit_bin_mapper was wrapped (a benchmark): read it again

@@ -99,6 +99,39 @@ def test_a_fit_that_cannot_fit_fails_before_loading_with_the_numbers():
     assert planned["histograms"] <= 100 * 2 ** 20 and planned["peak"] < 954 * 2 ** 20
 
 
+def test_the_whole_plan_is_checked_before_the_labels_are_read():
+    """On a client's cluster the whole plan needs only the bin sample: a fit that cannot fit
+    (255 kept histograms of 1,000 features, about 1 GB, over a 1 GB worker) raises its
+    MemoryError before any label is read, here with a binary label 2 that the label check
+    refuses. The tasks run are the bin sample's (chunks of X) and nothing of y. A fit that
+    fits (histogram_pool_size) still refuses the label, after the bin sample and before any
+    partition is loaded."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 1000)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.float64)
+    y[7] = 2.0
+    dX, dy = da.from_array(X, chunks=(1000, 1000)), da.from_array(y, chunks=1000)
+    params = dict(objective="binary", num_leaves=255, n_estimators=1, enable_bundle=False)
+    bad_label = r"y must contain only the labels 0 and 1 for objective 'binary'.*2\.0"
+    with dask.config.set(NO_MONITOR), \
+            LocalCluster(n_workers=1, threads_per_worker=1, processes=False, memory_limit="1GB",
+                         dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        with get_task_stream(client=client) as stream, \
+                pytest.raises(MemoryError, match=r"memory plan: the fit needs a peak of \d+ MiB"
+                              r".*histograms \d+.*over 1 x its memory_limit 954 MiB"):
+            oocgbdt.train(params, dX, dy, client=client)
+        keys = [t["key"] for t in stream.data]
+        assert any(isinstance(k, tuple) and k[0] == dX.name for k in keys)  # the bin sample
+        # every task a chunk of X or the compute's finalize: no reduction of the labels
+        assert all(k[0] == dX.name if isinstance(k, tuple) else k.startswith("finalize-")
+                   for k in keys), sorted({str(k) for k in keys})
+        with get_task_stream(client=client) as stream, \
+                pytest.raises(ValueError, match=bad_label):
+            oocgbdt.train(dict(params, histogram_pool_size=100), dX, dy, client=client)
+        assert not any("chunk" in str(t["key"]) for t in stream.data)  # no partition loaded
+
+
 def test_a_worker_too_small_for_its_own_baseline_fails_before_any_task():
     """A worker whose memory_limit (times Dask's pause threshold) is below a training worker's
     baseline would be paused by its imports alone and never run the bin sample: the fit fails
