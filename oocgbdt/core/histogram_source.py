@@ -24,6 +24,7 @@ the pass (no subtraction).
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from dataclasses import replace
 
@@ -38,20 +39,27 @@ from oocgbdt.core.partition import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPl
                                 pass_records, start_root, start_split_many, sum_histograms,
                                 tree_rows_only)
 
-__all__ = ["HistogramSource", "merge_block_records", "start_and_queue_blocks"]
+__all__ = ["HistogramSource", "merge_block_records", "start_pass_work"]
 
 
-def start_and_queue_blocks(start, threads, *args):
-    """``start(*args)`` (a :class:`~oocgbdt.core.partition.PassWork`), and the futures of its
-    column blocks queued on ``threads`` (:func:`~oocgbdt.core.partition.block_count`; one
-    block is built here); a task of an in-process pass, which never waits for the blocks it
-    queues."""
-    work = start(*args)
-    k = block_count(work.cells, threads.n_threads)
-    if k == 1:  # too small to share: built here, without a hand-off
+#: In process, a split pass is shared out to the threads only when it builds at least this
+#: many histogram cells (rows x columns, from the split records' row counts): below it, the
+#: hand-offs between threads cost more than the second thread saves.
+MIN_SHARED_PASS_CELLS = 2 ** 17
+
+
+def start_pass_work(start, n_threads, works, i, *args):
+    """``works[i] = start(*args)`` (a :class:`~oocgbdt.core.partition.PassWork`: one
+    partition's rows routed), and the calls that build its column blocks
+    (:func:`~oocgbdt.core.partition.block_count` on ``n_threads``), to be shared out
+    (:meth:`~oocgbdt.core.executor.KernelThreads.share`); a block too small to share is built
+    here, and no call is returned."""
+    work = works[i] = start(*args)
+    k = block_count(work.cells, n_threads)
+    if k == 1:
         build_block(work, 0, 1)
-        return work, []
-    return work, [threads.submit(build_block, work, j, k) for j in range(k)]
+        return None
+    return [partial(build_block, work, j, k) for j in range(k)]
 
 
 def merge_block_records(records, gains):
@@ -223,27 +231,32 @@ class HistogramSource:
         self._bound_pool()
         return totals, split
 
-    def _run_pass(self, task, start, finish, iterables, key, consume=None, start_extra=()):
+    def _run_pass(self, task, start, finish, iterables, key, consume=None, start_extra=(),
+                  shared=True):
         """Handles of a pass's per-partition results: ``task`` per partition, or, on an
         executor whose threads share a pass (:attr:`LocalExecutor.kernel_threads`), ``start``
-        per partition (routing), each queueing its histograms' column blocks
-        (:func:`build_block`) on the threads as soon as it is routed (so unequal partitions
-        keep every thread busy and no thread waits for the slowest routing), then ``finish``.
+        per partition (routing), each adding its histograms' column blocks
+        (:func:`build_block`) to the shared calls as soon as it is routed (so unequal
+        partitions keep every thread busy and no thread waits for the slowest routing; see
+        :func:`start_pass_work`), then ``finish``.
         The same values. ``start_extra``: more iterables for ``start`` only (in process, split
-        passes route from a column-major copy of the bins: see :func:`start_split_many`)."""
+        passes route from a column-major copy of the bins: see :func:`start_split_many`).
+        ``shared`` False: a small pass, run on this thread alone (same values)."""
         b = self.executor
         threads = getattr(b, "kernel_threads", None)
         if threads is None:
             return b.map(task, *iterables, key=key, consume=consume)
         t0 = time.perf_counter()
         n = len(iterables[0])
-        queued = b.map(start_and_queue_blocks, [start] * n, [threads] * n, *iterables,
-                       *start_extra, key=f"{key}-start", consume=None if consume is None
-                       else consume + 2)
-        for _, futures in queued:
-            for f in futures:
-                f.result()
-        out = b.map(finish, [w for w, _ in queued], key=f"{key}-finish")
+        works = [None] * n
+        calls = [partial(start_pass_work, start, threads.n_threads if shared else 1, works, i,
+                         *args) for i, args in enumerate(zip(*iterables, *start_extra))]
+        if shared:
+            threads.share(calls)
+        else:
+            for call in calls:
+                call()
+        out = b.map(finish, works, key=f"{key}-finish")
         # the pass's time under the one-task name, as remote executors report it (tree_stats)
         b.seconds[task.__name__] += time.perf_counter() - t0
         return out
@@ -323,10 +336,16 @@ class HistogramSource:
                          tuple(t[3] for t in todo), tuple(build))
         tag = f"{self.key}-p{self.n_passes}"
         threads = getattr(b, "kernel_threads", None)
+        shared = True
+        if threads is not None:  # in process: is the pass worth sharing out?
+            cells = sum(min(s.left.count, s.right.count) if bld != BUILD_BOTH
+                        else s.left.count + s.right.count
+                        for s, bld in zip(plan.splits, build)) * len(self.meta.hist_columns)
+            shared = cells >= MIN_SHARED_PASS_CELLS
         self._rows = self._run_pass(partition_split_many, start_split_many, finish_split_pass,
                                     (self.partitions, self._rows, [self.class_idx] * n,
                                      [self.meta] * n, [plan] * n), f"{tag}-route", consume=1,
-                                    start_extra=([True] * n,))
+                                    start_extra=([True] * n,), shared=shared)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
         branches = tuple(self._branch[t[1]] for t in todo) if self.node is not None else None

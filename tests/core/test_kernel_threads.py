@@ -3,7 +3,7 @@ thread, checked against the kernels' NumPy twins and against the one-thread resu
 import numpy as np
 import pytest
 
-from oocgbdt.core import partition
+from oocgbdt.core import histogram_source, partition
 from oocgbdt.core.executor import KernelThreads, LocalExecutor
 from oocgbdt.kernels.histogram import build_histogram_naive
 
@@ -80,6 +80,45 @@ def test_kernel_threads_run_every_call_and_raise_after_all_ended():
         pool.shutdown()
 
 
+def test_shared_calls_run_the_calls_they_add_on_every_thread_and_raise_after_all_ended():
+    """``share``: each call may return more calls (a routed partition its column blocks); all
+    run, the caller's thread among the workers; an error (here in an added call) is raised
+    once every call has ended."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(2)
+    threads = KernelThreads(pool, 2)
+    ran, where = [], set()
+    lock = threading.Lock()
+
+    def leaf(i):
+        time.sleep(0.002)  # long enough for the pool's loop to take some
+        with lock:
+            ran.append(i)
+            where.add(threading.get_ident())
+
+    def parent(i):
+        leaf(i)
+        return [lambda j=j: leaf(j) for j in range(10 * i + 1, 10 * i + 4)]
+
+    try:
+        threads.share([lambda i=i: parent(i) for i in range(1, 5)])
+        assert sorted(ran) == sorted([i for p in range(1, 5)
+                                      for i in [p] + list(range(10 * p + 1, 10 * p + 4))])
+        assert threading.get_ident() in where and len(where) == 2
+        ran.clear()
+
+        def bad():
+            raise ValueError("boom")
+
+        with pytest.raises(ValueError, match="boom"):
+            threads.share([lambda: [bad, lambda: leaf(1)], lambda: leaf(2), lambda: leaf(3)])
+        assert sorted(ran) == [1, 2, 3]
+    finally:
+        pool.shutdown()
+
+
 def test_local_executor_shares_kernels_only_with_several_threads():
     one, two = LocalExecutor(1), LocalExecutor(2)
     try:
@@ -97,6 +136,12 @@ def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
     from tests.core._helpers import fit_in_process
     monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 256)  # blocks even on these few rows
     monkeypatch.setattr(partition, "MIN_THREADED_SEARCH_BINS", 1)  # and threaded searches
+    # passes of at least 4,000 cells (a smaller child of 500 rows) shared out, the others not
+    monkeypatch.setattr(histogram_source, "MIN_SHARED_PASS_CELLS", 4000)
+    seen = []  # per partition and pass: the threads its blocks were cut for
+    start = histogram_source.start_pass_work
+    monkeypatch.setattr(histogram_source, "start_pass_work",
+                        lambda s, n_threads, *a: seen.append(n_threads) or start(s, n_threads, *a))
     rng = np.random.default_rng(5)
     X = rng.normal(size=(4000, 8)).astype(np.float32)
     y = (X[:, 0] + np.sin(3 * X[:, 1]) + 0.3 * rng.normal(size=4000) > 0).astype(float)
@@ -106,6 +151,7 @@ def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
     one = fit_in_process(dict(params, **layout), X, y, executor=LocalExecutor(1))
     two = fit_in_process(dict(params, **layout), X, y, executor=LocalExecutor(2))
     np.testing.assert_array_equal(one.predict(X, raw_score=True), two.predict(X, raw_score=True))
+    assert seen.count(2) > 0 and seen.count(1) > 0  # large passes shared, small ones not
     for stats in two.tree_stats:  # the passes' time is reported as on one thread
         assert 0 < stats["seconds_histogram"] <= stats["seconds"]
     ref = lgb.train(dict(params, num_threads=1, deterministic=True), lgb.Dataset(X, y))
