@@ -260,7 +260,8 @@ class PassWork:
 
     ``hist`` has shape (len(row_lists), n_hist_bins, 2), float64, zeroed; ``root_extra``: the
     root pass with bundling, ``(feature column, n_bins)`` whose histogram is appended after the
-    bundles' (see :func:`partition_root`), else None.
+    bundles' (see :func:`partition_root`), else None. ``every_row``: the one row list is every
+    row of ``X`` in order (a root), which the kernels then read without the list.
     """
 
     rows: TreeRows
@@ -273,6 +274,7 @@ class PassWork:
     hist: np.ndarray
     root_extra: tuple | None = None
     root: bool = False
+    every_row: bool = False
 
     @property
     def cells(self) -> int:
@@ -285,12 +287,14 @@ def build_block(work: PassWork, block: int, n_blocks: int) -> None:
     histograms (in place; every block must be built once before :func:`finish_pass`)."""
     n = work.columns.shape[0]
     cols = work.columns[n * block // n_blocks:n * (block + 1) // n_blocks]
+    # every row in order (a root on all rows or on a compact subset): the kernels read no index
+    lists = [None] if work.every_row else work.row_lists
     if _is_quantized(work.gradients):
-        for j, r in enumerate(work.row_lists):
+        for j, r in enumerate(lists):
             build_histogram_int(work.X, work.offsets, cols, work.gradients, r, work.hist[j],
                                 block == 0)
         return
-    for j, r in enumerate(work.row_lists):
+    for j, r in enumerate(lists):
         build_histogram_block(work.X, work.offsets, cols, work.gradients, work.hessians, r,
                               work.hist[j], block == 0)
 
@@ -418,6 +422,7 @@ def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leave
     if compact is not None:
         columns, X = compact
     subset = None
+    every_row = True  # order is 0 .. len - 1 over X's rows
     if data.rows is None:
         order = np.arange(data.n_rows, dtype=LEAF_DTYPE)
     elif in_memory and data.rows.shape[0] <= SUBSET_MAX_FRACTION * data.n_rows:
@@ -431,6 +436,7 @@ def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leave
         order = np.arange(data.rows.shape[0], dtype=LEAF_DTYPE)
     else:
         order = data.rows.copy()
+        every_row = False
     if columns is not None and subset is None:
         subset = (None, X, grad, hess)
     begin = np.zeros(max_leaves, dtype=np.int64)
@@ -451,7 +457,8 @@ def start_root(data: PartitionData, class_idx: int, meta: FeatureMeta, max_leave
             extra = (None, 0, meta)
     offsets, cols = rows.hist_layout(meta)
     hist = _empty_histograms(1, meta, grad)
-    return PassWork(rows, X, offsets, cols, grad, hess, [order], hist, extra, root=True)
+    return PassWork(rows, X, offsets, cols, grad, hess, [order], hist, extra, root=True,
+                    every_row=every_row and order.shape[0] == X.shape[0])
 
 
 #: Which children of a split a pass histograms from rows (see :class:`SplitPlan`).

@@ -39,7 +39,8 @@ def build_histogram(X_binned, bin_offsets, column_indices, gradients, hessians, 
     bin_offsets : ndarray of shape (n_columns + 1,), dtype int64, >= 1       # IN
     column_indices : ndarray of shape (n_built,), dtype int64                # IN  columns to build
     gradients, hessians : ndarray of shape (n_rows,), dtype float32          # IN
-    row_indices : ndarray of shape (n_selected,), dtype int32                # IN
+    row_indices : ndarray of shape (n_selected,), dtype int32, or None       # IN  None: every
+        row of ``X_binned`` in order
     out : ndarray of shape (n_hist_bins, 2), dtype float64, C-contiguous     # IN and OUT (added to)
     """
     build_histogram_block(X_binned, bin_offsets, column_indices, gradients, hessians,
@@ -54,14 +55,18 @@ def build_histogram_block(X_binned, bin_offsets, column_indices, gradients, hess
     thread, ``count_rows`` True for one of them) holds the same values as one call, since every
     cell's additions happen in the same row order whichever block adds them.
 
-    Parameters are :func:`build_histogram`'s, plus ``count_rows`` (bool). A ``column_indices``
-    that is a run of consecutive columns reads each row as one contiguous slice.
+    Parameters are :func:`build_histogram`'s, plus ``count_rows`` (bool); ``row_indices`` None
+    adds every row of ``X_binned`` in order. A ``column_indices`` that is a run of consecutive
+    columns reads each row as one contiguous slice.
     """
     n_built = column_indices.shape[0]
     # One flat view of ``out`` (bin b's fields at 2b, 2b + 1): the same additions in the same
     # order as indexing out[b, field], about 8% faster measured (250k x 100).
     flat = out.reshape(-1)
-    n_rows = row_indices.shape[0]
+    if row_indices is None:
+        n_rows = X_binned.shape[0]
+    else:
+        n_rows = row_indices.shape[0]
     if count_rows:
         flat[0] += n_rows
     if n_built == 0:
@@ -79,6 +84,16 @@ def build_histogram_block(X_binned, bin_offsets, column_indices, gradients, hess
         # Loops from 0 over views of the block (a loop from c0 measured 1.4x slower per cell).
         offsets = bin_offsets[c0:c1]
         block = X_binned[:, c0:c1]
+        if row_indices is None:
+            # Every row in order (a root): no index to read, nothing to prefetch (0.73 -> 0.59
+            # ns per cell measured on 131k x 25 columns, one thread).
+            for r in range(n_rows):
+                g = np.float64(gradients[r])
+                h = np.float64(hessians[r])
+                row = block[r]
+                for j in range(n_built):
+                    add_pair(flat, 2 * (offsets[j] + row[j]), g, h)
+            return
         for i in range(n_rows):
             if i + PREFETCH_ROWS < n_rows:  # inline: about 5% faster than a helper, measured
                 ahead = row_indices[i + PREFETCH_ROWS]
@@ -93,11 +108,14 @@ def build_histogram_block(X_binned, bin_offsets, column_indices, gradients, hess
         return
     last = column_indices[n_built - 1]
     for i in range(n_rows):
-        if i + PREFETCH_ROWS < n_rows:
-            ahead = row_indices[i + PREFETCH_ROWS]
-            prefetch(X_binned, (ahead, c0))
-            prefetch(X_binned, (ahead, last))
-        r = row_indices[i]
+        if row_indices is None:
+            r = i
+        else:
+            if i + PREFETCH_ROWS < n_rows:
+                ahead = row_indices[i + PREFETCH_ROWS]
+                prefetch(X_binned, (ahead, c0))
+                prefetch(X_binned, (ahead, last))
+            r = row_indices[i]
         g = np.float64(gradients[r])
         h = np.float64(hessians[r])
         for k in range(n_built):

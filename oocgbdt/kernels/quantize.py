@@ -156,13 +156,17 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
     bin_offsets : ndarray of shape (n_columns + 1,), dtype int64, >= 1       # IN
     column_indices : ndarray of shape (n_built,), dtype int64                # IN  columns to build
     packed : ndarray of shape (n_rows,), dtype int64                         # IN  (:func:`discretize`)
-    row_indices : ndarray of shape (n_selected,), dtype int32                # IN
+    row_indices : ndarray of shape (n_selected,), dtype int32, or None       # IN  None: every
+        row of ``X_binned`` in order
     out : ndarray of shape (n_hist_bins, 1), dtype int64, C-contiguous       # IN and OUT (added to)
     add_count : bool                                                         # IN
     """
     flat = out.reshape(-1)
     n_built = column_indices.shape[0]
-    n_rows = row_indices.shape[0]
+    if row_indices is None:
+        n_rows = X_binned.shape[0]
+    else:
+        n_rows = row_indices.shape[0]
     if add_count:
         flat[0] += n_rows
     if n_built == 0:
@@ -177,6 +181,13 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
         c1 = c0 + n_built
         offsets = bin_offsets[c0:c1]  # loops from 0 over views: faster than from c0
         block = X_binned[:, c0:c1]
+        if row_indices is None:  # every row in order: no index, nothing to prefetch
+            for r in range(n_rows):
+                v = packed[r]
+                row = block[r]
+                for j in range(n_built):
+                    flat[offsets[j] + row[j]] += v
+            return
         for i in range(n_rows):
             if i + PREFETCH_ROWS < n_rows:
                 ahead = row_indices[i + PREFETCH_ROWS]
@@ -189,11 +200,14 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
                 flat[offsets[j] + row[j]] += v
     else:
         for i in range(n_rows):
-            if i + PREFETCH_ROWS < n_rows:
-                ahead = row_indices[i + PREFETCH_ROWS]
-                prefetch(X_binned, (ahead, c0))
-                prefetch(X_binned, (ahead, last))
-            r = row_indices[i]
+            if row_indices is None:
+                r = i
+            else:
+                if i + PREFETCH_ROWS < n_rows:
+                    ahead = row_indices[i + PREFETCH_ROWS]
+                    prefetch(X_binned, (ahead, c0))
+                    prefetch(X_binned, (ahead, last))
+                r = row_indices[i]
             v = packed[r]
             for k in range(n_built):
                 j = column_indices[k]

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from oocgbdt.kernels.histogram import build_histogram, build_histogram_naive
+from oocgbdt.kernels.histogram import build_histogram, build_histogram_block, build_histogram_naive
 from oocgbdt.kernels.routing import prefetch_pays, split_rows, split_rows_naive
 
 
@@ -34,6 +34,28 @@ def test_build_histogram_matches_naive(dtype, n_bins):
         np.testing.assert_allclose(s, [g[rows].astype(float).sum(), h[rows].astype(float).sum()],
                                    rtol=1e-10)
     assert out[0, 0] == len(rows) and out[0, 1] == 0
+
+
+@pytest.mark.parametrize("consecutive", [True, False])
+def test_every_row_without_a_row_list_matches_naive(consecutive):
+    """``row_indices=None`` adds every row in order: the naive twin on all rows, and the same
+    bits as the kernel given the full row list (on a column block or listed columns)."""
+    rng = np.random.default_rng(11)
+    n, F = 400, 6
+    nb = rng.integers(2, 40, size=F)
+    offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
+    X = np.stack([rng.integers(0, b, size=n) for b in nb], axis=1).astype(np.uint8)
+    g = rng.normal(size=n).astype(np.float32)
+    h = rng.uniform(0.1, 1, size=n).astype(np.float32)
+    cols = np.arange(1, 5, dtype=np.int64) if consecutive else np.array([4, 0, 2], np.int64)
+    everything = np.arange(n, dtype=np.int32)
+    out, listed, ref = (np.zeros((offsets[-1], 2)) for _ in range(3))
+    build_histogram_block(X, offsets, cols, g, h, None, out, True)
+    build_histogram_block(X, offsets, cols, g, h, everything, listed, True)
+    build_histogram_naive(X, offsets, cols, g, h, everything, ref)
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
+    np.testing.assert_array_equal(out, listed)
+    assert out[0, 0] == n
 
 
 def test_build_histogram_adds_rows_in_order_into_a_stacked_slot():

@@ -81,6 +81,12 @@ def test_build_histogram_int_matches_naive(dtype, n_bins):
     build_histogram_int(X, offsets, rng.permutation(F).astype(np.int64), packed, rows, general)
     np.testing.assert_array_equal(out, general)
     assert out[0, 0] == rows.size
+    # no row list: every row in order, as the naive twin on all rows (block and listed columns)
+    for some in (cols, np.array([5, 1, 3], np.int64)):
+        every, ref_every = np.zeros_like(out), np.zeros_like(out)
+        build_histogram_int(X, offsets, some, packed, None, every)
+        build_histogram_int_naive(X, offsets, some, packed, np.arange(g.size), ref_every)
+        np.testing.assert_array_equal(every, ref_every)
     # order independence: two halves built apart and added equal the whole; the other half
     # is the whole minus one half, exactly
     a = np.zeros_like(out)
