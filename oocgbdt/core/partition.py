@@ -20,7 +20,7 @@ from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundl
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
 from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int
 from oocgbdt.kernels.categorical import construct_bitset
-from oocgbdt.kernels.routing import CATEGORICAL_NODE, split_rows
+from oocgbdt.kernels.routing import CATEGORICAL_NODE, SKEWED_SHARE, split_rows
 from oocgbdt.kernels.predict import add_leaf_values, leaves_binned, leaves_by_segment, predict_binned
 
 __all__ = [
@@ -542,16 +542,19 @@ def start_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMet
         if split.cat_bins is not None:  # the bin bitset of the split's left categories
             bits = construct_bitset(split.cat_bins)
             missing_type, bounds = CATEGORICAL_NODE, np.array([0, bits.shape[0]], dtype=np.int64)
+        # How to route, from the split's estimated counts (the result is the same either way).
+        est_left, est_right = split.left.count, split.right.count
+        skewed = min(est_left, est_right) < SKEWED_SHARE * (est_left + est_right)
         if meta.bundled:
             n_left = split_rows_bundled(X_route[:, rows.column(meta.feature_bundle[f])], rows.order, begin, count,
                                         split.threshold_bin, split.default_left,
                                         missing_type, meta.default_bins[f],
                                         meta.n_bins[f] - 1, bounds, bits, meta.feature_start[f],
-                                        meta.n_bins[f], meta.feature_raw[f], order)
+                                        meta.n_bins[f], meta.feature_raw[f], order, skewed)
         else:
             n_left = split_rows(X_route[:, rows.column(f)], rows.order, begin, count, split.threshold_bin,
                                 split.default_left, missing_type, meta.default_bins[f],
-                                meta.n_bins[f] - 1, bounds, bits, order)
+                                meta.n_bins[f] - 1, bounds, bits, order, skewed)
         leaf_count[leaf] = n_left
         leaf_begin[right_leaf] = begin + n_left
         leaf_count[right_leaf] = count - n_left

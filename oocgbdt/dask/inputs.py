@@ -341,7 +341,9 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
         if a.dtype != X_DTYPE:
             a = a.astype(X_DTYPE)
         rows = max(1, int(chunk_rows or a.shape[0] or 1))
-        arr = da.from_array(a, chunks=(rows, max(a.shape[1], 1)), asarray=False)
+        # name=False: a random name instead of a hash of every stored value (about 30 ms on
+        # a 200k x 1,205 one-hot matrix); in-memory data is not deduplicated across graphs
+        arr = da.from_array(a, chunks=(rows, max(a.shape[1], 1)), asarray=False, name=False)
     else:
         a = as_float_if_frame(obj) if numeric else np.asarray(obj)
         if a.ndim != ndim:
@@ -356,7 +358,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
                                 f"that is not a number ({e}). Encode strings or categories as "
                                 f"numbers first.") from None
         rows = max(1, int(chunk_rows or a.shape[0] or 1))
-        arr = da.from_array(a, chunks=(rows,) + a.shape[1:])
+        arr = da.from_array(a, chunks=(rows,) + a.shape[1:], name=False)  # as above
     if arr.ndim != ndim:
         _bad_ndim(name, ndim, arr.ndim, arr.shape)
     if any(np.isnan(c) for c in arr.chunks[0]):

@@ -652,7 +652,7 @@ def decode_feature_column_naive(column, start, n_bins, default_bin, raw, out):
 @njit
 def split_rows_bundled(column, order, begin, count, threshold_bin, default_left, missing_type,
                        default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins, raw,
-                       out_order):
+                       out_order, skewed=False):
     """:func:`oocgbdt.kernels.routing.split_rows` on a feature read off its bundle column.
 
     Parameters are those of ``split_rows`` (``column`` is the bundle column), plus the split
@@ -660,7 +660,7 @@ def split_rows_bundled(column, order, begin, count, threshold_bin, default_left,
     """
     return split_segment(column, order, begin, count, threshold_bin, default_left, missing_type,
                          default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins, raw,
-                         out_order)
+                         out_order, skewed)
 
 
 def split_rows_bundled_naive(column, order, begin, count, threshold_bin, default_left, missing_type,

@@ -224,12 +224,13 @@ def test_split_rows_and_predict_on_bundles_match_unbundled():
     order = rng.permutation(500).astype(np.int32)
     for f in range(5):
         for t in range(n_bins[f] - 1):
-            for dl in (False, True):
+            for dl, skewed in ((False, False), (True, False), (False, True), (True, True)):
                 a, b, c = order.copy(), order.copy(), order.copy()
                 n1 = split_rows(X[:, f], order, 50, 300, t, dl, missing[f], default[f], n_bins[f] - 1,
-                                *NC, a)
+                                *NC, a, skewed)
                 n2 = split_rows_bundled(Xc[:, col[f]], order, 50, 300, t, dl, missing[f], default[f],
-                                        n_bins[f] - 1, *NC, start[f], n_bins[f], raw[f], b)
+                                        n_bins[f] - 1, *NC, start[f], n_bins[f], raw[f], b,
+                                        not skewed)
                 n3 = split_rows_bundled_naive(Xc[:, col[f]], order, 50, 300, t, dl, missing[f],
                                               default[f], n_bins[f] - 1, *NC, start[f], n_bins[f],
                                               raw[f], c)

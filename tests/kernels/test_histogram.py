@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block, build_histogram_naive
-from oocgbdt.kernels.routing import prefetch_pays, split_rows, split_rows_naive
+from oocgbdt.kernels.routing import (decision_table, goes_left_bin_naive, prefetch_pays,
+                                     split_rows, split_rows_naive)
 
 
 @pytest.mark.parametrize("dtype,n_bins", [(np.uint8, 256), (np.uint16, 1000)])
@@ -124,7 +125,8 @@ def test_build_histogram_accepts_readonly_and_empty():
     ("strided", 200, True),      # a column of row-major bins read at most rows
     ("strided", 60, False),      # ... at few rows: prefetched (prefetch_pays)
 ])
-def test_split_rows_matches_naive(missing_type, default_left, layout, count, in_place):
+@pytest.mark.parametrize("skewed", [False, True])
+def test_split_rows_matches_naive(missing_type, default_left, layout, count, in_place, skewed):
     rng = np.random.default_rng(missing_type * 2 + default_left)
     n, nb = 300, 12
     bins = rng.integers(0, nb, size=(n, 3)).astype(np.uint8)
@@ -136,7 +138,7 @@ def test_split_rows_matches_naive(missing_type, default_left, layout, count, in_
     out = order if in_place else order.copy()
     ref = given.copy()
     k = split_rows(col, order, begin, count, 5, default_left, missing_type, 3, nb - 1,
-                   np.zeros(1, np.int64), np.zeros(0, np.uint32), out)
+                   np.zeros(1, np.int64), np.zeros(0, np.uint32), out, skewed)
     k_ref = split_rows_naive(col, given, begin, count, 5, default_left, missing_type, 3, nb - 1,
                              np.zeros(1, np.int64), np.zeros(0, np.uint32), ref)
     assert k == k_ref
@@ -145,6 +147,51 @@ def test_split_rows_matches_naive(missing_type, default_left, layout, count, in_
     np.testing.assert_array_equal(out[:begin], given[:begin])
     np.testing.assert_array_equal(out[begin + count:], given[begin + count:])
     assert sorted(out[begin:begin + count]) == sorted(given[begin:begin + count])
+
+
+def _bin_of_value(v, start, n_bins, default_bin, raw):
+    # a feature's bin read off a column value, written out from the bundle layout
+    if raw:
+        return v
+    if start < v <= start + n_bins - 1:
+        r = v - start - 1
+        return r if r < default_bin else r + 1
+    return default_bin
+
+
+@pytest.mark.parametrize("raw", [True, False])
+@pytest.mark.parametrize("missing_type", [0, 1, 2, 3])
+def test_decision_table_is_the_decision_of_every_value(raw, missing_type):
+    """``decision_table``: entry ``v`` is the split's decision on the bin that value reads as,
+    for every uint8 value, and every uint16 value up to 300 past the feature's range and a few
+    larger ones."""
+    from oocgbdt.kernels.categorical import construct_bitset
+    rng = np.random.default_rng(missing_type + 10 * raw)
+    for _ in range(20):
+        n_bins = int(rng.integers(2, 40))
+        start = 0 if raw else int(rng.integers(0, 200))
+        default_bin = int(rng.integers(0, n_bins))
+        nan_bin = n_bins - 1
+        if missing_type == 3:
+            cats = sorted(set(rng.integers(1, n_bins, size=3).tolist()))
+            bits = construct_bitset(cats)
+            bounds = np.array([0, bits.shape[0]], dtype=np.int64)
+            threshold = 0
+        else:
+            bits, bounds = np.zeros(0, np.uint32), np.zeros(1, np.int64)
+            threshold = int(rng.integers(0, n_bins - 1))
+        dl = bool(rng.integers(0, 2))
+        for n_values, values in ((256, range(256)),
+                                 (2 ** 16, list(range(start + n_bins + 300))
+                                  + [1000, 4095, 2 ** 16 - 1])):
+            table = decision_table(n_values, start, n_bins, raw, threshold, dl, missing_type,
+                                   default_bin, nan_bin, bounds, bits)
+            assert table.shape == (n_values,)
+            for v in values:
+                want = goes_left_bin_naive(_bin_of_value(v, start, n_bins, default_bin, raw),
+                                           threshold, dl, missing_type, default_bin, nan_bin,
+                                           bounds, bits)
+                assert table[v] == want, (v, start, n_bins, default_bin)
 
 
 def test_add_pair_is_two_scalar_additions_bit_for_bit():
