@@ -393,3 +393,15 @@ def test_guided_sparse_binning_equals_the_plain_search():
     bundle_sparse_rows_guided(*args, table, t_off, t_size, lo, scale, out)
     bundle_sparse_rows(*args, ref)
     np.testing.assert_array_equal(out, ref)
+    # and bundled, against the naive twin (dense binning, then the merge): features 0, 3 and 4
+    # in one column (conflicts resolved to the higher index), implicit zeros at default bins
+    default = np.zeros((1, F), np.uint8)
+    map_to_bins(np.zeros((1, F), np.float32), bounds, offsets, n_bins, missing, default)
+    default = default[0].astype(np.int32)
+    col, start, raw, fill, _ = _layout([[0, 3, 4], [1], [2]], n_bins, default)
+    args = args[:7] + (col, start, raw, default, fill)
+    out, naive = np.empty((200, 3), np.uint16), np.empty((200, 3), np.uint16)
+    got = bundle_sparse_rows_guided(*args, table, t_off, t_size, lo, scale, out)
+    want = bundle_sparse_rows_naive(*args, naive)
+    np.testing.assert_array_equal(out, naive)
+    assert tuple(got) == tuple(want) and got[0] > 0
