@@ -320,7 +320,7 @@ def finish_pass(work: PassWork):
         extra = np.zeros((nb + 1, 2), dtype=HIST_DTYPE)  # its own count row, dropped
         build_histogram(column[:, None], np.array([1, nb + 1], dtype=np.int64),
                         np.zeros(1, dtype=np.int64), work.gradients, work.hessians,
-                        work.rows.order, extra)
+                        None if work.every_row else work.rows.order, extra)
         extra = extra[1:]
     else:  # no searchable feature: the first built column's slice sums to the leaf as well
         c = int(meta.hist_columns[0])
