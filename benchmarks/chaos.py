@@ -35,7 +35,9 @@ the phase's function on the worker named 1; a marker file keeps the nanny's rest
 from doing it again) at its 30th split pass after the warm-up (mid-tree), in round 3's
 evaluation, or in its first piece of the disk-cache write (``cache="disk"``). ``restart``
 asks the nanny to restart the worker (``Client.restart_workers``) as round 3 reaches the
-caller. Each row prints whether the kill happened, the losses the fit recovered from (its
+caller, and ``retire`` asks the scheduler to retire it (``Client.retire_workers``, which
+``distributed`` refuses while the worker holds a shard; its ``killed`` column says whether the
+worker had left the cluster when the fit ended, its losses count the fit's moves off it). Each row prints whether the kill happened, the losses the fit recovered from (its
 warnings; a kill handled by Dask's own task retries is none), whether the fit completed and
 its trees and evaluation history equal the undisturbed fit's (same cache mode), and the wall
 time ratio. Defaults: 20,000 x 10 training rows (``--quick``: 10,000 x 8), 5,000 eval rows,
@@ -213,6 +215,12 @@ def phases(args) -> int:
                         open(marker, "w").close()
                         client.restart_workers([victim])
                 callbacks.append(restart)
+            if phase == "retire":
+                def retire(env):
+                    if env.iteration == EVAL_ROUND and not os.path.exists(marker):
+                        open(marker, "w").close()
+                        client.retire_workers(workers=[victim])  # refused: it holds a shard
+                callbacks.append(retire)
             messages.clear()
             t0 = time.perf_counter()
             try:
@@ -224,11 +232,17 @@ def phases(args) -> int:
             finally:
                 placement.compute_placed = placed
             seconds = time.perf_counter() - t0
-        losses = sum("lost; training continues" in m for m in messages)
+            if phase == "retire":
+                gone = victim not in client.scheduler_info()["workers"]
+        losses = sum("lost; training continues" in m or "asked to retire; training continues"
+                     in m for m in messages)
+        if phase == "retire":  # "killed": the fit let the worker go
+            return model, error, seconds, gone, losses
         return model, error, seconds, os.path.exists(marker), losses
 
     cases = [("load", "memory"), ("load", "disk"), ("tree", "memory"), ("tree", "disk"),
-             ("eval", "memory"), ("eval", "disk"), ("write", "disk"), ("restart", "memory")]
+             ("eval", "memory"), ("eval", "disk"), ("write", "disk"), ("restart", "memory"),
+             ("retire", "memory"), ("retire", "disk")]
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         calm = {c: run(c, None, tmp) for c in ("memory", "disk")}
