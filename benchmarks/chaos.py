@@ -192,7 +192,7 @@ def phases(args) -> int:
                           dashboard_address=":0") as cluster, Client(cluster) as client:
             victim = next(a for a, w in client.scheduler_info()["workers"].items()
                           if str(w["name"]) == "1")
-            if phase not in (None, "restart", "load"):
+            if phase not in (None, "restart", "retire", "load"):
                 # Before any task: a worker keeps the functions it has unpickled.
                 client.register_plugin(PhaseKiller(phase, cache, "1", marker))
             oocgbdt.train(dict(params, n_estimators=2), X[:2000], y[:2000], client=client,
