@@ -7,6 +7,7 @@ Usage::
                                [--workers W] [--every SECONDS] [--seed S]
                                [--cache auto|memory|disk]
     python -m benchmarks.chaos --phases [--quick] [--rows N] [--features F] [--rounds R]
+                               [--cases PHASE:CACHE,... [--repeat K]]
 
 Data: ``rows x features`` float32 N(0, 1) features, binary labels from a nonlinear function of
 the first features (seeded). Defaults: 200,000 x 20, 60 rounds, 3 workers (1 thread each), a
@@ -184,9 +185,9 @@ def phases(args) -> int:
     print(f"# Chaos by phase: {rows:,} x {features} rows, eval {len(ye):,} rows, {rounds} "
           f"rounds, 3 worker processes (nanny), one killed per row\n", flush=True)
 
-    def run(cache, phase, tmp):
+    def run(cache, phase, tmp, n=0):
         params = dict(base, cache=cache)
-        marker = os.path.join(tmp, f"killed-{phase}-{cache}")
+        marker = os.path.join(tmp, f"killed-{phase}-{cache}-{n}")  # one per row
         callbacks = []
         with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
                           dashboard_address=":0") as cluster, Client(cluster) as client:
@@ -243,13 +244,15 @@ def phases(args) -> int:
     cases = [("load", "memory"), ("load", "disk"), ("tree", "memory"), ("tree", "disk"),
              ("eval", "memory"), ("eval", "disk"), ("write", "disk"), ("restart", "memory"),
              ("retire", "memory"), ("retire", "disk")]
+    if args.cases:
+        cases = [tuple(c.split(":")) for c in args.cases.split(",")] * args.repeat
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         calm = {c: run(c, None, tmp) for c in ("memory", "disk")}
         print("| phase | cache | killed | losses recovered | fit completed | models identical "
               "| wall vs undisturbed |\n|---|---|---|---:|---|---|---:|")
-        for phase, cache in cases:
-            model, error, seconds, killed, losses = run(cache, phase, tmp)
+        for n, (phase, cache) in enumerate(cases):
+            model, error, seconds, killed, losses = run(cache, phase, tmp, n)
             ref = calm[cache][0]
             same = (model is not None and model.trees == ref.trees
                     and model.evals_result == ref.evals_result)
@@ -277,6 +280,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", choices=("auto", "memory", "disk"), default="auto",
                         help="where the binned rows live (disk: a lost shard's partitions are "
                              "read again from the disk cache)")
+    parser.add_argument("--cases", default=None, help="with --phases: the rows to run, as "
+                        "phase:cache,... (default: every one)")
+    parser.add_argument("--repeat", type=int, default=1, help="with --cases: runs of each")
     parser.add_argument("--phases", action="store_true",
                         help="one kill at each phase of the fit (loading, mid-tree, evaluation, "
                              "disk-cache write, a nanny restart), memory and disk cache")

@@ -404,9 +404,18 @@ class ActorExecutor(OperationQueue):
                 self._stop_shards(f"the caller stopped: {e!r}")
                 raise
             if errors:  # inside the block: the callbacks catch up with the rounds kept
-                # A shard whose push to a lost shard failed reports its own error: the loss
-                # (seen on the lost shard's own call) is the cause to report.
-                raise next((e for e in errors if isinstance(e, WorkerLost)), errors[0])
+                # A shard whose push to a lost shard failed reports its own error, and so
+                # may the shard of a worker closing ("ConnectionPool is closed"): the loss
+                # (seen on the lost shard's own call, or else by the scheduler within a
+                # liveness period, waited for before any other error is raised) is the
+                # cause to report.
+                cause = next((e for e in errors if isinstance(e, WorkerLost)), None)
+                if cause is None:
+                    lost = self._wait_lost(LIVENESS_SECONDS)
+                    if lost:
+                        cause = self._worker_lost(lost)
+                        cause.__cause__ = errors[0]
+                raise cause or errors[0]
             if bar is not None:
                 bar.finish(results[0], boost_kwargs["objective"].num_tree_per_iteration)
         return results[0]
@@ -461,3 +470,4 @@ def _retire_requests(client) -> dict:
         if isinstance(msg, dict) and msg.get("action") == "retire-workers":
             out[msg.get("stimulus_id")] = tuple(msg.get("could-not-retire") or ())
     return out
+
