@@ -456,9 +456,12 @@ class ActorExecutor(OperationQueue):
                 f.result(timeout=max(0.0, deadline - time.monotonic()))
             except Exception:  # pragma: no cover - the cluster may already be gone
                 pass
+        # The scheduler forgets the actors now, not when these objects are collected (a
+        # traceback may hold them): each future of an actor's key, the proxies' included.
+        for f in self._actor_futures + [getattr(a, "_future", None) for a in self.shards]:
+            if f is not None:
+                f.release()
         self.shards = []
-        for f in self._actor_futures:  # the scheduler forgets the actors now, not at collection
-            f.release()
         self._actor_futures = []
 
 
