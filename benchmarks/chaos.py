@@ -7,6 +7,7 @@ Usage::
                                [--workers W] [--every SECONDS] [--seed S]
                                [--cache auto|memory|disk]
     python -m benchmarks.chaos --phases [--quick] [--rows N] [--features F] [--rounds R]
+                               [--cases PHASE:CACHE,... [--repeat K]]
 
 Data: ``rows x features`` float32 N(0, 1) features, binary labels from a nonlinear function of
 the first features (seeded). Defaults: 200,000 x 20, 60 rounds, 3 workers (1 thread each), a
@@ -35,7 +36,9 @@ the phase's function on the worker named 1; a marker file keeps the nanny's rest
 from doing it again) at its 30th split pass after the warm-up (mid-tree), in round 3's
 evaluation, or in its first piece of the disk-cache write (``cache="disk"``). ``restart``
 asks the nanny to restart the worker (``Client.restart_workers``) as round 3 reaches the
-caller. Each row prints whether the kill happened, the losses the fit recovered from (its
+caller, and ``retire`` asks the scheduler to retire it (``Client.retire_workers``, which
+``distributed`` refuses while the worker holds a shard; its ``killed`` column says whether the
+worker had left the cluster when the fit ended, its losses count the fit's moves off it). Each row prints whether the kill happened, the losses the fit recovered from (its
 warnings; a kill handled by Dask's own task retries is none), whether the fit completed and
 its trees and evaluation history equal the undisturbed fit's (same cache mode), and the wall
 time ratio. Defaults: 20,000 x 10 training rows (``--quick``: 10,000 x 8), 5,000 eval rows,
@@ -182,15 +185,15 @@ def phases(args) -> int:
     print(f"# Chaos by phase: {rows:,} x {features} rows, eval {len(ye):,} rows, {rounds} "
           f"rounds, 3 worker processes (nanny), one killed per row\n", flush=True)
 
-    def run(cache, phase, tmp):
+    def run(cache, phase, tmp, n=0):
         params = dict(base, cache=cache)
-        marker = os.path.join(tmp, f"killed-{phase}-{cache}")
+        marker = os.path.join(tmp, f"killed-{phase}-{cache}-{n}")  # one per row
         callbacks = []
         with LocalCluster(n_workers=3, threads_per_worker=1, processes=True,
                           dashboard_address=":0") as cluster, Client(cluster) as client:
             victim = next(a for a, w in client.scheduler_info()["workers"].items()
                           if str(w["name"]) == "1")
-            if phase not in (None, "restart", "load"):
+            if phase not in (None, "restart", "retire", "load"):
                 # Before any task: a worker keeps the functions it has unpickled.
                 client.register_plugin(PhaseKiller(phase, cache, "1", marker))
             oocgbdt.train(dict(params, n_estimators=2), X[:2000], y[:2000], client=client,
@@ -213,6 +216,12 @@ def phases(args) -> int:
                         open(marker, "w").close()
                         client.restart_workers([victim])
                 callbacks.append(restart)
+            if phase == "retire":
+                def retire(env):
+                    if env.iteration == EVAL_ROUND and not os.path.exists(marker):
+                        open(marker, "w").close()
+                        client.retire_workers(workers=[victim])  # refused: it holds a shard
+                callbacks.append(retire)
             messages.clear()
             t0 = time.perf_counter()
             try:
@@ -224,18 +233,26 @@ def phases(args) -> int:
             finally:
                 placement.compute_placed = placed
             seconds = time.perf_counter() - t0
-        losses = sum("lost; training continues" in m for m in messages)
+            if phase == "retire":
+                gone = victim not in client.scheduler_info()["workers"]
+        losses = sum("lost; training continues" in m or "asked to retire; training continues"
+                     in m for m in messages)
+        if phase == "retire":  # "killed": the fit let the worker go
+            return model, error, seconds, gone, losses
         return model, error, seconds, os.path.exists(marker), losses
 
     cases = [("load", "memory"), ("load", "disk"), ("tree", "memory"), ("tree", "disk"),
-             ("eval", "memory"), ("eval", "disk"), ("write", "disk"), ("restart", "memory")]
+             ("eval", "memory"), ("eval", "disk"), ("write", "disk"), ("restart", "memory"),
+             ("retire", "memory"), ("retire", "disk")]
+    if args.cases:
+        cases = [tuple(c.split(":")) for c in args.cases.split(",")] * args.repeat
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         calm = {c: run(c, None, tmp) for c in ("memory", "disk")}
         print("| phase | cache | killed | losses recovered | fit completed | models identical "
               "| wall vs undisturbed |\n|---|---|---|---:|---|---|---:|")
-        for phase, cache in cases:
-            model, error, seconds, killed, losses = run(cache, phase, tmp)
+        for n, (phase, cache) in enumerate(cases):
+            model, error, seconds, killed, losses = run(cache, phase, tmp, n)
             ref = calm[cache][0]
             same = (model is not None and model.trees == ref.trees
                     and model.evals_result == ref.evals_result)
@@ -263,6 +280,9 @@ def main(argv=None) -> int:
     parser.add_argument("--cache", choices=("auto", "memory", "disk"), default="auto",
                         help="where the binned rows live (disk: a lost shard's partitions are "
                              "read again from the disk cache)")
+    parser.add_argument("--cases", default=None, help="with --phases: the rows to run, as "
+                        "phase:cache,... (default: every one)")
+    parser.add_argument("--repeat", type=int, default=1, help="with --cases: runs of each")
     parser.add_argument("--phases", action="store_true",
                         help="one kill at each phase of the fit (loading, mid-tree, evaluation, "
                              "disk-cache write, a nanny restart), memory and disk cache")

@@ -55,8 +55,8 @@ from oocgbdt.dask.partitions import (partition_bounds, partition_groups, partiti
                                      row_blocks, set_layout)
 from oocgbdt.dask.predict import predict as lazy_predict
 from oocgbdt.params import resolve_params
-from oocgbdt.runtime.actor_executor import ActorExecutor, WorkerLost
-from oocgbdt.runtime.cluster import client_for_training, find_client, wait_for_workers
+from oocgbdt.runtime.actor_executor import ActorExecutor, WorkerLost, WorkerRetiring
+from oocgbdt.runtime.cluster import client_for_training, find_client, retire_workers, wait_for_workers
 from oocgbdt.runtime.heap import release_heap
 from oocgbdt.runtime.loop import run_boosting
 from oocgbdt.runtime.placement import load_partitions
@@ -624,6 +624,10 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                 boosted = True
                 params = fitted_params
                 break
+            except WorkerRetiring as e:  # retired as its shards closed (_load_and_boost)
+                attempt += 1
+                logger.warning(f"worker(s) {', '.join(e.workers)} asked to retire; training "
+                               f"continues after round {progress.end} on the workers left")
             except WorkerLost as e:
                 lost += e.workers
                 attempt += 1
@@ -730,7 +734,11 @@ def _load_and_boost(params, task_sets, inputs, bounds, sets, client, embedded, l
         return result, params
     finally:
         if executor is not None:
+            # Asked to retire as the loop ended (after the last liveness check): let go now.
+            late = executor.retiring_workers() if isinstance(executor, ActorExecutor) else []
             executor.close()
+            if late:
+                retire_workers(client, late)
 
 
 def _resolve_categorical(params, inputs, feature_names):

@@ -33,7 +33,7 @@ from oocgbdt.runtime.progress import caller_bar
 from oocgbdt.runtime.queue import OperationQueue
 from oocgbdt.runtime.shard import PeerFailed, Shard
 
-__all__ = ["ActorExecutor", "LIVENESS_SECONDS", "WorkerLost"]
+__all__ = ["ActorExecutor", "LIVENESS_SECONDS", "WorkerLost", "WorkerRetiring"]
 
 #: Seconds between checks, while the caller waits for a shard, that every shard's worker is
 #: still there (see ActorExecutor._result).
@@ -50,6 +50,12 @@ class WorkerLost(RuntimeError):
     def __init__(self, message, workers):
         super().__init__(message)
         self.workers = list(workers)
+
+
+class WorkerRetiring(WorkerLost):
+    """A shard's worker was asked to retire during a fit (``Client.retire_workers``, which
+    ``distributed`` refuses while the worker holds an actor): the shards were stopped so that
+    the fit can go on without that worker, then retire it (``workers`` are their addresses)."""
 
 
 class ActorExecutor(OperationQueue):
@@ -88,15 +94,26 @@ class ActorExecutor(OperationQueue):
         self._seq = [0 for _ in self.workers]        # next batch number per shard
         self._inflight = [[] for _ in self.workers]  # (future, ops) of batches sent
         self._gone = set()  # shards whose worker a call found gone (see _lost)
+        self.shards = []
+        self._retire_seen = _retire_requests(client)  # those made before this fit's shards
         futures = [client.submit(Shard, i, fit_threads(num_threads, info[w]["nthreads"]),
                                  actor=True, workers=[w],
                                  pure=False, allow_other_workers=False)
                    for i, w in enumerate(self.workers)]
         self._actor_futures = futures
-        self.shards = [f.result() for f in futures]
+        # Pinned to their workers: a worker lost now would leave its actor waiting for it
+        # forever (and this process with it), so wait checking that the workers are there.
+        self._wait_pinned(futures)
+        try:
+            self.shards = [f.result() for f in futures]
+        except Exception as e:  # "Worker holding Actor was lost", since the wait
+            lost = self._wait_lost(LIVENESS_SECONDS)
+            if lost:
+                raise self._worker_lost(lost) from e
+            raise
         keys = [f.key for f in futures]
-        for f in [s.set_peers(self.workers, keys) for s in self.shards]:
-            f.result()
+        for o, f in enumerate([s.set_peers(self.workers, keys) for s in self.shards]):
+            self._result(f, o)
         self.direct = self._probe_direct()
 
     # ---- calls --------------------------------------------------------------------------------
@@ -124,7 +141,10 @@ class ActorExecutor(OperationQueue):
                 function=method, actor=self._actor_futures[o].key,
                 args=[to_serialize(a) for a in args], kwargs={})
             if r["status"] != "OK":
-                raise r["exception"]
+                error = r["exception"]
+                if isinstance(error, OSError):  # raised by the shard: not this connection's
+                    error._raised_by_shard = True
+                raise error
             return r["result"]
 
         return asyncio.run_coroutine_threadsafe(call(), self.client.loop.asyncio_loop)
@@ -141,8 +161,48 @@ class ActorExecutor(OperationQueue):
         killed while the partitions load, and restarted by its nanny at another address,
         leaves its actor's future finished)."""
         alive = self.client.scheduler_info()["workers"]
+        starting = not self.shards  # the actors are being made: pending is no loss yet
         return [o for o, f in enumerate(self._actor_futures)
-                if o in self._gone or f.status != "finished" or self.workers[o] not in alive]
+                if o in self._gone or self.workers[o] not in alive
+                or (f.status != "finished" and not (starting and f.status == "pending"))]
+
+    def _wait_lost(self, seconds) -> list:
+        """:meth:`_lost`, asked again for up to ``seconds`` while it is empty."""
+        deadline = time.monotonic() + seconds
+        while True:
+            lost = self._lost()
+            if lost or time.monotonic() >= deadline:
+                return lost
+            time.sleep(0.1)
+
+    def _retiring(self) -> list:
+        """Shards whose worker was asked to retire since they started: ``distributed`` refuses
+        to retire a worker holding an actor, and logs the refusal as a ``retire-workers`` event
+        of topic ``"all"`` (its ``could-not-retire`` workers)."""
+        asked = set()
+        for stimulus, refused in _retire_requests(self.client).items():
+            if stimulus not in self._retire_seen:
+                asked.update(refused)
+        return [o for o, w in enumerate(self.workers) if w in asked]
+
+    def retiring_workers(self) -> list:
+        """The addresses of the shards' workers asked to retire since the shards started (see
+        :meth:`_retiring`): the caller retires them once the shards are closed."""
+        return [self.workers[o] for o in self._retiring()]
+
+    def _check_workers(self):
+        """Raise :class:`WorkerLost` when a shard's worker is gone, or :class:`WorkerRetiring`
+        when one was asked to retire (the other shards told to stop first); else nothing."""
+        lost = self._lost()
+        if lost:
+            raise self._worker_lost(lost) from None
+        retiring = self._retiring()
+        if retiring:
+            addresses = [self.workers[o] for o in retiring]
+            message = (f"the worker of shard(s) {retiring} ({', '.join(addresses)}) was asked "
+                       f"to retire during training")
+            self._stop_shards(message)
+            raise WorkerRetiring(message, addresses) from None
 
     def _result(self, fut, o=None, poll=None):
         """``fut.result()``, checking every :data:`LIVENESS_SECONDS` that every shard's worker
@@ -161,14 +221,18 @@ class ActorExecutor(OperationQueue):
                     if time.monotonic() < deadline:
                         continue
                     deadline = time.monotonic() + LIVENESS_SECONDS
-                lost = self._lost()
-                if not lost:
-                    continue
-                raise self._worker_lost(lost) from None
+                self._check_workers()
             except Exception as e:
-                if o is not None and isinstance(e, OSError):  # CommClosedError: worker gone
-                    self._gone.add(o)
-                    raise self._worker_lost(self._lost()) from e
+                if o is not None and isinstance(e, OSError):
+                    if not getattr(e, "_raised_by_shard", False):  # this connection: gone
+                        self._gone.add(o)
+                        raise self._worker_lost(self._lost()) from e
+                    # A shard's own OSError is most often a failed fetch from a peer that was
+                    # lost: the scheduler says so within a liveness period; that loss is the
+                    # cause to raise (not this shard, whose worker is still there).
+                    lost = self._wait_lost(LIVENESS_SECONDS)
+                    if lost:
+                        raise self._worker_lost(lost) from e
                 self._stop_shards(f"a call to a shard failed: {e!r}")
                 raise
 
@@ -183,6 +247,10 @@ class ActorExecutor(OperationQueue):
         RuntimeError
             A shard's worker was lost; the message names it.
         """
+        self._wait_pinned(futures)
+
+    def _wait_pinned(self, futures) -> None:
+        """:meth:`wait_placed` (also of the shards' actors as they are made)."""
         from distributed import wait
         while True:
             try:
@@ -190,9 +258,7 @@ class ActorExecutor(OperationQueue):
                     wait(futures, timeout=LIVENESS_SECONDS)
                 return
             except TimeoutError:
-                lost = self._lost()
-                if lost:
-                    raise self._worker_lost(lost) from None
+                self._check_workers()
 
     def _worker_lost(self, lost) -> WorkerLost:
         """The error of losing the workers of shards ``lost``, once the others are told to
@@ -338,9 +404,18 @@ class ActorExecutor(OperationQueue):
                 self._stop_shards(f"the caller stopped: {e!r}")
                 raise
             if errors:  # inside the block: the callbacks catch up with the rounds kept
-                # A shard whose push to a lost shard failed reports its own error: the loss
-                # (seen on the lost shard's own call) is the cause to report.
-                raise next((e for e in errors if isinstance(e, WorkerLost)), errors[0])
+                # A shard whose push to a lost shard failed reports its own error, and so
+                # may the shard of a worker closing ("ConnectionPool is closed"): the loss
+                # (seen on the lost shard's own call, or else by the scheduler within a
+                # liveness period, waited for before any other error is raised) is the
+                # cause to report.
+                cause = next((e for e in errors if isinstance(e, WorkerLost)), None)
+                if cause is None:
+                    lost = self._wait_lost(LIVENESS_SECONDS)
+                    if lost:
+                        cause = self._worker_lost(lost)
+                        cause.__cause__ = errors[0]
+                raise cause or errors[0]
             if bar is not None:
                 bar.finish(results[0], boost_kwargs["objective"].num_tree_per_iteration)
         return results[0]
@@ -381,5 +456,21 @@ class ActorExecutor(OperationQueue):
                 f.result(timeout=max(0.0, deadline - time.monotonic()))
             except Exception:  # pragma: no cover - the cluster may already be gone
                 pass
+        # The scheduler forgets the actors now, not when these objects are collected (a
+        # traceback may hold them): each future of an actor's key, the proxies' included.
+        for f in self._actor_futures + [getattr(a, "_future", None) for a in self.shards]:
+            if f is not None:
+                f.release()
         self.shards = []
         self._actor_futures = []
+
+
+def _retire_requests(client) -> dict:
+    """The scheduler's refused retirements so far: ``{stimulus id: addresses refused}`` of its
+    ``retire-workers`` events (topic ``"all"``)."""
+    out = {}
+    for _, msg in client.get_events("all"):
+        if isinstance(msg, dict) and msg.get("action") == "retire-workers":
+            out[msg.get("stimulus_id")] = tuple(msg.get("could-not-retire") or ())
+    return out
+

@@ -4,7 +4,8 @@ The ``client=`` given, else the current default client (for example one wrapping
 dask-jobqueue ``SLURMCluster``), else an embedded ``LocalCluster`` sized to this machine that is
 closed when training ends (:func:`embedded_client`). A client is never stored in a fitted model.
 :func:`connect` opens a client of a running scheduler by its address, and
-:func:`wait_for_workers` holds a fit until its cluster has the workers it needs.
+:func:`wait_for_workers` holds a fit until its cluster has the workers it needs, and
+:func:`retire_workers` retires the workers a fit was asked to let go.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import time
 from contextlib import contextmanager
 
 __all__ = ["find_client", "client_for_training", "embedded_threads", "embedded_client",
-           "connect", "wait_for_workers"]
+           "connect", "wait_for_workers", "retire_workers"]
 
 logger = logging.getLogger("oocgbdt")
 
@@ -177,3 +178,24 @@ def wait_for_workers(client, min_workers: int = 1, timeout: float = 600.0, *,
             if verbose:
                 print(message, file=sys.stderr, flush=True)
             return n
+
+
+def retire_workers(client, addresses, timeout: float = 10.0, poll: float = 0.1) -> list:
+    """Retire the workers ``addresses`` once the fit's shards on them are closed
+    (``Client.retire_workers`` with its defaults, asked again every ``poll`` seconds while the
+    scheduler still refuses because it has not yet forgotten their actors); the addresses
+    retired. Ones still refused after ``timeout`` seconds are logged and stay in the cluster:
+    the fit goes on with them."""
+    left = [a for a in addresses if a in client.scheduler_info()["workers"]]
+    deadline = time.monotonic() + timeout
+    retired = []
+    while left:
+        retired += list(client.retire_workers(workers=left))
+        left = [a for a in left if a not in retired and a in client.scheduler_info()["workers"]]
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(poll)
+    if left:
+        logger.warning(f"worker(s) {', '.join(left)} could not be retired in {timeout:g} s; "
+                       f"the fit goes on with them")
+    return retired

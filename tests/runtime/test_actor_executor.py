@@ -796,3 +796,33 @@ def test_fits_on_an_in_process_cluster_leave_no_shard_actors():
             oocgbdt.train(params, X, y, client=c)
         # The shards' own handles would keep them, whatever the caller freed.
         assert _wait_for_no_actors(c) == 0
+
+
+def test_a_worker_lost_as_the_shards_are_made_raises_instead_of_hanging(monkeypatch):
+    """A worker gone between the caller's look at the cluster and its actor's start (killed as
+    a fit starts again after a loss): the actor, pinned to that address, would wait for it
+    forever. Making the shards checks the workers while it waits, and raises ``WorkerLost``
+    naming that worker (which the fit recovers from) within a liveness period or two."""
+    from oocgbdt.runtime.actor_executor import LIVENESS_SECONDS, WorkerLost
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as c:
+        before = c.scheduler_info()
+        gone = sorted(before["workers"])[1]
+        c.retire_workers(workers=[gone])
+        deadline = time.monotonic() + 10
+        while gone in c.scheduler_info()["workers"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        now = c.scheduler_info
+        looks = []
+
+        def stale(*args, **kwargs):  # the first look still lists the worker
+            looks.append(1)
+            return before if len(looks) == 1 else now(*args, **kwargs)
+
+        monkeypatch.setattr(c, "scheduler_info", stale)
+        t0 = time.monotonic()
+        with pytest.raises(WorkerLost, match="was lost") as info:
+            ActorExecutor(c)
+        assert info.value.workers == [gone]
+        assert time.monotonic() - t0 < 3 * LIVENESS_SECONDS + 5
