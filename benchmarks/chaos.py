@@ -24,6 +24,7 @@ random (``max_worker_failures`` set high enough never to give up). Prints:
   :func:`oocgbdt.core.boosting.boost`; a round counts once per loop that completed it). The
   round in progress at a loss is not counted: it was never completed, and is trained once
   more from its start;
+- per kill, the seconds until a round completed again (its fit's next loop going on);
 - wall time of each fit and their ratio;
 - ``models identical``: every tree of the disturbed fit equal to the undisturbed fit's.
 
@@ -307,7 +308,8 @@ def main(argv=None) -> int:
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         client.register_plugin(RoundCounter())
         completed = []
-        client.subscribe_topic(TOPIC, lambda event: completed.append(tuple(event[1])))
+        client.subscribe_topic(TOPIC, lambda event: completed.append(
+            (time.perf_counter(), *tuple(event[1]))))
 
         # Warm-up (the workers' first fit loads the compiled kernels), so that the two timed
         # fits start alike; the restarted workers of the chaos fit load them again.
@@ -350,7 +352,7 @@ def main(argv=None) -> int:
         client.unsubscribe_topic(TOPIC)
     # Each loop reports every round once per shard: count (loop, round) pairs.
     per_loop = {}
-    for key, rnd in completed:
+    for _, key, rnd in completed:
         per_loop.setdefault(key, set()).add(rnd)
     done_rounds = sum(len(r) for r in per_loop.values())
     model_rounds = disturbed.num_iterations()
@@ -360,6 +362,13 @@ def main(argv=None) -> int:
           f"| undisturbed | {t_calm:.1f} | {calm.num_iterations()} | 1 |\n"
           f"| chaos | {t_chaos:.1f} | {model_rounds} | {len(per_loop)} |\n")
     print(f"losses: {len(losses)} " + ", ".join(f"{w} at {s} s" for s, w in losses))
+    # Per kill: how long until a round completed again (by the loop that went on after it).
+    events = sorted((t - t1, key) for t, key, _ in completed)
+    for at, worker in losses:
+        before = {key for t, key in events if t <= at}
+        after = next((t for t, key in events if t > at and key not in before), None)
+        print(f"  kill at {at} s: " + ("no round completed after it" if after is None else
+                                        f"a round completed again {after - at:.1f} s later"))
     print(f"rounds redone: {done_rounds - model_rounds} (rounds completed by the loops: "
           f"{done_rounds}, for a model of {model_rounds})")
     print(f"wall time vs undisturbed: {t_chaos / t_calm:.2f}x")
