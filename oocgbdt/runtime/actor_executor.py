@@ -237,10 +237,10 @@ class ActorExecutor(OperationQueue):
                 raise
 
     def wait_placed(self, futures) -> None:
-        """Wait for the futures of tasks pinned to the shards' workers
-        (``allow_other_workers=False``, as the partitions are loaded), checking every
-        :data:`LIVENESS_SECONDS` that those workers are still there: the pinned tasks of a lost
-        worker would wait for its address forever (and the caller with them).
+        """Wait for the futures of tasks placed on the shards' workers (as the partitions are
+        loaded, :func:`~oocgbdt.runtime.placement.compute_placed`; the shards' actors, pinned),
+        checking every :data:`LIVENESS_SECONDS` that those workers are still there: a lost
+        shard's worker ends the fit's attempt (and pinned tasks would wait for it forever).
 
         Raises
         ------
@@ -339,13 +339,13 @@ class ActorExecutor(OperationQueue):
         n = len(futures)
         refs = [self._new(self.owner_of_partition(i, n)) for i in range(n)]
         calls = []
-        for o, shard in enumerate(self.shards):
+        for o in range(len(self.shards)):
             mine = [i for i in range(n) if refs[i].owner == o]
             if mine:
-                calls.append(shard.load([refs[i].id for i in mine], [futures[i].key for i in mine],
-                                        self._take_dead(o)))
-        for c in calls:
-            c.result()
+                calls.append((o, self._call(o, "load", [refs[i].id for i in mine],
+                                            [futures[i].key for i in mine], self._take_dead(o))))
+        for o, c in calls:
+            self._result(c, o)  # a lost worker raises WorkerLost
         return refs
 
     def gather(self, handles):

@@ -20,14 +20,21 @@ __all__ = ["load_partitions", "compute_placed"]
 
 def compute_placed(client, executor, tasks):
     """Futures of ``tasks`` (one per partition), each computed on the worker of the shard that
-    will hold it (:meth:`~oocgbdt.runtime.queue.OperationQueue.owner_of_partition`)."""
+    will hold it (:meth:`~oocgbdt.runtime.queue.OperationQueue.owner_of_partition`).
+
+    The restriction is loose (``allow_other_workers=True``): ``distributed`` applies it to
+    every task of the graph, the input's chunks included, and keeps it on their keys. Strict,
+    the chunks a lost worker held could run nowhere else, and a fit going on after the loss,
+    whose graph reads the same chunks, would wait for that worker forever. Loose, they run on
+    the shard's worker while it is there, elsewhere once it is gone; a shard takes a partition
+    computed elsewhere from that worker (:meth:`~oocgbdt.runtime.shard.Shard.load`)."""
     n = len(tasks)
     futures = [None] * n
     for o, worker in enumerate(executor.workers):
         mine = [i for i in range(n) if executor.owner_of_partition(i, n) == o]
         if mine:
             for i, f in zip(mine, client.compute([tasks[i] for i in mine], workers=[worker],
-                                                 allow_other_workers=False)):
+                                                 allow_other_workers=True)):
                 futures[i] = f
     return futures
 

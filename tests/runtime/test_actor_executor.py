@@ -826,3 +826,49 @@ def test_a_worker_lost_as_the_shards_are_made_raises_instead_of_hanging(monkeypa
             ActorExecutor(c)
         assert info.value.workers == [gone]
         assert time.monotonic() - t0 < 3 * LIVENESS_SECONDS + 5
+
+
+_PLACED_AGAIN_SCRIPT = """
+import os, signal, sys, time
+import numpy as np
+import dask, dask.array as da
+from distributed import Client, LocalCluster, wait
+from oocgbdt.runtime.actor_executor import ActorExecutor
+from oocgbdt.runtime.placement import compute_placed
+
+if __name__ == "__main__":
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as c:
+        x = da.from_array(np.arange(8.0), chunks=2, name="input-x")
+        tasks = [dask.delayed(np.sum)(b) for b in x.to_delayed().ravel()]
+        executor = ActorExecutor(c)
+        victim = executor.workers[1]
+        first = compute_placed(c, executor, tasks)
+        wait(first)
+        chunks = c.compute(list(x.to_delayed().ravel()))  # the input's chunks, held
+        wait(chunks)
+        executor.close()
+        os.kill(c.run(os.getpid)[victim], signal.SIGKILL)
+        while victim in c.scheduler_info()["workers"]:
+            time.sleep(0.05)
+        again = ActorExecutor(c)  # the fit going on: its graph reads the same chunks
+        try:
+            placed = compute_placed(c, again, tasks)
+            wait(placed, timeout=20)
+            print("PLACED AGAIN", [float(v) for v in c.gather(placed)], flush=True)
+        except TimeoutError:
+            print("WAITING", flush=True)
+"""
+
+
+def test_partitions_placed_again_after_a_loss_do_not_wait_for_the_lost_worker(tmp_path):
+    """``distributed`` puts the placement of the partitions' tasks on every task of their
+    graph, the input's chunks included, and keeps it with their keys. A chunk held on a worker
+    that is then lost is computed again; pinned to that worker, it (and the fit going on after
+    the loss, whose graph reads it) would wait forever. Placed loosely, the partitions are
+    computed again on the workers left, with NumPy's sums of the chunks."""
+    from tests._scripts import run_script
+    out = run_script(tmp_path, _PLACED_AGAIN_SCRIPT, timeout=120,
+                     what="placing partitions again after a loss")
+    want = [float(b.sum()) for b in np.split(np.arange(8.0), 4)]
+    assert f"PLACED AGAIN {want}" in out, out
