@@ -223,13 +223,15 @@ class ActorExecutor(OperationQueue):
                     deadline = time.monotonic() + LIVENESS_SECONDS
                 self._check_workers()
             except Exception as e:
-                if o is not None and isinstance(e, OSError):
-                    if not getattr(e, "_raised_by_shard", False):  # this connection: gone
-                        self._gone.add(o)
-                        raise self._worker_lost(self._lost()) from e
-                    # A shard's own OSError is most often a failed fetch from a peer that was
-                    # lost: the scheduler says so within a liveness period; that loss is the
-                    # cause to raise (not this shard, whose worker is still there).
+                if (o is not None and isinstance(e, OSError)
+                        and not getattr(e, "_raised_by_shard", False)):
+                    self._gone.add(o)  # this call's connection closed: its worker is gone
+                    raise self._worker_lost(self._lost()) from e
+                if not isinstance(e, PeerFailed):
+                    # A shard's own error may come from a lost worker: a failed fetch from or
+                    # push to a lost peer, or its own worker closing ("ConnectionPool is
+                    # closed"). The scheduler says so within a liveness period; that loss is
+                    # the cause to raise.
                     lost = self._wait_lost(LIVENESS_SECONDS)
                     if lost:
                         raise self._worker_lost(lost) from e
@@ -404,18 +406,9 @@ class ActorExecutor(OperationQueue):
                 self._stop_shards(f"the caller stopped: {e!r}")
                 raise
             if errors:  # inside the block: the callbacks catch up with the rounds kept
-                # A shard whose push to a lost shard failed reports its own error, and so
-                # may the shard of a worker closing ("ConnectionPool is closed"): the loss
-                # (seen on the lost shard's own call, or else by the scheduler within a
-                # liveness period, waited for before any other error is raised) is the
-                # cause to report.
-                cause = next((e for e in errors if isinstance(e, WorkerLost)), None)
-                if cause is None:
-                    lost = self._wait_lost(LIVENESS_SECONDS)
-                    if lost:
-                        cause = self._worker_lost(lost)
-                        cause.__cause__ = errors[0]
-                raise cause or errors[0]
+                # A loss (WorkerLost from _result) is the cause to report, before the errors
+                # of the shards it made fail.
+                raise next((e for e in errors if isinstance(e, WorkerLost)), errors[0])
             if bar is not None:
                 bar.finish(results[0], boost_kwargs["objective"].num_tree_per_iteration)
         return results[0]
