@@ -898,14 +898,15 @@ def csr_column_values(indptr, indices, data, col_ptr, out):
     """
     col_ptr[:] = 0
     for k in range(indices.shape[0]):
-        col_ptr[indices[k] + 1] += 1
+        col_ptr[np.uint64(indices[k] + 1)] += 1
     for f in range(1, col_ptr.shape[0]):
         col_ptr[f] += col_ptr[f - 1]
     pos = col_ptr[:-1].copy()
     for i in range(indptr.shape[0] - 1):
         for k in range(indptr[i], indptr[i + 1]):
-            f = indices[k]
-            out[pos[f]] = data[k]
+            # unsigned indices: numba then adds no test for a negative index per entry
+            f = np.uint64(indices[k])
+            out[np.uint64(pos[f])] = data[k]
             pos[f] += 1
 
 
