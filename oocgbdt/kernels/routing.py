@@ -111,29 +111,32 @@ def split_segment(column, order, begin, count, threshold_bin, default_left, miss
     n_right = 0
     end = begin + count
     ahead = prefetch_pays(column, count)
+    # Every index is cast to unsigned: numba then adds no test for a negative index (which
+    # would count from the end). Measured per row on 160k uint8 rows, one thread: 2.3 -> 1.0 ns
+    # branch-free, 1.6-2.3 -> 0.6-0.9 ns with the branch.
     if skewed:
         for i in range(begin, end):
             if ahead and i + PREFETCH_ROWS < end:
-                prefetch(column, order[i + PREFETCH_ROWS])
-            r = order[i]
-            if table[column[r]]:
-                out_order[left_pos] = r
+                prefetch(column, order[np.uint64(i + PREFETCH_ROWS)])
+            r = order[np.uint64(i)]
+            if table[column[np.uint64(r)]]:
+                out_order[np.uint64(left_pos)] = r
                 left_pos += 1
             else:
-                right[n_right] = r
+                right[np.uint64(n_right)] = r
                 n_right += 1
     else:
         for i in range(begin, end):
             if ahead and i + PREFETCH_ROWS < end:
-                prefetch(column, order[i + PREFETCH_ROWS])
-            r = order[i]
-            left = np.int64(table[column[r]])
-            out_order[left_pos] = r
-            right[n_right] = r
+                prefetch(column, order[np.uint64(i + PREFETCH_ROWS)])
+            r = order[np.uint64(i)]
+            left = np.int64(table[column[np.uint64(r)]])
+            out_order[np.uint64(left_pos)] = r
+            right[np.uint64(n_right)] = r
             left_pos += left
             n_right += 1 - left
     for i in range(n_right):
-        out_order[left_pos + i] = right[i]
+        out_order[np.uint64(left_pos + i)] = right[i]
     return left_pos - begin
 
 
