@@ -285,7 +285,7 @@ def _scan_int(flat, lo, n_bins, missing_type, default_bin, reverse, skip_default
         for t in range(top, 0, -1):
             if skip_default and t == default_bin:
                 continue
-            acc += flat[lo + t]
+            acc += flat[np.uint64(lo + t)]
             rh_i = acc & HESS_MASK
             right_count = _round_int(rh_i * cnt_factor)
             rh = rh_i * hess_scale
@@ -317,7 +317,7 @@ def _scan_int(flat, lo, n_bins, missing_type, default_bin, reverse, skip_default
         for t in range(0, n_bins - 1):
             if skip_default and t == default_bin:
                 continue
-            acc += flat[lo + t]
+            acc += flat[np.uint64(lo + t)]
             lh_i = acc & HESS_MASK
             left_count = _round_int(lh_i * cnt_factor)
             lh = lh_i * hess_scale

@@ -221,6 +221,8 @@ def _scan_plain(hist, lo, n_bins, missing_type, default_bin, reverse, include_na
     # same sums, checks and gain arithmetic (split_gain reduces to leaf_gain(left) +
     # leaf_gain(right)), with the best kept in locals instead of res. About 4x faster per bin
     # (100 features x 255 bins: 12 -> 3 ns), measured.
+    # Bins are read at unsigned indices: numba then adds no test for a negative index (41-44 ->
+    # 39 us per leaf of 50 x 255 bins, measured).
     use_l1 = l1 > 0.0
     best = res[0]
     best_t = res[1]
@@ -237,8 +239,8 @@ def _scan_plain(hist, lo, n_bins, missing_type, default_bin, reverse, include_na
         for t in range(top, 0, -1):
             if missing_type == 1 and t == default_bin:
                 continue
-            h = hist[lo + t, 1]
-            acc_g += hist[lo + t, 0]
+            h = hist[np.uint64(lo + t), 1]
+            acc_g += hist[np.uint64(lo + t), 0]
             acc_h += h
             acc_e += _round_int(h * cnt_factor)
             if acc_e < min_data or acc_h < min_hess:
@@ -270,16 +272,16 @@ def _scan_plain(hist, lo, n_bins, missing_type, default_bin, reverse, include_na
             acc_h = sum_h - K_EPSILON
             acc_e = count
             for i in range(1, n_bins):
-                h = hist[lo + i, 1]
-                acc_g -= hist[lo + i, 0]
+                h = hist[np.uint64(lo + i), 1]
+                acc_g -= hist[np.uint64(lo + i), 0]
                 acc_h -= h
                 acc_e -= _round_int(h * cnt_factor)
         for t in range(0, n_bins - 1):
             if missing_type == 1 and t == default_bin:
                 continue
             if not (offset and t == 0):
-                h = hist[lo + t, 1]
-                acc_g += hist[lo + t, 0]
+                h = hist[np.uint64(lo + t), 1]
+                acc_g += hist[np.uint64(lo + t), 0]
                 acc_h += h
                 acc_e += _round_int(h * cnt_factor)
             if acc_e < min_data or acc_h < min_hess:
@@ -328,8 +330,8 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
         for t in range(top, 0, -1):
             if missing_type == 1 and t == default_bin:
                 continue
-            h = hist[lo + t, 1]
-            acc_g += hist[lo + t, 0]
+            h = hist[np.uint64(lo + t), 1]
+            acc_g += hist[np.uint64(lo + t), 0]
             acc_h += h
             acc_e += _round_int(h * cnt_factor)
             if acc_e < min_data or acc_h < min_hess:
@@ -363,16 +365,16 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
             acc_h = sum_h - K_EPSILON
             acc_e = count
             for i in range(1, n_bins):
-                h = hist[lo + i, 1]
-                acc_g -= hist[lo + i, 0]
+                h = hist[np.uint64(lo + i), 1]
+                acc_g -= hist[np.uint64(lo + i), 0]
                 acc_h -= h
                 acc_e -= _round_int(h * cnt_factor)
         for t in range(0, n_bins - 1):
             if missing_type == 1 and t == default_bin:
                 continue
             if not (offset and t == 0):
-                h = hist[lo + t, 1]
-                acc_g += hist[lo + t, 0]
+                h = hist[np.uint64(lo + t), 1]
+                acc_g += hist[np.uint64(lo + t), 0]
                 acc_h += h
                 acc_e += _round_int(h * cnt_factor)
             if acc_e < min_data or acc_h < min_hess:
