@@ -99,7 +99,8 @@ def build_histogram_block(X_binned, bin_offsets, column_indices, gradients, hess
                 ahead = row_indices[i + PREFETCH_ROWS]
                 prefetch(X_binned, (ahead, c0))
                 prefetch(X_binned, (ahead, c1 - 1))
-            r = row_indices[i]
+            # the row's index unsigned: numba then adds no test for a negative one
+            r = np.uint64(row_indices[i])
             g = np.float64(gradients[r])
             h = np.float64(hessians[r])
             row = block[r]
