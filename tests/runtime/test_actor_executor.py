@@ -529,7 +529,7 @@ def test_actors_are_made_after_the_bin_sample_and_the_cache_write(client, monkey
 
 
 def test_lookahead_leaves_auto_splits_ahead_on_several_workers(client):
-    """lookahead_leaves=None (the default) resolves to 2 on a 2-worker cluster, where every
+    """lookahead_leaves=None (the default) resolves to 1 on a 2-worker cluster, where every
     pass costs round trips; the model records it, and its trees are those of
     lookahead_leaves=0 (splitting ahead never changes a tree), in fewer passes. (In process
     it resolves to 0: tests/dask/test_grow_policy.py.)"""
@@ -541,7 +541,7 @@ def test_lookahead_leaves_auto_splits_ahead_on_several_workers(client):
                   n_estimators=3, verbose=False)
     auto = oocgbdt.train(params, X, y, client=client)
     exact = oocgbdt.train(dict(params, lookahead_leaves=0), X, y, client=client)
-    assert auto.params["lookahead_leaves"] == 2 and exact.params["lookahead_leaves"] == 0
+    assert auto.params["lookahead_leaves"] == 1 and exact.params["lookahead_leaves"] == 0
     np.testing.assert_array_equal(auto.predict(X, raw_score=True), exact.predict(X, raw_score=True))
     assert all(t.n_leaves == 15 for t in exact.trees)
     assert [s["n_passes"] for s in exact.tree_stats] == [14] * 3
