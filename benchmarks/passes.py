@@ -11,8 +11,8 @@ parameter at its default:
 - ``leafwise k=1``: exact best-first growth (LightGBM's), one pass over the data per split
   (``lookahead_leaves=0``);
 - ``leafwise k=1 ahead 2``: the same growth and the same trees, each pass also splitting up to 2
-  of the next best open leaves ahead of their turn (``lookahead_leaves=2``, the default on several
-  workers; in process it is 0): fewer passes, zero accuracy difference;
+  of the next best open leaves ahead of their turn (``lookahead_leaves=2``, the default with the
+  disk cache; 1 on several workers, 0 in process): fewer passes, zero accuracy difference;
 - ``leafwise k=2/4/8``: ``max_leaves_per_pass=k``, the k open leaves with the largest gains split
   in one pass;
 - ``depthwise``: ``grow_policy="depthwise"``, every open leaf with a positive gain split in one
