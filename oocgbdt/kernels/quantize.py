@@ -197,7 +197,7 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
                 ahead = row_indices[i + PREFETCH_ROWS]
                 prefetch(X_binned, (ahead, c0))
                 prefetch(X_binned, (ahead, last))
-            r = row_indices[i]
+            r = np.uint64(row_indices[i])
             v = packed[r]
             row = block[r]
             for j in range(n_built):
@@ -205,13 +205,13 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
     else:
         for i in range(n_rows):
             if row_indices is None:
-                r = i
+                r = np.uint64(i)
             else:
                 if i + PREFETCH_ROWS < n_rows:
                     ahead = row_indices[i + PREFETCH_ROWS]
                     prefetch(X_binned, (ahead, c0))
                     prefetch(X_binned, (ahead, last))
-                r = row_indices[i]
+                r = np.uint64(row_indices[i])
             v = packed[r]
             for k in range(n_built):
                 j = column_indices[k]
