@@ -32,8 +32,8 @@ histogram, bit for bit, and a sibling's histogram as parent minus child is exact
 import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
-from oocgbdt.kernels.splitting import (K_EPSILON, _rand_threshold, leaf_gain, leaf_gain_ex,
-                                       side_output, split_gain)
+from oocgbdt.kernels.splitting import (K_EPSILON, _rand_threshold, leaf_gain_ex,
+                                       plain_split_gain, side_output, split_gain)
 
 __all__ = ["QUANT_DTYPE", "HESS_MASK", "gradient_max_abs", "quant_scales", "discretize",
            "discretize_naive", "build_histogram_int", "build_histogram_int_naive",
@@ -256,9 +256,7 @@ def _side_gains(lg, lh, rg, rh, left_count, right_count, l1, l2, max_delta_step,
     lh = lh + K_EPSILON
     rh = rh + K_EPSILON
     if plain:
-        if l1 > 0.0:
-            return leaf_gain(lg, lh, l1, l2) + leaf_gain(rg, rh, l1, l2)
-        return lg * lg / (lh + l2) + rg * rg / (rh + l2)
+        return plain_split_gain(lg, lh, rg, rh, l1, l2)
     return split_gain(lg, lh, rg, rh, left_count, right_count, l1, l2, max_delta_step,
                       path_smooth, parent_output, use_mc, monotone, c_min, c_max)
 
