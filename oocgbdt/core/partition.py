@@ -21,7 +21,8 @@ from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
 from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int
 from oocgbdt.kernels.categorical import construct_bitset
 from oocgbdt.kernels.routing import CATEGORICAL_NODE, SKEWED_SHARE, split_rows
-from oocgbdt.kernels.predict import add_leaf_values, leaves_binned, leaves_by_segment, predict_binned
+from oocgbdt.kernels.predict import (add_leaf_values, leaves_binned, leaves_by_routing,
+                                     leaves_by_segment, predict_binned)
 
 __all__ = [
     "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_set_init_scores", "partition_gradients", "partition_set_positions", "partition_position_sums", "partition_compact_columns", "partition_root",
@@ -171,6 +172,16 @@ def partition_bins(data: PartitionData) -> np.ndarray:
     else read from the cache it references (one read per call: call once per task)."""
     x = data.X_binned
     return x if isinstance(x, np.ndarray) else x.read()
+
+
+def column_major_bins(data: PartitionData) -> np.ndarray:
+    """A column-major copy of the partition's in-memory bins, made once and kept in
+    ``data.column_cache`` (one more byte per bin): routing reads a leaf's rows off one
+    contiguous column instead of one cache line per row."""
+    X = data.column_cache.get("X")
+    if X is None:
+        X = data.column_cache["X"] = np.asfortranarray(data.X_binned)
+    return X
 
 
 def partition_init(X_binned, y, weight, n_outputs: int) -> PartitionData:
@@ -527,9 +538,7 @@ def start_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMet
     X_route = X
     if (by_column and rows.subset is None and rows.columns is None
             and isinstance(data.X_binned, np.ndarray)):
-        X_route = data.column_cache.get("X")
-        if X_route is None:
-            X_route = data.column_cache["X"] = np.asfortranarray(data.X_binned)
+        X_route = column_major_bins(data)
     # Routed in place: the previous pass's grouping is consumed by this pass (nothing reads
     # it again), and each split reads its segment whole before rewriting it (split_rows).
     order = rows.order
@@ -815,7 +824,7 @@ def binned_leaves(X, t) -> np.ndarray:
 
 
 def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
-                     rows: TreeRows | None = None) -> PartitionData:
+                         rows: TreeRows | None = None, by_column: bool = False) -> PartitionData:
     """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores,
     and count the round's rows in each leaf (``PartitionData.leaf_counts``).
 
@@ -829,21 +838,41 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
     (:func:`~oocgbdt.kernels.predict.leaves_by_segment`, with ``tree_arrays["routed"]``, the
     grower's :attr:`~oocgbdt.core.grower.TreeGrower.routed`): only the rows of segments whose
     last split no pass routed are decided, at that split, instead of every row walked from the
-    root. The same leaves. Otherwise (sampled rounds, evaluation partitions) every row is walked.
+    root. The same leaves. In a sampled round (``data.rows`` set), the round's rows are placed
+    so from their segments and the rows it left out are routed down the finished tree
+    (:func:`~oocgbdt.kernels.predict.leaves_by_routing`): about half the time of walking every
+    row (measured on 131,072 x 50 bins, 30% bagging). Without ``rows`` (evaluation partitions)
+    every row is walked.
+
+    ``by_column``: route the left-out rows from the partition's column-major copy of the bins
+    (``PartitionData.column_cache``, made here if the passes have not made it; in memory only),
+    as the passes route in process (:func:`start_split_many`). The same leaves.
     """
     t = tree_arrays
     X = partition_bins(data)
     n_leaves = t["leaf_value"].shape[0]
-    if rows is not None and data.rows is None:
+    if rows is not None:
         leaf = np.empty(X.shape[0], dtype=np.intp)
         layout = _node_layout(t)
+        nodes = (t["threshold_bin"], t["default_left"], t["missing_type"], t["default_bin"],
+                 t["nan_bin"], t["left_child"], t["right_child"], t["cat_boundaries"],
+                 t["cat_threshold"])
         routed = t.get("routed")
         if routed is None:  # always correct: decide each row at its segment's last split
             routed = np.zeros(t["left_child"].shape[0], dtype=np.bool_)
-        leaves_by_segment(X, rows.order, rows.leaf_begin, rows.leaf_count, *layout,
-                          t["threshold_bin"], t["default_left"], t["missing_type"],
-                          t["default_bin"], t["nan_bin"], t["left_child"], t["right_child"],
-                          t["cat_boundaries"], t["cat_threshold"], routed, leaf)
+        order = rows.order
+        if rows.subset is not None and rows.subset[0] is not None:
+            order = rows.subset[0][order]  # positions in the round's subset -> row numbers
+        leaves_by_segment(X, order, rows.leaf_begin, rows.leaf_count, *layout, *nodes, routed,
+                          leaf)
+        if data.rows is not None:
+            left_out = np.ones(X.shape[0], dtype=np.bool_)
+            left_out[data.rows] = False
+            left_out = np.flatnonzero(left_out).astype(LEAF_DTYPE)
+            X_route = X
+            if by_column and isinstance(data.X_binned, np.ndarray):
+                X_route = column_major_bins(data)
+            leaves_by_routing(X_route, left_out, *layout, *nodes, leaf)
     else:
         # One walk gives each row's leaf; the score then gets its leaf's value, the same single
         # addition per row as adding the value in the walk.

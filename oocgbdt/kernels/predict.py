@@ -14,16 +14,20 @@ and categories outside the set go right.
   walked at once).
 * :func:`leaves_by_segment` finds the leaf of each training row of a finished tree from the rows'
   grouping by leaf during its growth (one decision per row instead of a walk).
+* :func:`leaves_by_routing` finds the leaf of listed rows by routing them down the tree, one
+  node's rows at a time (the rows a sampled round left out).
 """
 import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
 from oocgbdt.kernels.bundling import next_node_bundled
 from oocgbdt.kernels.categorical import category_of, in_bitset, in_bitset_naive, INT32_LIMIT
-from oocgbdt.kernels.routing import feature_bin_from_bundle, goes_left_bin, goes_left_bin_naive
+from oocgbdt.kernels.routing import (feature_bin_from_bundle, goes_left_bin, goes_left_bin_naive,
+                                     split_segment)
 
 __all__ = ["predict_raw", "predict_raw_naive", "predict_raw_sparse", "predict_raw_sparse_naive",
-           "predict_binned", "predict_binned_naive", "leaves_by_segment", "leaves_binned",
+           "predict_binned", "predict_binned_naive", "leaves_by_segment", "leaves_by_routing",
+           "leaves_binned",
            "add_leaf_values", "K_ZERO_THRESHOLD"]
 
 K_ZERO_THRESHOLD = 1.0000000180025095e-35
@@ -300,6 +304,71 @@ def leaves_by_segment(X_binned, order, seg_begin, seg_count, split_column, split
                 out_leaf[r] = right_leaf
 
 
+
+
+@njit
+def leaves_by_routing(X_binned, rows, split_column, split_start, split_n_bins, split_raw,
+                      threshold_bin, default_left, missing_type, default_bin, nan_bin, left_child,
+                      right_child, cat_boundaries, cat_threshold, out_leaf):
+    """The leaf of each of ``rows`` in a finished tree, found by routing the rows down it as
+    growth does: each internal node's rows are partitioned by its split
+    (:func:`~oocgbdt.kernels.routing.split_segment`, one table look-up per row) and each side
+    handed to its child, until every row is at a leaf. The leaves of
+    :func:`predict_binned`'s walk.
+
+    A row is read once per level it descends, at one column per node: from a column-major
+    copy of the bins (``np.asfortranarray``) each node reads a contiguous column. Measured on
+    the rows a 30% bagging round left out of 131,072 x 50 uint8 bins (92k rows, 31 leaves),
+    one thread: 0.57-0.89 ms from column-major bins, 0.97-1.48 ms from row-major ones,
+    against 1.60-1.87 ms for :func:`leaves_binned` on every row of the partition.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16   # IN  any layout
+    rows : ndarray of shape (n_listed,), dtype int32                         # IN and OUT rows
+        to place, each < n_rows; permuted in place (grouped by leaf)
+    split_column, split_start, split_n_bins : int64; split_raw : bool        # IN  per node, as
+        for :func:`leaves_by_segment`
+    threshold_bin, default_left, missing_type, default_bin, nan_bin, left_child, right_child
+        # IN  per node, as for :func:`predict_binned` (categorical nodes included)
+    cat_boundaries, cat_threshold                                            # IN  bin bitsets
+    out_leaf : ndarray of shape (n_rows,), integer                           # OUT written at
+        ``rows`` only
+    """
+    n_nodes = left_child.shape[0]
+    n = rows.shape[0]
+    if n_nodes == 0:
+        for i in range(n):
+            out_leaf[np.uint64(rows[np.uint64(i)])] = 0
+        return
+    # Nodes still to route, with their segment of ``rows`` (at most one per internal node).
+    todo_node = np.empty(n_nodes, dtype=np.int64)
+    todo_begin = np.empty(n_nodes, dtype=np.int64)
+    todo_count = np.empty(n_nodes, dtype=np.int64)
+    todo_node[0], todo_begin[0], todo_count[0] = 0, 0, n
+    top = 1
+    while top > 0:
+        top -= 1
+        k = todo_node[top]
+        begin = todo_begin[top]
+        count = todo_count[top]
+        if count == 0:
+            continue
+        n_left = split_segment(X_binned[:, split_column[k]], rows, begin, count, threshold_bin[k],
+                               default_left[k], missing_type[k], default_bin[k], nan_bin[k],
+                               cat_boundaries, cat_threshold, split_start[k], split_n_bins[k],
+                               split_raw[k], rows, False)
+        for side in range(2):
+            child = left_child[k] if side == 0 else right_child[k]
+            b = begin if side == 0 else begin + n_left
+            c = n_left if side == 0 else count - n_left
+            if child >= 0:
+                todo_node[top], todo_begin[top], todo_count[top] = child, b, c
+                top += 1
+            else:
+                leaf = ~child
+                for i in range(b, b + c):
+                    out_leaf[np.uint64(rows[np.uint64(i)])] = leaf
 
 
 @njit

@@ -524,13 +524,15 @@ def test_max_leaves_per_pass_with_depthwise_is_an_error():
     dict(max_leaves_per_pass=4, num_leaves=9),                # last round's splits unrouted
     dict(num_leaves=2),
     dict(objective="multiclass", num_class=3),
-    dict(bagging_fraction=0.5, bagging_freq=1),               # sampled rounds: every row walked
+    dict(bagging_fraction=0.5, bagging_freq=1),               # sampled: left-out rows routed
+    dict(data_sample_strategy="goss", learning_rate=0.5),     # GOSS after its warm-up rounds
     dict(feature_screening="ema", screening_warmup=1, sparse=True),  # bundles, compact columns
     dict(min_gain_to_split=1e9),                              # no split at all
 ])
 def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monkeypatch, extra):
     """``partition_apply_tree`` given the rows' grouping by leaf finds each row's leaf with one
-    decision (``leaves_by_segment``): the same leaves as walking every row from the root, so the
+    decision (``leaves_by_segment``), and in sampled rounds routes the rows left out down the
+    tree (``leaves_by_routing``): the same leaves as walking every row from the root, so the
     same model bit for bit (the oracle: training with the grouping withheld), whatever the
     growth policy, lookahead, depth limit, bundling, sampling or number of outputs."""
     import oocgbdt.core.partition as partition_mod
@@ -550,22 +552,28 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
         y = (y > 0).astype(np.float64)
     params = dict(dict(objective="binary", n_estimators=6, num_leaves=15, min_data_in_leaf=5,
                        chunk_rows=1200, verbose=False), **extra)
-    used = []
-    kernel = partition_mod.leaves_by_segment
+    used, routed_rows = [], []
+    kernel, router = partition_mod.leaves_by_segment, partition_mod.leaves_by_routing
 
     def spy(*args):
         used.append(1)
         return kernel(*args)
 
+    def spy_routing(X, rows, *args):
+        routed_rows.append(rows.shape[0])
+        return router(X, rows, *args)
+
     monkeypatch.setattr(partition_mod, "leaves_by_segment", spy)
+    monkeypatch.setattr(partition_mod, "leaves_by_routing", spy_routing)
     fast = fit_in_process(params, X, y)
     n_fast = len(used)
     # Without the grower's routed flags every row of a segment is decided at its last split.
     import oocgbdt.core.boosting as boosting_mod
     apply = boosting_mod.partition_apply_tree
 
-    def without_flags(data, arrays, class_idx, rows=None):
-        return apply(data, {k: v for k, v in arrays.items() if k != "routed"}, class_idx, rows)
+    def without_flags(data, arrays, class_idx, rows=None, by_column=False):
+        return apply(data, {k: v for k, v in arrays.items() if k != "routed"}, class_idx, rows,
+                     by_column)
 
     monkeypatch.setattr(boosting_mod, "partition_apply_tree", without_flags)
     decided = fit_in_process(params, X, y)
@@ -575,8 +583,9 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
     used.clear()
     walked = fit_in_process(params, X, y)
     assert len(used) == 0
-    sampled = "bagging_fraction" in extra
-    assert (n_fast > 0) != sampled  # the segments were used, except on sampled rounds
+    assert n_fast > 0  # the segments were used
+    sampled = "bagging_fraction" in extra or "data_sample_strategy" in extra
+    assert (sum(routed_rows) > 0) == sampled  # left-out rows were routed in sampled rounds
     for got in (fast, decided):
         assert got.to_dict() == walked.to_dict()
         np.testing.assert_array_equal(got.predict(X, raw_score=True),
