@@ -20,7 +20,8 @@ from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundl
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
 from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int
 from oocgbdt.kernels.categorical import construct_bitset
-from oocgbdt.kernels.routing import CATEGORICAL_NODE, SKEWED_SHARE, split_rows
+from oocgbdt.kernels.routing import (CATEGORICAL_NODE, SKEWED_SHARE, column_major_copy,
+                                     split_rows)
 from oocgbdt.kernels.predict import (add_leaf_values, leaves_binned, leaves_by_routing,
                                      leaves_by_segment, predict_binned)
 
@@ -180,7 +181,10 @@ def column_major_bins(data: PartitionData) -> np.ndarray:
     contiguous column instead of one cache line per row."""
     X = data.column_cache.get("X")
     if X is None:
-        X = data.column_cache["X"] = np.asfortranarray(data.X_binned)
+        rows = data.X_binned
+        out_t = np.empty((rows.shape[1], rows.shape[0]), dtype=rows.dtype)
+        column_major_copy(np.ascontiguousarray(rows), out_t)
+        X = data.column_cache["X"] = out_t.T
     return X
 
 

@@ -11,7 +11,7 @@ from oocgbdt.kernels.categorical import in_bitset, in_bitset_naive
 
 __all__ = ["split_rows", "split_rows_naive", "goes_left_bin", "goes_left_bin_naive",
            "split_segment", "decision_table", "SKEWED_SHARE", "feature_bin_from_bundle", "prefetch_pays",
-           "CATEGORICAL_NODE"]
+           "CATEGORICAL_NODE", "column_major_copy", "COPY_BLOCK_ROWS"]
 
 #: ``missing_type`` of a categorical node in bin space (LightGBM's missing types are 0-2).
 CATEGORICAL_NODE = 3
@@ -217,6 +217,34 @@ def prefetch_pays(column, count):
     rows: contiguous 2.1 ns per row without, 2.8 with; strided, every row 2.6 against 3.3,
     a tenth of the rows 5.0 against 3.6)."""
     return column.strides[0] > 1 and 3 * count < column.shape[0]
+
+
+#: Rows per block of :func:`column_major_copy`.
+COPY_BLOCK_ROWS = 128
+
+
+@njit
+def column_major_copy(X_binned, out_t):
+    """Copy row-major bins into a column-major layout: ``out_t[j, i] = X_binned[i, j]``
+    (``out_t.T`` is then ``np.asfortranarray(X_binned)``), the copy that routing reads a leaf's
+    rows from in process.
+
+    Blocks of :data:`COPY_BLOCK_ROWS` rows are copied column by column, so each block is read
+    from cache while every column gets a contiguous run of bytes. Measured on 262,144 x 100
+    bins, one thread: uint8 14 ms against 46 ms for ``np.asfortranarray``, uint16 31 against
+    65 ms.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16, C-contiguous  # IN
+    out_t : ndarray of shape (n_columns, n_rows), same dtype, C-contiguous                 # OUT
+    """
+    n, m = X_binned.shape
+    for i0 in range(0, n, COPY_BLOCK_ROWS):
+        i1 = min(i0 + COPY_BLOCK_ROWS, n)
+        for j in range(m):
+            for i in range(i0, i1):
+                out_t[np.uint64(j), np.uint64(i)] = X_binned[np.uint64(i), np.uint64(j)]
 
 
 def split_rows_naive(column, order, begin, count, threshold_bin, default_left, missing_type,

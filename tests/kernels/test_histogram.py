@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block, build_histogram_naive
-from oocgbdt.kernels.routing import (decision_table, goes_left_bin_naive, prefetch_pays,
-                                     split_rows, split_rows_naive)
+from oocgbdt.kernels.routing import (COPY_BLOCK_ROWS, column_major_copy, decision_table,
+                                     goes_left_bin_naive, prefetch_pays, split_rows,
+                                     split_rows_naive)
 
 
 @pytest.mark.parametrize("dtype,n_bins", [(np.uint8, 256), (np.uint16, 1000)])
@@ -248,3 +249,15 @@ def test_column_blocks_add_up_to_one_histogram(consecutive):
     ref = np.zeros_like(whole)
     build_histogram_naive(X, offsets, cols, g, h, rows, ref)
     np.testing.assert_allclose(blocks, ref, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("n_rows", [0, 1, COPY_BLOCK_ROWS - 1, COPY_BLOCK_ROWS, 3 * COPY_BLOCK_ROWS + 5])
+def test_column_major_copy_is_numpys_fortran_copy(dtype, n_rows):
+    """Every row count around the copy's block size (a partial last block, none, one row):
+    the same array as ``np.asfortranarray``."""
+    X = np.random.default_rng(n_rows).integers(0, np.iinfo(dtype).max, (n_rows, 7)).astype(dtype)
+    out_t = np.full((7, n_rows), 3, dtype=dtype)
+    column_major_copy(X, out_t)
+    np.testing.assert_array_equal(out_t.T, np.asfortranarray(X))
+    assert out_t.T.flags.f_contiguous
