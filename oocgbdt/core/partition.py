@@ -83,6 +83,10 @@ class PartitionData:
         packed (:mod:`oocgbdt.kernels.quantize`, made by
         :func:`oocgbdt.core.quantized.partition_quantize`); histograms then add these
         integers. None otherwise, and after new gradients.
+    goss_bits : ndarray of shape (n_rows,), dtype uint32, or None
+        GOSS: the float32 bit patterns of the rows' keys, kept between the round's selection
+        steps (:func:`oocgbdt.core.sampling.partition_goss_keys`); None otherwise, and once
+        the rows are selected.
     """
 
     X_binned: np.ndarray
@@ -99,6 +103,7 @@ class PartitionData:
     first_query: int = 0
     positions: np.ndarray | None = None
     quantized: np.ndarray | None = None
+    goss_bits: np.ndarray | None = None
     #: In process only: ``{"X": column-major copy of X_binned}``, made by the first pass that
     #: routes by column (:func:`start_split_many`) and shared by the copies ``replace`` makes.
     column_cache: dict = field(default_factory=dict, compare=False, repr=False)
@@ -256,7 +261,7 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
         objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad,
                             hess)
     return replace(data, gradients=np.ascontiguousarray(grad.T), hessians=np.ascontiguousarray(hess.T),
-                   rows=None, quantized=None)
+                   rows=None, quantized=None, goss_bits=None)
 
 
 #: In process, a partition's histograms of a pass are cut into column blocks (run on the

@@ -53,12 +53,14 @@ import numpy as np
 
 from oocgbdt._dtypes import G_H_DTYPE, LEAF_DTYPE
 from oocgbdt.core.executor import tree_reduce
-from oocgbdt.kernels.sampling import goss_select, lightgbm_bag_select, radix_counts, uniforms
+from oocgbdt.kernels.sampling import (goss_keys as goss_keys_kernel, goss_select,
+                                      lightgbm_bag_select, radix_counts, scale_small_rows,
+                                      uniforms)
 
 __all__ = [
     "RowSelection", "RowSampler", "sampling_enabled", "balanced_bagging", "goss_warmup_rounds", "goss_top_k",
-    "goss_keys", "row_uniforms", "stream_key", "partition_n_rows", "partition_key_histogram",
-    "partition_count_ties", "partition_select_rows", "sum_counts",
+    "goss_keys", "row_uniforms", "stream_key", "partition_n_rows", "partition_goss_keys",
+    "partition_key_histogram", "partition_count_ties", "partition_select_rows", "sum_counts",
 ]
 
 #: Stream kind of GOSS's draws (part of the random key; bagging draws LightGBM's numbers).
@@ -99,16 +101,20 @@ def goss_top_k(n_rows: int, top_rate: float) -> int:
 def goss_keys(gradients: np.ndarray, hessians: np.ndarray) -> np.ndarray:
     """GOSS key of every row, ``sum_k |g_k * h_k|`` accumulated in float32 in output order.
 
-    ``gradients``, ``hessians``: shape (n_outputs, n_rows), float32. Returns (n_rows,) float32.
+    ``gradients``, ``hessians``: shape (n_outputs, n_rows), float32. Returns (n_rows,) float32
+    (:func:`oocgbdt.kernels.sampling.goss_keys`).
     """
-    key = np.abs(gradients[0] * hessians[0])
-    for k in range(1, gradients.shape[0]):
-        key += np.abs(gradients[k] * hessians[k])
-    return key.astype(G_H_DTYPE, copy=False)
+    out = np.empty(gradients.shape[1], dtype=G_H_DTYPE)
+    goss_keys_kernel(np.ascontiguousarray(gradients, dtype=G_H_DTYPE),
+                     np.ascontiguousarray(hessians, dtype=G_H_DTYPE), out)
+    return out
 
 
 def _key_bits(data) -> np.ndarray:
-    """Float32 bit patterns of the partition's GOSS keys (ordered like the keys: all are >= 0)."""
+    """Float32 bit patterns of the partition's GOSS keys (ordered like the keys: all are >= 0):
+    ``data.goss_bits`` when :func:`partition_goss_keys` made them this round."""
+    if data.goss_bits is not None:
+        return data.goss_bits
     return goss_keys(data.gradients, data.hessians).view(np.uint32)
 
 
@@ -145,6 +151,12 @@ def _tie_quotas(tie_counts, need: int) -> list:
 def partition_n_rows(data) -> int:
     """Rows of a partition (gathered once, for global row offsets and ``n``)."""
     return int(data.n_rows)
+
+
+def partition_goss_keys(data):
+    """The partition with its rows' GOSS key bits (``PartitionData.goss_bits``) computed once
+    for the round's selection steps, which would otherwise each compute them again."""
+    return replace(data, goss_bits=goss_keys(data.gradients, data.hessians).view(np.uint32))
 
 
 def partition_key_histogram(data, high_bucket):
@@ -227,10 +239,11 @@ def partition_select_rows(data, sel: RowSelection):
     m = goss_select(_key_bits(data), seed, offset, int(sel.threshold_bits), int(sel.ties),
                     float(sel.probability), rows, small)
     if small.any():
-        # x * 1 is exact, so rows outside the random draw keep their values bit for bit.
-        factor = np.where(small, G_H_DTYPE(sel.multiplier), G_H_DTYPE(1.0))
-        g, h = g * factor, h * factor
-    return replace(data, gradients=g, hessians=h, rows=rows[:m].copy())
+        # Rows outside the random draw keep their values bit for bit.
+        g2, h2 = np.empty_like(g), np.empty_like(h)
+        scale_small_rows(g, h, small, G_H_DTYPE(sel.multiplier), g2, h2)
+        g, h = g2, h2
+    return replace(data, gradients=g, hessians=h, rows=rows[:m].copy(), goss_bits=None)
 
 
 # ---- the caller's side ------------------------------------------------------------------------
@@ -278,6 +291,8 @@ class RowSampler:
     def sample(self, executor, partitions, rnd: int, key: str):
         """Select round ``rnd``'s rows; returns new partition handles (``rows`` set on each)."""
         if self.strategy == "goss":
+            partitions = executor.map(partition_goss_keys, partitions, key=f"{key}-keys",
+                                      consume=0)
             selections = self._goss(executor, partitions, rnd, key)
         else:
             bag = (self.n_rows, rnd // self.bagging_freq)

@@ -21,8 +21,8 @@ import numpy as np
 from oocgbdt.kernels._jit import njit
 from oocgbdt.kernels.splitting import _LCG_A, _LCG_C, _LCG_MASK, lcg_step
 
-__all__ = ["uniforms", "uniforms_naive", "radix_counts", "radix_counts_naive", "goss_select",
-           "goss_select_naive", "BAG_BLOCK", "lcg_jump",
+__all__ = ["uniforms", "uniforms_naive", "goss_keys", "radix_counts", "radix_counts_naive",
+           "goss_select", "goss_select_naive", "scale_small_rows", "BAG_BLOCK", "lcg_jump",
            "lightgbm_bag_select", "lightgbm_bag_select_naive"]
 
 #: Rows per bagging generator (LightGBM's ``bagging_rand_block_``).
@@ -65,6 +65,26 @@ def uniforms_naive(seed, row_offset, out):
     z = (z ^ (z >> np.uint64(27))) * _M2
     z = z ^ (z >> np.uint64(31))
     out[:] = (z >> np.uint64(11)).astype(np.float64) * _TO_UNIT
+
+
+@njit
+def goss_keys(gradients, hessians, out):
+    """GOSS key of every row, ``sum_k |g_k * h_k|``, each product, absolute value and sum in
+    float32 in output order (LightGBM's ``GOSSStrategy::Helper``): the values of the NumPy
+    expression ``np.abs(g[0] * h[0]) + np.abs(g[1] * h[1]) + ...`` in one pass, without its
+    temporary arrays.
+
+    Parameters
+    ----------
+    gradients, hessians : ndarray of shape (n_outputs, n_rows), dtype float32   # IN
+    out : ndarray of shape (n_rows,), dtype float32                             # OUT
+    """
+    n_out = gradients.shape[0]
+    for i in range(gradients.shape[1]):
+        key = np.float32(abs(gradients[0, i] * hessians[0, i]))
+        for k in range(1, n_out):
+            key += np.float32(abs(gradients[k, i] * hessians[k, i]))
+        out[i] = key
 
 
 @njit
@@ -128,6 +148,29 @@ def goss_select(bits, seed, row_offset, threshold_bits, ties, probability, out_r
         m += top | small
         out_small[i] = small
     return m
+
+
+@njit
+def scale_small_rows(gradients, hessians, small, multiplier, out_gradients, out_hessians):
+    """Copy gradients and hessians, those of the rows marked ``small`` multiplied by
+    ``multiplier`` in float32: the values of ``g * np.where(small, multiplier, 1)`` (a product
+    by 1 is exact, so the other rows are copied bit for bit).
+
+    Parameters
+    ----------
+    gradients, hessians : ndarray of shape (n_outputs, n_rows), dtype float32   # IN
+    small : ndarray of shape (n_rows,), dtype bool                              # IN
+    multiplier : float32                                                        # IN
+    out_gradients, out_hessians : like ``gradients``                            # OUT
+    """
+    for k in range(gradients.shape[0]):
+        for i in range(gradients.shape[1]):
+            if small[i]:
+                out_gradients[k, i] = gradients[k, i] * multiplier
+                out_hessians[k, i] = hessians[k, i] * multiplier
+            else:
+                out_gradients[k, i] = gradients[k, i]
+                out_hessians[k, i] = hessians[k, i]
 
 
 def goss_select_naive(bits, seed, row_offset, threshold_bits, ties, probability, out_rows,

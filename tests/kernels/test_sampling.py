@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from oocgbdt.kernels.sampling import (goss_select, goss_select_naive, lcg_jump,
+from oocgbdt.kernels.sampling import (goss_keys, goss_select, goss_select_naive, lcg_jump,
+                                      scale_small_rows,
                                       lightgbm_bag_select, lightgbm_bag_select_naive,
                                       radix_counts, radix_counts_naive, uniforms, uniforms_naive)
 from oocgbdt.kernels.splitting import lcg_step
@@ -79,3 +80,32 @@ def test_lcg_jump_equals_stepping():
         for _ in range(steps):
             y = lcg_step(y)
         assert lcg_jump(x, steps) == y
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_goss_keys_are_numpys_float32_expression(n_outputs):
+    """Per row, |g_k * h_k| summed over outputs in float32, in output order: the same bits as
+    NumPy's float32 arithmetic (negative, zero and tiny values included)."""
+    rng = np.random.default_rng(n_outputs)
+    g = rng.normal(size=(n_outputs, 4001)).astype(np.float32)
+    h = rng.random(size=(n_outputs, 4001)).astype(np.float32)
+    g[0, :4] = [0.0, -0.0, 1e-30, -3.5]
+    ref = np.abs(g[0] * h[0])
+    for k in range(1, n_outputs):
+        ref = ref + np.abs(g[k] * h[k])
+    out = np.full(4001, np.nan, np.float32)
+    goss_keys(g, h, out)
+    np.testing.assert_array_equal(out.view(np.uint32), ref.view(np.uint32))
+
+
+def test_scale_small_rows_is_numpys_product_by_a_factor():
+    rng = np.random.default_rng(3)
+    g = rng.normal(size=(2, 3001)).astype(np.float32)
+    h = rng.random(size=(2, 3001)).astype(np.float32)
+    small = rng.random(3001) < 0.3
+    mult = np.float32(8.0 / 3.0)
+    factor = np.where(small, mult, np.float32(1.0))
+    g2, h2 = np.empty_like(g), np.empty_like(h)
+    scale_small_rows(g, h, small, mult, g2, h2)
+    np.testing.assert_array_equal(g2.view(np.uint32), (g * factor).view(np.uint32))
+    np.testing.assert_array_equal(h2.view(np.uint32), (h * factor).view(np.uint32))
