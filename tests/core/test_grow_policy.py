@@ -526,6 +526,8 @@ def test_max_leaves_per_pass_with_depthwise_is_an_error():
     dict(objective="multiclass", num_class=3),
     dict(bagging_fraction=0.5, bagging_freq=1),               # sampled: left-out rows routed
     dict(data_sample_strategy="goss", learning_rate=0.5),     # GOSS after its warm-up rounds
+    dict(bagging_fraction=0.4, bagging_freq=1, feature_screening="ema", screening_warmup=1,
+         sparse=True),                                        # sampled, bundled, compact columns
     dict(feature_screening="ema", screening_warmup=1, sparse=True),  # bundles, compact columns
     dict(min_gain_to_split=1e9),                              # no split at all
 ])
