@@ -7,6 +7,7 @@ from oocgbdt.kernels.predict import (K_ZERO_THRESHOLD, add_leaf_values, leaves_b
                                      leaves_by_routing, predict_binned, predict_binned_naive,
                                      predict_raw, predict_raw_naive)
 from oocgbdt.kernels.routing import CATEGORICAL_NODE
+from tests.kernels._trees import random_layout
 
 
 def _random_forest(rng, n_trees, n_features, n_outputs):
@@ -15,26 +16,13 @@ def _random_forest(rng, n_trees, n_features, n_outputs):
     node_offsets, leaf_offsets = [0], [0]
     for t in range(n_trees):
         n_leaves = int(rng.integers(1, 8))
-        # grow a random tree in LightGBM's layout by splitting random leaves
-        left, right, parent_of_leaf = [], [], [-1]
-        for node in range(n_leaves - 1):
-            leaf = int(rng.integers(0, node + 1))
-            p = parent_of_leaf[leaf]
-            if p >= 0:
-                if left[p] == ~leaf:
-                    left[p] = node
-                else:
-                    right[p] = node
-            left.append(~leaf)
-            right.append(~(node + 1))
-            parent_of_leaf[leaf] = node
-            parent_of_leaf.append(node)
+        left, right = random_layout(rng, n_leaves)
         m = n_leaves - 1
         cols["split_feature"] += list(rng.integers(0, n_features, m))
         cols["threshold"] += list(np.round(rng.normal(size=m), 1))
         cols["decision_type"] += list(rng.choice([0, 2, 4, 6, 8, 10], size=m))
-        cols["left_child"] += left
-        cols["right_child"] += right
+        cols["left_child"] += list(left)
+        cols["right_child"] += list(right)
         cols["leaf_value"] += list(rng.normal(size=n_leaves))
         node_offsets.append(node_offsets[-1] + m)
         leaf_offsets.append(leaf_offsets[-1] + n_leaves)
@@ -90,49 +78,19 @@ def test_leaves_binned_is_the_naive_walk():
     rng = np.random.default_rng(5)
     for n_leaves in (1, 2, 3, 7, 40):
         for n_rows in (1, 6, 203):
-            left, right, parent_of_leaf = [], [], [-1]
-            for node in range(n_leaves - 1):
-                leaf = int(rng.integers(0, node + 1))
-                p = parent_of_leaf[leaf]
-                if p >= 0:
-                    if left[p] == ~leaf:
-                        left[p] = node
-                    else:
-                        right[p] = node
-                left.append(~leaf)
-                right.append(~(node + 1))
-                parent_of_leaf[leaf] = node
-                parent_of_leaf.append(node)
+            left, right = random_layout(rng, n_leaves)
             m = n_leaves - 1
             Xb = rng.integers(0, 10, size=(n_rows, 5)).astype(np.uint16)
             args = (rng.integers(0, 5, m).astype(np.int32), rng.integers(0, 9, m).astype(np.int32),
                     rng.random(m) < 0.5, rng.integers(0, 3, m).astype(np.uint8),
                     rng.integers(0, 10, m).astype(np.int32), np.full(m, 9, np.int32),
-                    np.asarray(left, np.int32), np.asarray(right, np.int32))
+                    left, right)
             ref = np.zeros(n_rows)
             predict_binned_naive(Xb, *args, np.arange(n_leaves, dtype=np.float64),
                                  np.zeros(1, np.int64), np.zeros(0, np.uint32), ref)
             out = np.full(n_rows, -1, np.int32)
             leaves_binned(Xb, *args, out)
             np.testing.assert_array_equal(out, ref.astype(np.int32))
-
-
-def _random_layout(rng, n_leaves):
-    """LightGBM's node layout of a random tree grown by splitting random leaves."""
-    left, right, parent_of_leaf = [], [], [-1]
-    for node in range(n_leaves - 1):
-        leaf = int(rng.integers(0, node + 1))
-        p = parent_of_leaf[leaf]
-        if p >= 0:
-            if left[p] == ~leaf:
-                left[p] = node
-            else:
-                right[p] = node
-        left.append(~leaf)
-        right.append(~(node + 1))
-        parent_of_leaf[leaf] = node
-        parent_of_leaf.append(node)
-    return np.asarray(left, np.int32), np.asarray(right, np.int32)
 
 
 def test_leaves_by_routing_is_the_naive_walk():
@@ -146,7 +104,7 @@ def test_leaves_by_routing_is_the_naive_walk():
     for n_leaves in (1, 2, 3, 7, 40):
         for dtype in (np.uint8, np.uint16):
             n_rows = 257
-            lc, rc = _random_layout(rng, n_leaves)
+            lc, rc = random_layout(rng, n_leaves)
             m = n_leaves - 1
             Xb = rng.integers(0, 3 * n_bins, size=(n_rows, n_columns)).astype(dtype)
             column = rng.integers(0, n_columns, m).astype(np.int64)

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from oocgbdt.kernels.predict import predict_raw_naive
 from oocgbdt.kernels.treeshap import (predict_contrib, predict_contrib_naive, predict_leaf,
                                       predict_leaf_naive, tree_depths)
+from tests.kernels._trees import random_layout
 
 #: The kernel and the twin sum the same Shapley values in different orders (one through the
 #: path weights, one through the subset formula); on leaf values of order 1 and at most 5
@@ -24,19 +25,7 @@ def _random_trees(rng, n_trees, n_features, n_outputs, categorical):
     node_offsets, leaf_offsets, cb_offsets, ct_offsets = [0], [0], [0], [0]
     for _ in range(n_trees):
         n_leaves = int(rng.integers(1, 9))
-        left, right, parent_of_leaf = [], [], [-1]
-        for node in range(n_leaves - 1):
-            leaf = int(rng.integers(0, node + 1))
-            p = parent_of_leaf[leaf]
-            if p >= 0:
-                if left[p] == ~leaf:
-                    left[p] = node
-                else:
-                    right[p] = node
-            left.append(~leaf)
-            right.append(~(node + 1))
-            parent_of_leaf[leaf] = node
-            parent_of_leaf.append(node)
+        left, right = random_layout(rng, n_leaves)
         m = n_leaves - 1
         leaf_count = rng.integers(1, 50, n_leaves).astype(np.float64)
         internal = np.zeros(m)
@@ -57,8 +46,8 @@ def _random_trees(rng, n_trees, n_features, n_outputs, categorical):
         cols["split_feature"] += list(features)
         cols["threshold"] += list(thresholds)
         cols["decision_type"] += list(dtypes)
-        cols["left_child"] += left
-        cols["right_child"] += right
+        cols["left_child"] += list(left)
+        cols["right_child"] += list(right)
         cols["leaf_value"] += list(rng.normal(size=n_leaves))
         cols["leaf_count"] += list(leaf_count)
         cols["internal_count"] += list(internal)
