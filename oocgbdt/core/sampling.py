@@ -156,7 +156,7 @@ def partition_n_rows(data) -> int:
 def partition_goss_keys(data):
     """The partition with its rows' GOSS key bits (``PartitionData.goss_bits``) computed once
     for the round's selection steps, which would otherwise each compute them again."""
-    return replace(data, goss_bits=goss_keys(data.gradients, data.hessians).view(np.uint32))
+    return replace(data, goss_bits=_key_bits(data))
 
 
 def partition_key_histogram(data, high_bucket):
