@@ -23,6 +23,7 @@ from oocgbdt.kernels.categorical import construct_bitset
 from oocgbdt.kernels.routing import (CATEGORICAL_NODE, SKEWED_SHARE, column_major_copy,
                                      split_rows)
 from oocgbdt.kernels.predict import (add_leaf_values, leaves_binned, leaves_by_routing,
+                                    leaves_by_walk,
                                      leaves_by_segment, predict_binned)
 
 __all__ = [
@@ -878,10 +879,10 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
             left_out = np.ones(X.shape[0], dtype=np.bool_)
             left_out[data.rows] = False
             left_out = np.flatnonzero(left_out).astype(LEAF_DTYPE)
-            X_route = X
             if by_column and isinstance(data.X_binned, np.ndarray):
-                X_route = column_major_bins(data)
-            leaves_by_routing(X_route, left_out, *layout, *nodes, leaf)
+                leaves_by_routing(column_major_bins(data), left_out, *layout, *nodes, leaf)
+            else:
+                leaves_by_walk(X, left_out, *layout, *nodes, leaf)
     else:
         # One walk gives each row's leaf; the score then gets its leaf's value, the same single
         # addition per row as adding the value in the walk.

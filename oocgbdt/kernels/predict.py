@@ -15,7 +15,8 @@ and categories outside the set go right.
 * :func:`leaves_by_segment` finds the leaf of each training row of a finished tree from the rows'
   grouping by leaf during its growth (one decision per row instead of a walk).
 * :func:`leaves_by_routing` finds the leaf of listed rows by routing them down the tree, one
-  node's rows at a time (the rows a sampled round left out).
+  node's rows at a time (the rows a sampled round left out), and :func:`leaves_by_walk` by
+  walking each listed row from the root (the same, faster on row-major bins).
 """
 import numpy as np
 
@@ -27,7 +28,7 @@ from oocgbdt.kernels.routing import (feature_bin_from_bundle, goes_left_bin, goe
 
 __all__ = ["predict_raw", "predict_raw_naive", "predict_raw_sparse", "predict_raw_sparse_naive",
            "predict_binned", "predict_binned_naive", "leaves_by_segment", "leaves_by_routing",
-           "leaves_binned",
+           "leaves_by_walk", "leaves_binned",
            "add_leaf_values", "K_ZERO_THRESHOLD"]
 
 K_ZERO_THRESHOLD = 1.0000000180025095e-35
@@ -369,6 +370,156 @@ def leaves_by_routing(X_binned, rows, split_column, split_start, split_n_bins, s
                 leaf = ~child
                 for i in range(b, b + c):
                     out_leaf[np.uint64(rows[np.uint64(i)])] = leaf
+
+
+@njit
+def _walk_tables_bundled(split_column, split_start, split_n_bins, split_raw, threshold_bin,
+                         default_left, missing_type, default_bin, nan_bin, left_child,
+                         right_child):
+    """Per node, the tables of :func:`leaves_by_walk`: those of :func:`_walk_tables` plus each
+    node's bundle layout as bounds, so that reading a feature's bin off its bundle is a
+    selection, not a branch (:func:`_bin_in_bundle`); a raw column's bounds take every value
+    as it is. Leaf ``l`` is node ``n_nodes + l``, whose children are itself."""
+    n_nodes = left_child.shape[0]
+    total = 2 * n_nodes + 1
+    big = np.int64(2 ** 62)
+    column = np.zeros(total, dtype=np.int64)
+    lo = np.full(total, -1, dtype=np.int64)
+    hi = np.full(total, big, dtype=np.int64)
+    shift_at = np.full(total, big, dtype=np.int64)
+    default_b = np.zeros(total, dtype=np.int64)
+    threshold = np.zeros(total, dtype=np.int64)
+    missing_bin = np.full(total, -1, dtype=np.int64)
+    default = np.zeros(total, dtype=np.bool_)
+    categorical = np.zeros(total, dtype=np.bool_)
+    child = np.empty(2 * total, dtype=np.int64)
+    for k in range(n_nodes):
+        column[k] = split_column[k]
+        if not split_raw[k]:
+            lo[k] = split_start[k]
+            hi[k] = split_start[k] + split_n_bins[k] - 1
+            shift_at[k] = default_bin[k]
+        default_b[k] = default_bin[k]
+        threshold[k] = threshold_bin[k]
+        default[k] = default_left[k]
+        categorical[k] = missing_type[k] == 3
+        if missing_type[k] == 2:
+            missing_bin[k] = nan_bin[k]
+        elif missing_type[k] == 1:
+            missing_bin[k] = default_bin[k]
+        c = left_child[k]
+        child[2 * k] = c if c >= 0 else n_nodes + ~c
+        c = right_child[k]
+        child[2 * k + 1] = c if c >= 0 else n_nodes + ~c
+    for k in range(n_nodes, total):
+        child[2 * k] = k
+        child[2 * k + 1] = k
+    return column, lo, hi, shift_at, default_b, threshold, missing_bin, default, categorical, child
+
+
+@njit(inline="always")
+def _bin_in_bundle(v, lo, hi, shift_at, default_b):
+    # feature_bin_from_bundle as selections: values in (lo, hi] are the feature's bins past
+    # its default one, others its default bin (a raw column: lo = -1, hi = shift_at = 2**62).
+    w = v - lo - 1
+    w = w + np.int64(w >= shift_at)
+    return w if (v > lo) & (v <= hi) else default_b
+
+
+@njit(inline="always")
+def _step_bundled(X_binned, r, node, column, lo, hi, shift_at, default_b, threshold,
+                  missing_bin, default, child):
+    # A numerical node of :func:`leaves_by_walk`, written out without a branch (one per node
+    # cost about 20 ns per step, measured; a compiled call per node about 40 ns).
+    u = np.uint64(node)
+    v = _bin_in_bundle(np.int64(X_binned[r, np.uint64(column[u])]), lo[u], hi[u], shift_at[u],
+                       default_b[u])
+    left = default[u] if v == missing_bin[u] else v <= threshold[u]
+    return child[np.uint64(2 * node + 1 - np.int64(left))]
+
+
+@njit
+def leaves_by_walk(X_binned, rows, split_column, split_start, split_n_bins, split_raw,
+                   threshold_bin, default_left, missing_type, default_bin, nan_bin, left_child,
+                   right_child, cat_boundaries, cat_threshold, out_leaf):
+    """The leaf of each of ``rows`` in a finished tree, each row walked from the root: the
+    leaves of :func:`leaves_by_routing`, for row-major bins.
+
+    Routing reads a row once per level at one column, so on row-major bins that are not in
+    cache each level costs a cache line per row; a walk reads the row's line once for every
+    level. Four rows walk in lock step, as in :func:`leaves_binned` (a leaf is a node whose
+    children are itself), each node's feature read off its bundle column as
+    :func:`~oocgbdt.kernels.bundling.next_node_bundled` does. A tree with a categorical node
+    is walked one row at a time by ``next_node_bundled``.
+
+    Parameters
+    ----------
+    X_binned : ndarray of shape (n_rows, n_columns), dtype uint8 or uint16   # IN  row-major
+    rows : ndarray of shape (n_listed,), dtype int32                         # IN  rows to place,
+        each < n_rows (not changed)
+    split_column, split_start, split_n_bins, split_raw, threshold_bin, default_left,
+    missing_type, default_bin, nan_bin, left_child, right_child, cat_boundaries, cat_threshold
+        # IN  per node, as for :func:`leaves_by_routing`
+    out_leaf : ndarray of shape (n_rows,), integer                           # OUT written at
+        ``rows`` only
+    """
+    n_nodes = left_child.shape[0]
+    n = rows.shape[0]
+    if n_nodes == 0:
+        for i in range(n):
+            out_leaf[np.uint64(rows[np.uint64(i)])] = 0
+        return
+    (column, lo, hi, shift_at, default_b, threshold, missing_bin, default, categorical,
+     child) = _walk_tables_bundled(split_column, split_start, split_n_bins, split_raw,
+                                   threshold_bin, default_left, missing_type, default_bin,
+                                   nan_bin, left_child, right_child)
+    if np.any(categorical):
+        for i in range(n):
+            r = np.uint64(rows[np.uint64(i)])
+            node = np.int64(0)
+            while node >= 0:
+                node = next_node_bundled(X_binned, r, node, split_column, split_start,
+                                         split_n_bins, split_raw, threshold_bin, default_left,
+                                         missing_type, default_bin, nan_bin, left_child,
+                                         right_child, cat_boundaries, cat_threshold)
+            out_leaf[r] = ~node
+        return
+    end4 = n - n % 4
+    last = np.uint64(X_binned.shape[1] - 1)
+    for i in range(0, end4, 4):
+        if i + PREFETCH_ROWS + 4 <= n:
+            for j in range(i + PREFETCH_ROWS, i + PREFETCH_ROWS + 4):
+                r = np.uint64(rows[np.uint64(j)])
+                prefetch(X_binned, (r, np.uint64(0)))
+                prefetch(X_binned, (r, last))
+        ra = np.uint64(rows[np.uint64(i)])
+        rb = np.uint64(rows[np.uint64(i + 1)])
+        rc = np.uint64(rows[np.uint64(i + 2)])
+        rd = np.uint64(rows[np.uint64(i + 3)])
+        a = np.int64(0)
+        b = np.int64(0)
+        c = np.int64(0)
+        d = np.int64(0)
+        while (a < n_nodes) | (b < n_nodes) | (c < n_nodes) | (d < n_nodes):
+            a = _step_bundled(X_binned, ra, a, column, lo, hi, shift_at, default_b, threshold,
+                              missing_bin, default, child)
+            b = _step_bundled(X_binned, rb, b, column, lo, hi, shift_at, default_b, threshold,
+                              missing_bin, default, child)
+            c = _step_bundled(X_binned, rc, c, column, lo, hi, shift_at, default_b, threshold,
+                              missing_bin, default, child)
+            d = _step_bundled(X_binned, rd, d, column, lo, hi, shift_at, default_b, threshold,
+                              missing_bin, default, child)
+        out_leaf[ra] = a - n_nodes
+        out_leaf[rb] = b - n_nodes
+        out_leaf[rc] = c - n_nodes
+        out_leaf[rd] = d - n_nodes
+    for i in range(end4, n):
+        r = np.uint64(rows[np.uint64(i)])
+        a = np.int64(0)
+        while a < n_nodes:
+            a = _step_bundled(X_binned, r, a, column, lo, hi, shift_at, default_b, threshold,
+                              missing_bin, default, child)
+        out_leaf[r] = a - n_nodes
 
 
 @njit

@@ -525,6 +525,7 @@ def test_max_leaves_per_pass_with_depthwise_is_an_error():
     dict(num_leaves=2),
     dict(objective="multiclass", num_class=3),
     dict(bagging_fraction=0.5, bagging_freq=1),               # sampled: left-out rows routed
+    dict(bagging_fraction=0.5, bagging_freq=1, sparse=True),  # sampled, bundled
     dict(data_sample_strategy="goss", learning_rate=0.5),     # GOSS after its warm-up rounds
     dict(bagging_fraction=0.4, bagging_freq=1, feature_screening="ema", screening_warmup=1,
          sparse=True),                                        # sampled, bundled, compact columns
@@ -534,9 +535,11 @@ def test_max_leaves_per_pass_with_depthwise_is_an_error():
 def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monkeypatch, extra):
     """``partition_apply_tree`` given the rows' grouping by leaf finds each row's leaf with one
     decision (``leaves_by_segment``), and in sampled rounds routes the rows left out down the
-    tree (``leaves_by_routing``): the same leaves as walking every row from the root, so the
-    same model bit for bit (the oracle: training with the grouping withheld), whatever the
-    growth policy, lookahead, depth limit, bundling, sampling or number of outputs."""
+    tree from column-major bins (``leaves_by_routing``, several threads) or walks them from
+    row-major ones (``leaves_by_walk``, one thread, as on workers): the same leaves as walking
+    every row from the root, so the same model bit for bit (the oracle: training with the
+    grouping withheld), whatever the growth policy, lookahead, depth limit, bundling, sampling
+    or number of outputs."""
     import oocgbdt.core.partition as partition_mod
     extra = dict(extra)
     sparse = extra.pop("sparse", False)
@@ -549,13 +552,16 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
         X = np.hstack([X, np.stack([(hot == j) * rng.integers(1, 4, n) for j in range(5)],
                                    axis=1).astype(np.float32)])
     z = np.nan_to_num(X[:, 0]) - np.nan_to_num(X[:, 1]) ** 2 + np.isnan(X[:, 2])
+    if sparse:  # splits on the bundled features, inside their bundle's range
+        z = z + 1.5 * (X[:, 8] == 1) - 1.5 * (X[:, 9] >= 2)
     y = np.digitize(z, [-1.0, 0.0]).astype(np.float64)
     if extra.get("objective") != "multiclass":
         y = (y > 0).astype(np.float64)
     params = dict(dict(objective="binary", n_estimators=6, num_leaves=15, min_data_in_leaf=5,
                        chunk_rows=1200, verbose=False), **extra)
-    used, routed_rows = [], []
+    used, routed_rows, walked_rows = [], [], []
     kernel, router = partition_mod.leaves_by_segment, partition_mod.leaves_by_routing
+    walker = partition_mod.leaves_by_walk
 
     def spy(*args):
         used.append(1)
@@ -565,10 +571,16 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
         routed_rows.append(rows.shape[0])
         return router(X, rows, *args)
 
+    def spy_walk(X, rows, *args):
+        walked_rows.append(rows.shape[0])
+        return walker(X, rows, *args)
+
     monkeypatch.setattr(partition_mod, "leaves_by_segment", spy)
     monkeypatch.setattr(partition_mod, "leaves_by_routing", spy_routing)
-    fast = fit_in_process(params, X, y)
+    monkeypatch.setattr(partition_mod, "leaves_by_walk", spy_walk)
+    fast = fit_in_process(params, X, y, executor=LocalExecutor(n_threads=2))
     n_fast = len(used)
+    one_thread = fit_in_process(params, X, y, executor=LocalExecutor(n_threads=1))
     # Without the grower's routed flags every row of a segment is decided at its last split.
     import oocgbdt.core.boosting as boosting_mod
     apply = boosting_mod.partition_apply_tree
@@ -588,7 +600,8 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
     assert n_fast > 0  # the segments were used
     sampled = "bagging_fraction" in extra or "data_sample_strategy" in extra
     assert (sum(routed_rows) > 0) == sampled  # left-out rows were routed in sampled rounds
-    for got in (fast, decided):
+    assert (sum(walked_rows) > 0) == sampled  # and walked on one thread
+    for got in (fast, one_thread, decided):
         assert got.to_dict() == walked.to_dict()
         np.testing.assert_array_equal(got.predict(X, raw_score=True),
                                       walked.predict(X, raw_score=True))

@@ -4,8 +4,8 @@ import numpy as np
 from oocgbdt.kernels.bundling import predict_binned_bundled_naive
 from oocgbdt.kernels.categorical import construct_bitset
 from oocgbdt.kernels.predict import (K_ZERO_THRESHOLD, add_leaf_values, leaves_binned,
-                                     leaves_by_routing, predict_binned, predict_binned_naive,
-                                     predict_raw, predict_raw_naive)
+                                     leaves_by_routing, leaves_by_walk, predict_binned,
+                                     predict_binned_naive, predict_raw, predict_raw_naive)
 from oocgbdt.kernels.routing import CATEGORICAL_NODE
 from tests.kernels._trees import random_layout
 
@@ -93,46 +93,52 @@ def test_leaves_binned_is_the_naive_walk():
             np.testing.assert_array_equal(out, ref.astype(np.int32))
 
 
-def test_leaves_by_routing_is_the_naive_walk():
-    """Listed rows routed down trees of 1 to 40 leaves, with raw and bundled columns (a
-    feature read off its range of a bundle), missing types None/Zero/NaN and categorical
+def test_leaves_by_routing_and_by_walk_are_the_naive_walk():
+    """Listed rows routed (``leaves_by_routing``) or walked (``leaves_by_walk``) down trees of 1
+    to 40 leaves, with raw and bundled columns (a feature read off its range of a bundle, the
+    default bin anywhere in it), missing types None/Zero/NaN, with and without categorical
     nodes, from row-major and column-major bins: each listed row gets the leaf the naive
-    bundled walk reaches, the other rows are not written, and the list is permuted, not
-    changed."""
+    bundled walk reaches, the other rows are not written, and routing permutes the list
+    without changing it."""
     rng = np.random.default_rng(8)
     n_columns, n_bins = 4, 9
     for n_leaves in (1, 2, 3, 7, 40):
         for dtype in (np.uint8, np.uint16):
-            n_rows = 257
-            lc, rc = random_layout(rng, n_leaves)
-            m = n_leaves - 1
-            Xb = rng.integers(0, 3 * n_bins, size=(n_rows, n_columns)).astype(dtype)
-            column = rng.integers(0, n_columns, m).astype(np.int64)
-            raw = rng.random(m) < 0.5
-            start = np.where(raw, 0, rng.integers(0, 2 * n_bins, m)).astype(np.int64)
-            missing = rng.integers(0, 3, m).astype(np.uint8)
-            threshold = rng.integers(0, n_bins - 1, m).astype(np.int32)
-            cat = np.flatnonzero(rng.random(m) < 0.25)
-            bits = [construct_bitset(rng.choice(np.arange(1, n_bins), size=3, replace=False))
-                    for _ in cat]
-            bounds = np.concatenate([[0], np.cumsum([len(b) for b in bits])]).astype(np.int64)
-            words = (np.concatenate(bits) if bits else np.zeros(0)).astype(np.uint32)
-            missing[cat] = CATEGORICAL_NODE
-            threshold[cat] = np.arange(cat.size)
-            nodes = (column, start, np.full(m, n_bins, np.int64), raw, threshold,
-                     rng.random(m) < 0.5, missing, rng.integers(0, n_bins, m).astype(np.int32),
-                     np.full(m, n_bins - 1, np.int32), lc, rc)
-            ref = np.zeros(n_rows)
-            predict_binned_bundled_naive(Xb, *nodes, np.arange(n_leaves, dtype=np.float64),
-                                         bounds, words, ref)
-            listed = np.flatnonzero(rng.random(n_rows) < 0.6).astype(np.int32)
-            for X in (Xb, np.asfortranarray(Xb)):
-                rows = rng.permutation(listed).astype(np.int32)
-                out = np.full(n_rows, -1, np.int64)
-                leaves_by_routing(X, rows, *nodes, bounds, words, out)
-                np.testing.assert_array_equal(out[listed], ref[listed].astype(np.int64))
-                assert np.all(np.delete(out, listed) == -1)
-                np.testing.assert_array_equal(np.sort(rows), listed)
+            for with_cat in (False, True):
+                n_rows = 257
+                lc, rc = random_layout(rng, n_leaves)
+                m = n_leaves - 1
+                Xb = rng.integers(0, 3 * n_bins, size=(n_rows, n_columns)).astype(dtype)
+                column = rng.integers(0, n_columns, m).astype(np.int64)
+                raw = rng.random(m) < 0.5
+                start = np.where(raw, 0, rng.integers(0, 2 * n_bins, m)).astype(np.int64)
+                missing = rng.integers(0, 3, m).astype(np.uint8)
+                threshold = rng.integers(0, n_bins - 1, m).astype(np.int32)
+                cat = np.flatnonzero(rng.random(m) < 0.25) if with_cat else np.zeros(0, int)
+                bits = [construct_bitset(rng.choice(np.arange(1, n_bins), size=3, replace=False))
+                        for _ in cat]
+                bounds = np.concatenate([[0], np.cumsum([len(b) for b in bits])]).astype(np.int64)
+                words = (np.concatenate(bits) if bits else np.zeros(0)).astype(np.uint32)
+                missing[cat] = CATEGORICAL_NODE
+                threshold[cat] = np.arange(cat.size)
+                nodes = (column, start, np.full(m, n_bins, np.int64), raw, threshold,
+                         rng.random(m) < 0.5, missing, rng.integers(0, n_bins, m).astype(np.int32),
+                         np.full(m, n_bins - 1, np.int32), lc, rc)
+                ref = np.zeros(n_rows)
+                predict_binned_bundled_naive(Xb, *nodes, np.arange(n_leaves, dtype=np.float64),
+                                             bounds, words, ref)
+                listed = np.flatnonzero(rng.random(n_rows) < 0.6).astype(np.int32)
+                for X in (Xb, np.asfortranarray(Xb)):
+                    for kernel in (leaves_by_routing, leaves_by_walk):
+                        rows = rng.permutation(listed).astype(np.int32)
+                        given = rows.copy()
+                        out = np.full(n_rows, -1, np.int64)
+                        kernel(X, rows, *nodes, bounds, words, out)
+                        np.testing.assert_array_equal(out[listed], ref[listed].astype(np.int64))
+                        assert np.all(np.delete(out, listed) == -1)
+                        np.testing.assert_array_equal(np.sort(rows), listed)
+                        if kernel is leaves_by_walk:
+                            np.testing.assert_array_equal(rows, given)
 
 
 def test_add_leaf_values_is_numpy():
