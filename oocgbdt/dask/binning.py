@@ -7,6 +7,7 @@ bins its rows (:func:`oocgbdt.dask.partitions.load_partition`).
 """
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 import scipy.sparse as sp
@@ -17,13 +18,43 @@ from oocgbdt.core.executor import fit_threads
 __all__ = ["sample_row_indices", "bin_sample", "sample_key", "fit_bin_mapper"]
 
 
+def _sampled_rows(block, local_rows):
+    """Task body: a chunk's sampled rows (all of them for ``local_rows=None``)."""
+    return block if local_rows is None else block[local_rows]
+
+
+def _stack_rows(blocks):
+    """Task body: the sampled rows of every chunk, in order, as one CSR matrix."""
+    return blocks[0].tocsr() if len(blocks) == 1 else sp.vstack(blocks, format="csr")
+
+
 def bin_sample(X: da.Array, params: dict, compute):
     """The rows of ``X`` that the bin sample takes (:func:`sample_row_indices` with
     ``bin_construct_sample_cnt`` and ``seed``; every row of a smaller ``X``), computed with
-    ``compute`` (Dask array -> NumPy or scipy.sparse)."""
+    ``compute`` (Dask collection -> NumPy or scipy.sparse).
+
+    Chunks of scipy.sparse rows are stacked in one task (``scipy.sparse.vstack``): Dask's own
+    concatenation of a sparse array first stacks each row of chunks along the columns (a
+    general, slow stack even of one chunk) and then the rows; on the 160,000 x 1,205 one-hot
+    rows of ``benchmarks.setup``, 15-440 ms against 10-13 ms (threaded scheduler, measured).
+    """
     idx = sample_row_indices(int(X.shape[0]), int(params["bin_construct_sample_cnt"]),
                              int(params["seed"]))
-    return compute(X if idx is None else X[idx])
+    if not sp.issparse(getattr(X, "_meta", None)) or X.numblocks[1] != 1:
+        return compute(X if idx is None else X[idx])
+    bounds = np.concatenate(([0], np.cumsum(X.chunks[0]))).astype(np.int64)
+    parts = []
+    for i, block in enumerate(X.to_delayed().ravel()):
+        local = None
+        if idx is not None:
+            a, b = np.searchsorted(idx, [bounds[i], bounds[i + 1]])
+            if a == b:
+                continue
+            local = idx[a:b] - bounds[i]
+        parts.append(dask.delayed(_sampled_rows, pure=True)(block, local))
+    if not parts:  # no row at all: Dask's own (empty) result
+        return compute(X if idx is None else X[idx])
+    return compute(dask.delayed(_stack_rows, pure=True)(parts))
 
 
 def sample_key(X: da.Array, params: dict) -> tuple:

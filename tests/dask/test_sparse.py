@@ -46,6 +46,24 @@ def test_scipy_sparse_trains_the_dense_model():
     np.testing.assert_allclose(unbundled.predict(X), dense.predict(X), rtol=1e-9, atol=1e-9)
 
 
+def test_bin_sample_of_sparse_chunks_is_numpys_row_selection():
+    """The bin sample of scipy.sparse chunks (stacked chunk by chunk in one task) holds the
+    rows ``sample_row_indices`` draws, in order, as NumPy's selection of the dense rows:
+    every row when the sample covers them, a sample that skips whole chunks, one chunk."""
+    import dask
+    from oocgbdt.dask.binning import bin_sample, sample_row_indices
+    X, _ = _data(n=3000)
+    compute = lambda a: dask.compute(a, scheduler="sync")[0]  # noqa: E731
+    for chunk_rows, count in ((700, 200000), (700, 3), (500, 900), (3000, 1000)):
+        Xd = da.from_array(_csr(X), chunks=(chunk_rows, X.shape[1]), asarray=False)
+        params = dict(bin_construct_sample_cnt=count, seed=3)
+        got = bin_sample(Xd, params, compute)
+        idx = sample_row_indices(X.shape[0], count, 3)
+        want = X if idx is None else X[idx]
+        assert sp.issparse(got) and got.format == "csr" and got.dtype == np.float32
+        np.testing.assert_array_equal(got.toarray(), want)
+
+
 def test_dask_array_of_sparse_chunks_on_a_cluster(client):
     X, y = _data(1)
     Xd = da.from_array(_csr(X), chunks=(800, X.shape[1]), asarray=False)
