@@ -1080,8 +1080,10 @@ _TABLE = [
     # ---- out-of-core / Dask ------------------------------------------------------------------
     Param(
         "chunk_rows", DEFAULT_CHUNK_ROWS, (), "int", _range(1, integer=True),
-        "Rows per storage chunk where oocgbdt chunks the data itself: NumPy input to train "
-        "(Dask and Zarr input keep their chunks), and oocgbdt convert's Zarr datasets.",
+        "Rows per storage chunk where oocgbdt chunks the data itself: NumPy and scipy.sparse "
+        "input to train (at most: between 262,144 and 1,048,576 rows they are cut into a "
+        "multiple of 4 even chunks, so that the four default partitions are even; Dask and "
+        "Zarr input keep their chunks), and oocgbdt convert's Zarr datasets.",
     ),
     Param(
         "cache", "auto", (), "str", _one_of(("auto", "memory", "disk")),

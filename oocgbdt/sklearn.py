@@ -69,7 +69,8 @@ _PARAMS_DOC = """
         the whole eval set gathered where the loop runs
         (:class:`oocgbdt.core.metrics.CallableMetric`).
     chunk_rows : int, default 65536
-        Rows per chunk for in-memory input (Dask/Zarr input keeps its chunks).
+        Most rows per chunk for in-memory input (Dask/Zarr input keeps its chunks; see
+        :func:`oocgbdt.dask.inputs.in_memory_chunk_rows`).
     colsample_bytree : float in (0, 1], default 1.0
         Share of the features drawn at random for each tree (LightGBM ``feature_fraction``).
     subsample : float in (0, 1], default 1.0

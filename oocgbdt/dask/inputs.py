@@ -34,6 +34,7 @@ import zarr
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 from oocgbdt.core.categories import (auto_categorical, categorical_columns, check_frame_columns,
                                      encode_frame, frame_categories, is_frame, merge_categories)
+from oocgbdt.core.partitioning import MIN_PARTITIONS, MIN_ROWS, TARGET_ROWS
 from oocgbdt.io.dataset import Dataset
 from oocgbdt.runtime.cluster import find_client
 
@@ -42,7 +43,7 @@ __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs
            "as_row_chunked", "align_rows", "check_values", "TrainingInputs", "training_inputs",
            "check_labels_and_weights", "check_group", "check_position", "query_chunks",
            "align_to_queries", "init_score_array", "init_score_inputs", "check_init_scores",
-           "map_rows", "distinct_values"]
+           "map_rows", "distinct_values", "in_memory_chunk_rows"]
 
 
 def is_lazy(obj) -> bool:
@@ -294,6 +295,40 @@ def _open_zarr(obj, name):
     return node
 
 
+def in_memory_chunk_rows(n_rows: int, chunk_rows: int) -> int:
+    """Rows per chunk of in-memory input (NumPy, scipy.sparse) of ``n_rows`` rows, at most
+    ``chunk_rows``.
+
+    Between ``MIN_PARTITIONS * MIN_ROWS`` (262,144) and ``MIN_PARTITIONS * TARGET_ROWS``
+    (1,048,576) rows, the default partitioning aims at ``MIN_PARTITIONS`` (4) partitions of a
+    quarter of the rows each, made of whole chunks (:mod:`oocgbdt.core.partitioning`); the rows
+    are then cut into a multiple of 4 chunks of even size, so that the partitions are even.
+    Chunks of exactly ``chunk_rows`` rows would leave the last partition short: 400,000 rows
+    in chunks of 65,536 make partitions of 131,072, 131,072, 131,072 and 6,784 rows, whose
+    per-partition steps keep one of two threads (or workers) waiting; even chunks of 50,000
+    make four of 100,000. Outside that range, and when one chunk holds every row, the chunks
+    are ``chunk_rows`` rows.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows of the input.
+    chunk_rows : int, >= 1
+        Most rows per chunk (the ``chunk_rows`` parameter).
+
+    Returns
+    -------
+    int
+        Rows per chunk (the last chunk may hold fewer), between 1 and ``chunk_rows``.
+    """
+    n_rows, chunk_rows = int(n_rows), max(1, int(chunk_rows))
+    n_chunks = -(-n_rows // chunk_rows)
+    if n_chunks <= 1 or not (MIN_PARTITIONS * MIN_ROWS <= n_rows <= MIN_PARTITIONS * TARGET_ROWS):
+        return chunk_rows
+    n_chunks = -(-n_chunks // MIN_PARTITIONS) * MIN_PARTITIONS
+    return -(-n_rows // n_chunks)
+
+
 def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
                   numeric: bool = True, allow_empty: bool = False) -> da.Array:
     """Wrap ``obj`` as a Dask array with ``ndim`` dimensions, chunked along rows only.
@@ -306,7 +341,8 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
     ndim : int
         Expected number of dimensions (2 for features, 1 for labels and weights).
     chunk_rows : int, optional
-        Rows per chunk for in-memory input (NumPy); ignored for Dask and Zarr input.
+        Most rows per chunk for in-memory input (NumPy, scipy.sparse;
+        :func:`in_memory_chunk_rows`); ignored for Dask and Zarr input.
     numeric : bool, default True
         Require a numeric (or bool) dtype; False for class labels, which may be strings.
     allow_empty : bool, default False
@@ -340,7 +376,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
             raise TypeError(f"{name} must have a numeric dtype, got dtype {a.dtype}.")
         if a.dtype != X_DTYPE:
             a = a.astype(X_DTYPE)
-        rows = max(1, int(chunk_rows or a.shape[0] or 1))
+        rows = in_memory_chunk_rows(a.shape[0], chunk_rows or a.shape[0] or 1)
         # name=False: a random name instead of a hash of every stored value (about 30 ms on
         # a 200k x 1,205 one-hot matrix); in-memory data is not deduplicated across graphs
         arr = da.from_array(a, chunks=(rows, max(a.shape[1], 1)), asarray=False, name=False)
@@ -357,7 +393,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
                 raise TypeError(f"{name} must be numeric; it is an object array holding a value "
                                 f"that is not a number ({e}). Encode strings or categories as "
                                 f"numbers first.") from None
-        rows = max(1, int(chunk_rows or a.shape[0] or 1))
+        rows = in_memory_chunk_rows(a.shape[0], chunk_rows or a.shape[0] or 1)
         arr = da.from_array(a, chunks=(rows,) + a.shape[1:], name=False)  # as above
     if arr.ndim != ndim:
         _bad_ndim(name, ndim, arr.ndim, arr.shape)

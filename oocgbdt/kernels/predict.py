@@ -448,9 +448,13 @@ def leaves_by_walk(X_binned, rows, split_column, split_start, split_n_bins, spli
     Routing reads a row once per level at one column, so on row-major bins that are not in
     cache each level costs a cache line per row; a walk reads the row's line once for every
     level. Four rows walk in lock step, as in :func:`leaves_binned` (a leaf is a node whose
-    children are itself), each node's feature read off its bundle column as
-    :func:`~oocgbdt.kernels.bundling.next_node_bundled` does. A tree with a categorical node
-    is walked one row at a time by ``next_node_bundled``.
+    children are itself), the rows of the group after next prefetched, each node's feature
+    read off its bundle column as :func:`~oocgbdt.kernels.bundling.next_node_bundled` does,
+    with selections instead of branches (a branch per node cost about 20 ns per step, a
+    compiled call per node about 40). A tree with a categorical node is walked one row at a
+    time by ``next_node_bundled``. Measured on the 175k rows a 30% bagging round leaves out of
+    250,000 x 100 uint8 row-major bins, 31 leaves, one thread, caches flushed: 3.3 ms against
+    7.7-8.8 ms for :func:`leaves_by_routing`.
 
     Parameters
     ----------

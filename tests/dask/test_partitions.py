@@ -55,6 +55,30 @@ def test_default_partition_rows_by_hand():
     assert np.diff(partition_bounds(chunks, groups)).tolist() == [262144, 262144, 262144, 213568]
 
 
+@pytest.mark.parametrize("n_rows", [262_144, 300_000, 400_000, 400_001, 777_777, 1_000_000,
+                                    1_048_576])
+def test_in_memory_rows_in_the_four_partition_range_make_four_even_partitions(n_rows):
+    """NumPy and sparse rows of 262,144 to 1,048,576 are cut into even chunks of at most
+    chunk_rows rows, so the default rule makes four partitions that differ by less than one
+    row per chunk (exactly chunk_rows-row chunks left 400,000 rows a 6,784-row partition)."""
+    import scipy.sparse as sp
+    from oocgbdt.dask.inputs import as_row_chunked
+    for X in (np.zeros((n_rows, 1), np.float32), sp.csr_matrix((n_rows, 3), dtype=np.float32)):
+        chunks = as_row_chunked(X, "X", 65536).chunks[0]
+        assert max(chunks) <= 65536 and len(chunks) % 4 == 0
+        groups = group_chunks(chunks, default_partition_rows(n_rows, 100, 400))
+        sizes = np.diff(partition_bounds(chunks, groups))
+        assert len(sizes) == 4 and sizes.max() - sizes.min() < len(chunks)
+
+
+def test_in_memory_chunks_outside_the_four_partition_range_are_chunk_rows():
+    from oocgbdt.dask.inputs import as_row_chunked
+    for n_rows, chunk_rows, want in ((200_000, 65536, 65536), (2_000_000, 65536, 65536),
+                                     (400_000, 10 ** 6, 400_000), (3000, 700, 700)):
+        chunks = as_row_chunked(np.zeros((n_rows, 1), np.float32), "X", chunk_rows).chunks[0]
+        assert chunks[0] == want and sum(chunks) == n_rows
+
+
 def test_partitioned_model_equals_the_model_on_data_stored_in_those_partitions(client):
     """Oracle: grouping chunks of 500 rows into partitions of >= 1200 rows (1500, 1500, 1500,
     500) trains the model of data stored in chunks of exactly those sizes (one per partition),
