@@ -849,14 +849,15 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
     grower's :attr:`~oocgbdt.core.grower.TreeGrower.routed`): only the rows of segments whose
     last split no pass routed are decided, at that split, instead of every row walked from the
     root. The same leaves. In a sampled round (``data.rows`` set), the round's rows are placed
-    so from their segments and the rows it left out are routed down the finished tree
-    (:func:`~oocgbdt.kernels.predict.leaves_by_routing`): about half the time of walking every
-    row (measured on 131,072 x 50 bins, 30% bagging). Without ``rows`` (evaluation partitions)
-    every row is walked.
+    so from their segments and the rows it left out are walked from the root on the row-major
+    bins (:func:`~oocgbdt.kernels.predict.leaves_by_walk`). Without ``rows`` (evaluation
+    partitions) every row is walked.
 
-    ``by_column``: route the left-out rows from the partition's column-major copy of the bins
-    (``PartitionData.column_cache``, made here if the passes have not made it; in memory only),
-    as the passes route in process (:func:`start_split_many`). The same leaves.
+    ``by_column``: route the left-out rows down the finished tree from the partition's
+    column-major copy of the bins instead (:func:`~oocgbdt.kernels.predict.leaves_by_routing`;
+    ``PartitionData.column_cache``, made here if the passes have not made it; in memory only),
+    as the passes route in process (:func:`start_split_many`): about half the time of walking
+    every row (measured on 131,072 x 50 bins, 30% bagging). The same leaves.
     """
     t = tree_arrays
     X = partition_bins(data)
