@@ -36,7 +36,8 @@ def bin_sample(X: da.Array, params: dict, compute):
     Chunks of scipy.sparse rows are stacked in one task (``scipy.sparse.vstack``): Dask's own
     concatenation of a sparse array first stacks each row of chunks along the columns (a
     general, slow stack even of one chunk) and then the rows; on the 160,000 x 1,205 one-hot
-    rows of ``benchmarks.setup``, 15-440 ms against 10-13 ms (threaded scheduler, measured).
+    rows of ``benchmarks.setup``, 13-439 ms over 40 repeats (one in six above 150 ms) against
+    10-23 ms (threaded scheduler, measured).
     """
     idx = sample_row_indices(int(X.shape[0]), int(params["bin_construct_sample_cnt"]),
                              int(params["seed"]))
