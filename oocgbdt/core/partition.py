@@ -23,8 +23,7 @@ from oocgbdt.kernels.categorical import construct_bitset
 from oocgbdt.kernels.routing import (CATEGORICAL_NODE, SKEWED_SHARE, column_major_copy,
                                      split_rows)
 from oocgbdt.kernels.predict import (add_leaf_values, leaves_binned, leaves_by_routing,
-                                    leaves_by_walk,
-                                     leaves_by_segment, predict_binned)
+                                     leaves_by_segment, leaves_by_walk, predict_binned)
 
 __all__ = [
     "PartitionData", "TreeRows", "tree_rows_only", "partition_bins", "partition_init", "partition_from_raw", "partition_conflict_stats", "partition_add_score", "partition_set_init_scores", "partition_gradients", "partition_set_positions", "partition_position_sums", "partition_compact_columns", "partition_root",

@@ -376,44 +376,28 @@ def leaves_by_routing(X_binned, rows, split_column, split_start, split_n_bins, s
 def _walk_tables_bundled(split_column, split_start, split_n_bins, split_raw, threshold_bin,
                          default_left, missing_type, default_bin, nan_bin, left_child,
                          right_child):
-    """Per node, the tables of :func:`leaves_by_walk`: those of :func:`_walk_tables` plus each
-    node's bundle layout as bounds, so that reading a feature's bin off its bundle is a
-    selection, not a branch (:func:`_bin_in_bundle`); a raw column's bounds take every value
-    as it is. Leaf ``l`` is node ``n_nodes + l``, whose children are itself."""
+    """Per node, the tables of :func:`leaves_by_walk`: those of :func:`_walk_tables` (each
+    node's column in place of its feature) plus each node's bundle layout as bounds, so that
+    reading a feature's bin off its bundle is a selection, not a branch
+    (:func:`_bin_in_bundle`); a raw column's bounds take every value as it is."""
+    column, threshold, missing_bin, default, child = _walk_tables(
+        split_column, threshold_bin, default_left, missing_type, default_bin, nan_bin,
+        left_child, right_child)
     n_nodes = left_child.shape[0]
-    total = 2 * n_nodes + 1
+    total = column.shape[0]
     big = np.int64(2 ** 62)
-    column = np.zeros(total, dtype=np.int64)
     lo = np.full(total, -1, dtype=np.int64)
     hi = np.full(total, big, dtype=np.int64)
     shift_at = np.full(total, big, dtype=np.int64)
     default_b = np.zeros(total, dtype=np.int64)
-    threshold = np.zeros(total, dtype=np.int64)
-    missing_bin = np.full(total, -1, dtype=np.int64)
-    default = np.zeros(total, dtype=np.bool_)
     categorical = np.zeros(total, dtype=np.bool_)
-    child = np.empty(2 * total, dtype=np.int64)
     for k in range(n_nodes):
-        column[k] = split_column[k]
         if not split_raw[k]:
             lo[k] = split_start[k]
             hi[k] = split_start[k] + split_n_bins[k] - 1
             shift_at[k] = default_bin[k]
         default_b[k] = default_bin[k]
-        threshold[k] = threshold_bin[k]
-        default[k] = default_left[k]
         categorical[k] = missing_type[k] == 3
-        if missing_type[k] == 2:
-            missing_bin[k] = nan_bin[k]
-        elif missing_type[k] == 1:
-            missing_bin[k] = default_bin[k]
-        c = left_child[k]
-        child[2 * k] = c if c >= 0 else n_nodes + ~c
-        c = right_child[k]
-        child[2 * k + 1] = c if c >= 0 else n_nodes + ~c
-    for k in range(n_nodes, total):
-        child[2 * k] = k
-        child[2 * k + 1] = k
     return column, lo, hi, shift_at, default_b, threshold, missing_bin, default, categorical, child
 
 
