@@ -15,7 +15,23 @@ import scipy.sparse as sp
 from oocgbdt.core.bin_mapper import BinMapper, sample_row_indices
 from oocgbdt.core.executor import fit_threads
 
-__all__ = ["sample_row_indices", "bin_sample", "sample_key", "fit_bin_mapper"]
+__all__ = ["sample_row_indices", "sampled_chunks", "bin_sample", "sample_key", "fit_bin_mapper"]
+
+
+def sampled_chunks(X: da.Array, idx):
+    """Per row chunk of ``X`` holding rows of the sample ``idx`` (sorted global row indices,
+    or None for every row): ``(chunk index, its delayed block, the sampled rows' indices in the
+    chunk or None for all, how many)``, in row order; chunks without sampled rows are skipped."""
+    bounds = np.concatenate(([0], np.cumsum(X.chunks[0]))).astype(np.int64)
+    for i, block in enumerate(X.to_delayed().ravel()):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        if idx is None:
+            local, n_local = None, hi - lo
+        else:
+            a, b = np.searchsorted(idx, [lo, hi])
+            local, n_local = idx[a:b] - lo, int(b - a)
+        if n_local:
+            yield i, block, local, n_local
 
 
 def _sampled_rows(block, local_rows):
@@ -43,16 +59,8 @@ def bin_sample(X: da.Array, params: dict, compute):
                              int(params["seed"]))
     if not sp.issparse(getattr(X, "_meta", None)) or X.numblocks[1] != 1:
         return compute(X if idx is None else X[idx])
-    bounds = np.concatenate(([0], np.cumsum(X.chunks[0]))).astype(np.int64)
-    parts = []
-    for i, block in enumerate(X.to_delayed().ravel()):
-        local = None
-        if idx is not None:
-            a, b = np.searchsorted(idx, [bounds[i], bounds[i + 1]])
-            if a == b:
-                continue
-            local = idx[a:b] - bounds[i]
-        parts.append(dask.delayed(_sampled_rows, pure=True)(block, local))
+    parts = [dask.delayed(_sampled_rows, pure=True)(block, local)
+             for _, block, local, _ in sampled_chunks(X, idx)]
     if not parts:  # no row at all: Dask's own (empty) result
         return compute(X if idx is None else X[idx])
     return compute(dask.delayed(_stack_rows, pure=True)(parts))

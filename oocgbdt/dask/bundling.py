@@ -20,7 +20,7 @@ import numpy as np
 
 from oocgbdt.core.bundler import (ConflictCounts, FeatureBundler, conflict_mode,
                                   merge_conflicts, no_bundle_possible, sparse_chunk_conflicts)
-from oocgbdt.dask.binning import sample_key, sample_row_indices
+from oocgbdt.dask.binning import sample_key, sample_row_indices, sampled_chunks
 
 __all__ = ["fit_bundler", "conflict_counts", "sample_nondefault_counts"]
 
@@ -45,18 +45,9 @@ def conflict_counts(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt
     n_rows, n_features = X.shape
     idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]), int(params["seed"]))
     mode = conflict_mode(n_features)
-    bounds = np.concatenate(([0], np.cumsum(X.chunks[0]))).astype(np.int64)
     bm = dask.delayed(bin_mapper, pure=True)
     parts, offset = [], 0
-    for i, block in enumerate(X.to_delayed().ravel()):
-        lo, hi = int(bounds[i]), int(bounds[i + 1])
-        if idx is None:
-            local, n_local = None, hi - lo
-        else:
-            a, b = np.searchsorted(idx, [lo, hi])
-            local, n_local = idx[a:b] - lo, int(b - a)
-        if n_local == 0:
-            continue
+    for i, block, local, n_local in sampled_chunks(X, idx):
         parts.append(dask.delayed(_count_chunk, pure=True)(block, local, bm, mode, offset,
                                                            dask_key_name=f"{key}-count-{i}"))
         offset += n_local
