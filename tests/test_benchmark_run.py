@@ -101,3 +101,21 @@ def test_process_tree_memory_sees_children():
     assert mem.peak(t0, t1) >= mem.at(t0) + 64 * 2**20 * 0.9
     series = mem.series(t0, t1)
     assert series and all(0 <= t <= t1 - t0 + 1 for t, _ in series)
+
+
+def test_alternating_rounds_and_median_run():
+    """Repeated runs rotate the order (every tool runs first once in len(tools) rounds) and the
+    ratios read the median run of each label."""
+    from benchmarks import run as suite
+    kinds = ["a", "b", "c"]
+    pairs = suite.alternating_rounds(kinds, 3)
+    assert [k for k, _ in pairs] == [0, 0, 0, 1, 1, 1, 2, 2, 2]
+    rounds = [[x for k, x in pairs if k == r] for r in range(3)]
+    assert [r[0] for r in rounds] == ["a", "b", "c"]
+    assert all(sorted(r) == kinds for r in rounds)
+    recs = [dict(scenario="inmemory", label="a", status="ok", wall_seconds=w, repeat=i)
+            for i, w in enumerate([30.0, 10.0, 20.0])]
+    assert suite._median_run(recs, "inmemory", "a")["wall_seconds"] == 20.0
+    recs[2]["status"] = "failed"  # two ok runs left: the lower middle
+    assert suite._median_run(recs, "inmemory", "a")["wall_seconds"] == 10.0
+    assert suite._median_run(recs, "inmemory", "b") is None
