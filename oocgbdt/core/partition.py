@@ -304,19 +304,45 @@ class PassWork:
 
 def build_block(work: PassWork, block: int, n_blocks: int) -> None:
     """Add block ``block`` of ``n_blocks`` consecutive blocks of ``work``'s columns into its
-    histograms (in place; every block must be built once before :func:`finish_pass`)."""
+    histograms (in place; every block must be built once before :func:`finish_pass`).
+
+    A block whose histogram slice exceeds :data:`HIST_BLOCK_BYTES` is added as consecutive
+    sub-blocks under that size, one after another on this thread (:func:`cache_blocks`): every
+    cell still gets the same additions in the same row order."""
     n = work.columns.shape[0]
-    cols = work.columns[n * block // n_blocks:n * (block + 1) // n_blocks]
+    lo, hi = n * block // n_blocks, n * (block + 1) // n_blocks
+    k = cache_blocks(work, hi - lo)
     # every row in order (a root on all rows or on a compact subset): the kernels read no index
     lists = [None] if work.every_row else work.row_lists
-    if _is_quantized(work.gradients):
-        for j, r in enumerate(lists):
-            build_histogram_int(work.X, work.offsets, cols, work.gradients, r, work.hist[j],
-                                block == 0)
-        return
+    quantized = _is_quantized(work.gradients)
     for j, r in enumerate(lists):
-        build_histogram_block(work.X, work.offsets, cols, work.gradients, work.hessians, r,
-                              work.hist[j], block == 0)
+        for b in range(k):
+            cols = work.columns[lo + (hi - lo) * b // k:lo + (hi - lo) * (b + 1) // k]
+            count_rows = block == 0 and b == 0
+            if quantized:
+                build_histogram_int(work.X, work.offsets, cols, work.gradients, r, work.hist[j],
+                                    count_rows)
+            else:
+                build_histogram_block(work.X, work.offsets, cols, work.gradients,
+                                      work.hessians, r, work.hist[j], count_rows)
+
+
+#: The most bytes of histogram one kernel call adds into (about): a partition's pass on 100 x
+#: 255 bins (408 KB of float64 pairs) built as two column blocks of 204 KB took 0.125 s per tree
+#: on 500k rows and one thread against 0.144 s as one block; 50 columns as one block 0.056 s
+#: against 0.059 s as two (a miss in the 64 pages the core's first-level TLB maps is the
+#: likely cause: the histogram's cells are touched at random).
+HIST_BLOCK_BYTES = 2 ** 18
+
+
+def cache_blocks(work: PassWork, n_columns: int) -> int:
+    """Sub-blocks that :func:`build_block` cuts ``n_columns`` of ``work``'s columns into, so
+    that each adds into at most about :data:`HIST_BLOCK_BYTES` of one histogram (estimated
+    from the histogram's bytes per column of ``work.X``)."""
+    if n_columns <= 1:
+        return 1
+    per_column = work.hist[0].nbytes / max(1, work.X.shape[1])
+    return int(min(n_columns, max(1, -(-int(n_columns * per_column) // HIST_BLOCK_BYTES))))
 
 
 def block_count(cells: int, n_threads: int) -> int:
@@ -521,6 +547,9 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
     ``prev`` is the previous pass's ``(TreeRows, histograms)`` result of this partition, consumed:
     leaves own disjoint segments of ``TreeRows.order``, so each split partitions its segment in
     place; the left child keeps the leaf's id, the right child gets its ``right_leaves`` id.
+    Bins held in memory are routed from their column-major copy (``by_column`` of
+    :func:`start_split_many`): on 500k x 100 rows and one thread, 0.124 -> 0.108 s of passes
+    per tree.
 
     Returns
     -------
@@ -529,7 +558,7 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
         The built children's histograms, stacked in :meth:`SplitPlan.built` order (one ndarray,
         so :func:`sum_histograms` adds passes' partials as it adds single histograms).
     """
-    return _built(start_split_many(data, prev, class_idx, meta, plan))
+    return _built(start_split_many(data, prev, class_idx, meta, plan, by_column=True))
 
 
 def start_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta,

@@ -150,8 +150,8 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
     n_places : int
         Workers holding partitions (1 in process or on one worker).
     threads : int
-        Threads per worker (in process: the executor's). One place with several threads
-        holds the training bins twice with the memory cache (row- and column-major).
+        Threads per worker (in process: the executor's). With the memory cache, the training
+        bins are held twice (row- and column-major).
     weighted : dict
         ``{set name: bool}``: whether the set has row weights.
     sparse : bool, default False
@@ -209,10 +209,9 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
         compact = int(rows * row_bytes * (sampled + screened))  # both: an upper bound
         if mode == "memory":
             bins = rows * row_bytes + eval_bins + compact
-            if n_places == 1 and int(threads) > 1:
-                # the loop on threads routes from a column-major copy of the training bins
-                # (oocgbdt.core.partition.start_split_many)
-                bins += rows * row_bytes
+            # passes route from a column-major copy of the training bins
+            # (oocgbdt.core.partition.start_split_many)
+            bins += rows * row_bytes
             read_buffers = 0
             raw = 0 if sparse or raw_in_memory else RAW_READ_FACTOR * largest * n_features * 4
             loading = busy * (raw + largest_bins)

@@ -20,7 +20,13 @@ def _data(seed=0, n=3000, F=12):
 
 @pytest.mark.parametrize("columns", [None, [1, 2, 3, 7, 8, 11]])
 @pytest.mark.parametrize("n_blocks", [2, 3, 5])
-def test_a_pass_built_by_column_blocks_equals_one_build_and_numpy(columns, n_blocks):
+@pytest.mark.parametrize("block_bytes", [None, 4096])
+def test_a_pass_built_by_column_blocks_equals_one_build_and_numpy(columns, n_blocks,
+                                                                  block_bytes, monkeypatch):
+    """Column blocks, and the sub-blocks a block is cut into under ``HIST_BLOCK_BYTES`` (4,096
+    bytes: blocks of one to three columns here), add what NumPy adds."""
+    if block_bytes is not None:
+        monkeypatch.setattr(partition, "HIST_BLOCK_BYTES", block_bytes)
     rng, offsets, X, g, h = _data()
     cols = np.arange(X.shape[1], dtype=np.int64) if columns is None else np.array(columns, np.int64)
     row_lists = [np.sort(rng.choice(X.shape[0], m, replace=False)).astype(np.int32)
@@ -31,6 +37,8 @@ def test_a_pass_built_by_column_blocks_equals_one_build_and_numpy(columns, n_blo
         return partition.PassWork(None, X, offsets, cols, g, h, row_lists, hist)
 
     one = work()
+    subs = partition.cache_blocks(one, len(cols))
+    assert subs == 1 if block_bytes is None else subs >= len(cols) // 3
     partition.build_block(one, 0, 1)
     blocks = work()
     for b in reversed(range(n_blocks)):  # any order: each block owns its columns
@@ -40,8 +48,31 @@ def test_a_pass_built_by_column_blocks_equals_one_build_and_numpy(columns, n_blo
     for j, rows in enumerate(row_lists):
         ref = np.zeros((offsets[-1], 2))
         build_histogram_naive(X, offsets, cols, g, h, rows, ref)
-        np.testing.assert_allclose(blocks.hist[j], ref, rtol=1e-12, atol=1e-9)
-        assert blocks.hist[j, 0, 0] == len(rows)  # the count row added once, not per block
+        np.testing.assert_allclose(one.hist[j], ref, rtol=1e-12, atol=1e-9)
+        assert one.hist[j, 0, 0] == len(rows)  # the count row added once, not per block
+
+
+@pytest.mark.parametrize("block_bytes", [None, 2048])
+def test_a_quantized_pass_built_by_column_blocks_equals_numpy(block_bytes, monkeypatch):
+    """Integer histograms by blocks and sub-blocks: the naive twin's integers exactly."""
+    from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int_naive
+    if block_bytes is not None:
+        monkeypatch.setattr(partition, "HIST_BLOCK_BYTES", block_bytes)
+    rng, offsets, X, _, _ = _data(seed=3)
+    n = X.shape[0]
+    packed = ((rng.integers(-8, 9, size=n).astype(np.int64) << 32)
+              + rng.integers(0, 9, size=n)).astype(QUANT_DTYPE)
+    cols = np.arange(X.shape[1], dtype=np.int64)
+    row_lists = [np.sort(rng.choice(n, m, replace=False)).astype(np.int32) for m in (900, 40)]
+    hist = np.zeros((2, offsets[-1], 1), dtype=QUANT_DTYPE)
+    work = partition.PassWork(None, X, offsets, cols, packed, packed, row_lists, hist)
+    assert (partition.cache_blocks(work, len(cols)) > 1) == (block_bytes is not None)
+    for b in range(2):
+        partition.build_block(work, b, 2)
+    for j, rows in enumerate(row_lists):
+        ref = np.zeros((offsets[-1], 1), dtype=np.int64)
+        build_histogram_int_naive(X, offsets, cols, packed, rows, ref)
+        np.testing.assert_array_equal(work.hist[j], ref)
 
 
 def test_block_count_gives_each_thread_a_block_unless_blocks_get_too_small(monkeypatch):

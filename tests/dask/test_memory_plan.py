@@ -48,7 +48,8 @@ def test_plan_terms_follow_the_documented_arithmetic():
     # and the eval partition (the last block: the second place), raw score 8 + label 4 per row
     assert second["per_row_state"] == 150 * 28 + 100 * (8 + 16) + 40 * 12
     assert first["per_row_state"] == 100 * 28 + 100 * (8 + 16)
-    assert second["bins"] == (150 + 40) * 5
+    # training bins row- and column-major (passes route from the column copy), eval bins once
+    assert second["bins"] == (2 * 150 + 40) * 5
     assert second["histograms"] == 7 * h
     assert second["partials"] == int(2 * 1 * h * (1 + 1 / 8))
     assert second["loading"] == 3 * 100 * 5 * 4 + 100 * 5  # raw rows read 3x, and their bins
@@ -66,7 +67,7 @@ def test_plan_counts_eval_rows_at_their_own_width():
     common = dict(partition_rows=rows, n_outputs=1, n_features=20, row_bytes=5, n_hist_bins=101,
                   n_places=2, threads=1, weighted={}, baseline=0, eval_row_bytes=20)
     _, mem = plan_memory(params, mode="memory", **common)
-    assert mem["bins"] == 150 * 5 + 40 * 20
+    assert mem["bins"] == 2 * 150 * 5 + 40 * 20
     assert mem["loading"] == 3 * 100 * 20 * 4 + 40 * 20  # the eval partition's bins are wider
     _, disk = plan_memory(params, mode="disk", **common)
     assert disk["read_buffers"] == 40 * 20 and disk["bins"] == 0
