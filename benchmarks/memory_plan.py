@@ -9,7 +9,8 @@ labels), few columns so that the per-row state is the plan's largest term after 
 
 1. ``too large``: rows chosen so that the plan (:func:`oocgbdt.dask.memory_plan.plan_memory`)
    exceeds the usable share of the limit (:func:`~oocgbdt.dask.memory_plan.usable_fraction`)
-   by about 15% (``rows alone``: the per-row state is over before the bins are known,
+   by about 15% (``rows alone``: the baselines and per-row state are over before the bins are
+   known,
    :func:`~oocgbdt.dask.memory_plan.check_rows`, before any task) and by one storage chunk
    (``whole plan``: found once the bins are fitted on their sample; on a client's cluster
    the labels are read after the plan): the time until ``train`` raises ``MemoryError``, and
@@ -102,6 +103,17 @@ def rows_for(share, usable, features, params, n_workers, threads):
     return lo * CHUNK_ROWS
 
 
+def rows_alone_over(share, usable, params, n_workers):
+    """The fewest rows (a multiple of ``CHUNK_ROWS``) whose workers' baselines and per-row
+    state (:func:`oocgbdt.dask.memory_plan.check_rows`'s bound) exceed ``share`` x the
+    ``usable`` bytes of each of ``n_workers`` workers together."""
+    from oocgbdt.dask.memory_plan import WORKER_BASELINE_BYTES, _train_row_state
+    from oocgbdt.params import resolve_params
+    per_row = _train_row_state(resolve_params(params), 1, False)
+    rows = n_workers * (share * usable - WORKER_BASELINE_BYTES) / per_row
+    return (math.floor(rows / CHUNK_ROWS) + 1) * CHUNK_ROWS
+
+
 PAUSE = re.compile(r"Pausing worker", re.I)
 RESTART = re.compile(r"restart|exceeded \d+% memory budget|killed|Worker process \d+ was "
                      r"killed|Nanny asking worker to close", re.I)
@@ -183,9 +195,9 @@ def main(argv=None) -> int:
           f"{os.getloadavg()[0]:.2f}", flush=True)
     fitting = {m: rows_for(args.share, usable, args.features, fit_params(m, rounds), n_workers,
                            threads) for m in modes}
-    # about 15% over the usable share: the plan, not a guess, says it cannot fit
-    too_large = rows_for(1.15, usable, args.features, fit_params("memory", rounds), n_workers,
-                         threads) + CHUNK_ROWS
+    # about 15% over the usable share by the rows alone (baselines and per-row state, the
+    # bound checked before any data is read): the plan, not a guess, says it cannot fit
+    too_large = rows_alone_over(1.15, usable, fit_params("memory", rounds), n_workers)
     # one chunk over the usable share by the whole plan, under it by the rows alone
     just_over = rows_for(1.0, usable, args.features, fit_params("memory", rounds), n_workers,
                          threads) + CHUNK_ROWS
