@@ -883,9 +883,11 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
 
     ``by_column``: route the left-out rows down the finished tree from the partition's
     column-major copy of the bins instead (:func:`~oocgbdt.kernels.predict.leaves_by_routing`;
-    ``PartitionData.column_cache``, made here if the passes have not made it; in memory only),
-    as the passes route in process (:func:`start_split_many`): about half the time of walking
-    every row (measured on 131,072 x 50 bins, 30% bagging). The same leaves.
+    ``PartitionData.column_cache``, made here if the passes have not made it; bins in memory
+    only: the disk cache's are walked), as the passes route (:func:`start_split_many`). The
+    loop always asks for it. About half the time of walking every row (131,072 x 50 bins, 30%
+    bagging); on 2 workers (1M x 100, 30% bagging) a tree took 0.122 s against 0.128-0.138 s
+    with the walk. The same leaves.
     """
     t = tree_arrays
     X = partition_bins(data)

@@ -535,8 +535,8 @@ def test_max_leaves_per_pass_with_depthwise_is_an_error():
 def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monkeypatch, extra):
     """``partition_apply_tree`` given the rows' grouping by leaf finds each row's leaf with one
     decision (``leaves_by_segment``), and in sampled rounds routes the rows left out down the
-    tree from column-major bins (``leaves_by_routing``, several threads) or walks them from
-    row-major ones (``leaves_by_walk``, one thread, as on workers): the same leaves as walking
+    tree from column-major bins (``leaves_by_routing``, bins in memory) or walks them from
+    row-major ones (``leaves_by_walk``, as with the disk cache): the same leaves as walking
     every row from the root, so the same model bit for bit (the oracle: training with the
     grouping withheld), whatever the growth policy, lookahead, depth limit, bundling, sampling
     or number of outputs."""
@@ -580,10 +580,16 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
     monkeypatch.setattr(partition_mod, "leaves_by_walk", spy_walk)
     fast = fit_in_process(params, X, y, executor=LocalExecutor(n_threads=2))
     n_fast = len(used)
-    one_thread = fit_in_process(params, X, y, executor=LocalExecutor(n_threads=1))
-    # Without the grower's routed flags every row of a segment is decided at its last split.
     import oocgbdt.core.boosting as boosting_mod
     apply = boosting_mod.partition_apply_tree
+    assert (sum(walked_rows) > 0) is False  # bins in memory: left-out rows are routed
+
+    def by_walk(data, arrays, class_idx, rows=None, by_column=False):
+        return apply(data, arrays, class_idx, rows, False)  # as with the disk cache's bins
+
+    monkeypatch.setattr(boosting_mod, "partition_apply_tree", by_walk)
+    one_thread = fit_in_process(params, X, y, executor=LocalExecutor(n_threads=1))
+    # Without the grower's routed flags every row of a segment is decided at its last split.
 
     def without_flags(data, arrays, class_idx, rows=None, by_column=False):
         return apply(data, {k: v for k, v in arrays.items() if k != "routed"}, class_idx, rows,
@@ -600,7 +606,7 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
     assert n_fast > 0  # the segments were used
     sampled = "bagging_fraction" in extra or "data_sample_strategy" in extra
     assert (sum(routed_rows) > 0) == sampled  # left-out rows were routed in sampled rounds
-    assert (sum(walked_rows) > 0) == sampled  # and walked on one thread
+    assert (sum(walked_rows) > 0) == sampled  # and walked when asked
     for got in (fast, one_thread, decided):
         assert got.to_dict() == walked.to_dict()
         np.testing.assert_array_equal(got.predict(X, raw_score=True),
