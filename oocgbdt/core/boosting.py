@@ -482,11 +482,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 if meta.bundled and eval_chunks:
                     eval_h = executor.scatter(dict(tree.binned_arrays(meta.default_bins, meta.n_bins),
                                                    leaf_value=arrays["leaf_value"]))
-                # The passes route bins held in memory from their column-major copy; so do a
-                # sampled round's left-out rows here (see partition_apply_tree).
                 partitions = executor.map(partition_apply_tree, partitions, [arrays_h] * n, [k] * n,
-                                          tree_rows, [True] * n, key=f"{tree_key}-apply",
-                                          consume=0)
+                                          tree_rows, key=f"{tree_key}-apply", consume=0)
                 del tree_rows
                 # The tree's true leaf counts, counted as it is applied (one small gather; the
                 # next tree's pass needs the applied scores anyway).

@@ -231,17 +231,14 @@ class HistogramSource:
         self._bound_pool()
         return totals, split
 
-    def _run_pass(self, task, start, finish, iterables, key, consume=None, start_extra=(),
-                  shared=True):
+    def _run_pass(self, task, start, finish, iterables, key, consume=None, shared=True):
         """Handles of a pass's per-partition results: ``task`` per partition, or, on an
         executor whose threads share a pass (:attr:`LocalExecutor.kernel_threads`), ``start``
         per partition (routing), each adding its histograms' column blocks
         (:func:`build_block`) to the shared calls as soon as it is routed (so unequal
         partitions keep every thread busy and no thread waits for the slowest routing; see
         :func:`start_pass_work`), then ``finish``.
-        The same values. ``start_extra``: more iterables for ``start`` only (in process, split
-        passes route from a column-major copy of the bins: see :func:`start_split_many`).
-        ``shared`` False: a small pass, run on this thread alone (same values)."""
+        The same values. ``shared`` False: a small pass, run on this thread alone (same values)."""
         b = self.executor
         threads = getattr(b, "kernel_threads", None)
         if threads is None:
@@ -250,7 +247,7 @@ class HistogramSource:
         n = len(iterables[0])
         works = [None] * n
         calls = [partial(start_pass_work, start, threads.n_threads if shared else 1, works, i,
-                         *args) for i, args in enumerate(zip(*iterables, *start_extra))]
+                         *args) for i, args in enumerate(zip(*iterables))]
         if shared:
             threads.share(calls)
         else:
@@ -345,7 +342,7 @@ class HistogramSource:
         self._rows = self._run_pass(partition_split_many, start_split_many, finish_split_pass,
                                     (self.partitions, self._rows, [self.class_idx] * n,
                                      [self.meta] * n, [plan] * n), f"{tag}-route", consume=1,
-                                    start_extra=([True] * n,), shared=shared)
+                                    shared=shared)
         parts = self._sum_pass(self._rows, f"{tag}-sum")
         parents = [t[4] for t in todo]
         branches = tuple(self._branch[t[1]] for t in todo) if self.node is not None else None

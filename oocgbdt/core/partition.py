@@ -547,9 +547,8 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
     ``prev`` is the previous pass's ``(TreeRows, histograms)`` result of this partition, consumed:
     leaves own disjoint segments of ``TreeRows.order``, so each split partitions its segment in
     place; the left child keeps the leaf's id, the right child gets its ``right_leaves`` id.
-    Bins held in memory are routed from their column-major copy (``by_column`` of
-    :func:`start_split_many`): on 500k x 100 rows and one thread, 0.124 -> 0.108 s of passes
-    per tree.
+    Bins held in memory are routed from their column-major copy (:func:`start_split_many`): on
+    500k x 100 rows and one thread, 0.124 -> 0.108 s of passes per tree.
 
     Returns
     -------
@@ -558,23 +557,24 @@ def partition_split_many(data: PartitionData, prev, class_idx: int, meta: Featur
         The built children's histograms, stacked in :meth:`SplitPlan.built` order (one ndarray,
         so :func:`sum_histograms` adds passes' partials as it adds single histograms).
     """
-    return _built(start_split_many(data, prev, class_idx, meta, plan, by_column=True))
+    return _built(start_split_many(data, prev, class_idx, meta, plan))
 
 
 def start_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMeta,
-                     plan: SplitPlan, by_column: bool = False) -> PassWork:
+                     plan: SplitPlan) -> PassWork:
     """:func:`partition_split_many` up to its histograms (the rows routed): the
     :class:`PassWork` to build.
 
-    ``by_column``: route from a column-major copy of the bins held in memory (made once per
-    partition, ``PartitionData.column_cache``; one more byte per bin): a leaf's ascending rows
-    then read one contiguous column instead of one cache line per row (LightGBM routes from
-    its per-feature bins too). The same routing. Not for a tree's compact subsets.
+    Bins held in memory are routed from their column-major copy (made once per partition,
+    ``PartitionData.column_cache``; one more byte per bin): a leaf's ascending rows then read
+    one contiguous column instead of one cache line per row (LightGBM routes from its
+    per-feature bins too). The same routing. A tree's compact subsets, and bins read from the
+    disk cache, are routed as they are.
     """
     rows = tree_rows_only(prev)
     X, grad, hess = _tree_inputs(data, rows, class_idx)
     X_route = X
-    if (by_column and rows.subset is None and rows.columns is None
+    if (rows.subset is None and rows.columns is None
             and isinstance(data.X_binned, np.ndarray)):
         X_route = column_major_bins(data)
     # Routed in place: the previous pass's grouping is consumed by this pass (nothing reads
@@ -862,7 +862,7 @@ def binned_leaves(X, t) -> np.ndarray:
 
 
 def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
-                         rows: TreeRows | None = None, by_column: bool = False) -> PartitionData:
+                         rows: TreeRows | None = None, by_column: bool = True) -> PartitionData:
     """Add one finished tree's output (walked on bins, values already shrunk) to the raw scores,
     and count the round's rows in each leaf (``PartitionData.leaf_counts``).
 
@@ -881,13 +881,13 @@ def partition_apply_tree(data: PartitionData, tree_arrays: dict, class_idx: int,
     bins (:func:`~oocgbdt.kernels.predict.leaves_by_walk`). Without ``rows`` (evaluation
     partitions) every row is walked.
 
-    ``by_column``: route the left-out rows down the finished tree from the partition's
-    column-major copy of the bins instead (:func:`~oocgbdt.kernels.predict.leaves_by_routing`;
-    ``PartitionData.column_cache``, made here if the passes have not made it; bins in memory
-    only: the disk cache's are walked), as the passes route (:func:`start_split_many`). The
-    loop always asks for it. About half the time of walking every row (131,072 x 50 bins, 30%
-    bagging); on 2 workers (1M x 100, 30% bagging) a tree took 0.122 s against 0.128-0.138 s
-    with the walk. The same leaves.
+    ``by_column`` (default): route the left-out rows down the finished tree from the
+    partition's column-major copy of the bins instead
+    (:func:`~oocgbdt.kernels.predict.leaves_by_routing`; ``PartitionData.column_cache``, made
+    here if the passes have not made it; bins in memory only: the disk cache's are walked), as
+    the passes route (:func:`start_split_many`). About half the time of walking every row
+    (131,072 x 50 bins, 30% bagging); on 2 workers (1M x 100, 30% bagging) a tree took 0.122 s
+    against 0.128-0.138 s with the walk. The same leaves.
     """
     t = tree_arrays
     X = partition_bins(data)

@@ -146,12 +146,12 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
     n_hist_bins : int
         Rows of a leaf histogram (``FeatureMeta.n_hist_bins``).
     mode : {"memory", "disk"}
-        Where the binned rows live.
+        Where the binned rows live. In memory, the training bins are held twice (row- and
+        column-major).
     n_places : int
         Workers holding partitions (1 in process or on one worker).
     threads : int
-        Threads per worker (in process: the executor's). With the memory cache, the training
-        bins are held twice (row- and column-major).
+        Threads per worker (in process: the executor's).
     weighted : dict
         ``{set name: bool}``: whether the set has row weights.
     sparse : bool, default False

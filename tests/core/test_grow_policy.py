@@ -584,14 +584,14 @@ def test_applying_a_tree_through_its_row_segments_equals_walking_every_row(monke
     apply = boosting_mod.partition_apply_tree
     assert (sum(walked_rows) > 0) is False  # bins in memory: left-out rows are routed
 
-    def by_walk(data, arrays, class_idx, rows=None, by_column=False):
+    def by_walk(data, arrays, class_idx, rows=None, by_column=True):
         return apply(data, arrays, class_idx, rows, False)  # as with the disk cache's bins
 
     monkeypatch.setattr(boosting_mod, "partition_apply_tree", by_walk)
     one_thread = fit_in_process(params, X, y, executor=LocalExecutor(n_threads=1))
     # Without the grower's routed flags every row of a segment is decided at its last split.
 
-    def without_flags(data, arrays, class_idx, rows=None, by_column=False):
+    def without_flags(data, arrays, class_idx, rows=None, by_column=True):
         return apply(data, {k: v for k, v in arrays.items() if k != "routed"}, class_idx, rows,
                      by_column)
 
