@@ -32,8 +32,9 @@ histogram, bit for bit, and a sibling's histogram as parent minus child is exact
 import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
-from oocgbdt.kernels.splitting import (K_EPSILON, _rand_threshold, leaf_gain_ex,
-                                       plain_split_gain, side_output, split_gain)
+from oocgbdt.kernels.splitting import (_NO_MONOTONE, _NO_RAND_STATES, K_EPSILON,
+                                       _rand_threshold, leaf_gain_ex, plain_split_gain,
+                                       side_output, split_gain)
 
 __all__ = ["QUANT_DTYPE", "HESS_MASK", "gradient_max_abs", "quant_scales", "discretize",
            "discretize_naive", "build_histogram_int", "build_histogram_int_naive",
@@ -349,7 +350,6 @@ def _scan_int(flat, lo, n_bins, missing_type, default_bin, reverse, skip_default
     return best_gain, best_left, False
 
 
-@njit(error_model="numpy")
 def find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_bins,
                              feature_mask, total, grad_scale, hess_scale, count, l1, l2,
                              min_data, min_hess, min_gain_to_split, out, out_left,
@@ -384,10 +384,24 @@ def find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_b
     monotone, max_delta_step, path_smooth, parent_output, c_min, c_max, rand_states
         As :func:`oocgbdt.kernels.splitting.find_best_thresholds`.
     """
-    if rand_states is None:
-        states = np.empty(0, dtype=np.int64)
-    else:
-        states = rand_states
+    # One compiled kernel for every call (as find_best_thresholds): the scalars as float64,
+    # "none" as empty arrays.
+    _find_best_thresholds_int(
+        hist, bin_offsets, n_bins, missing_types, default_bins, feature_mask, int(total),
+        float(grad_scale), float(hess_scale), float(count), float(l1), float(l2),
+        float(min_data), float(min_hess), float(min_gain_to_split), out, out_left,
+        _NO_MONOTONE if monotone is None else monotone, float(max_delta_step),
+        float(path_smooth), float(parent_output), float(c_min), float(c_max),
+        _NO_RAND_STATES if rand_states is None else rand_states)
+
+
+@njit(error_model="numpy")
+def _find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_bins,
+                              feature_mask, total, grad_scale, hess_scale, count, l1, l2,
+                              min_data, min_hess, min_gain_to_split, out, out_left, monotone,
+                              max_delta_step, path_smooth, parent_output, c_min, c_max, states):
+    """:func:`find_best_thresholds_int` with every argument given: ``monotone`` and
+    ``states`` arrays (empty: none), the scalars float64 (``total`` int64)."""
     flat = hist.reshape(-1)
     total = np.int64(total)
     sum_g = (total >> 32) * grad_scale
@@ -397,7 +411,7 @@ def find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_b
     parent_gain = leaf_gain_ex(sum_g, sum_h, l1, l2, max_delta_step, path_smooth, count,
                                parent_output)
     min_gain_shift = parent_gain + min_gain_to_split
-    use_mc = monotone is not None
+    use_mc = monotone.shape[0] > 0
     plain = not use_mc and max_delta_step <= 0.0 and path_smooth <= K_EPSILON
     res = np.zeros(1, dtype=np.int64)
     for f in range(n_bins.shape[0]):
@@ -410,7 +424,7 @@ def find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_b
         lo = bin_offsets[f]
         mt = missing_types[f]
         mono = 0
-        if monotone is not None:
+        if use_mc:
             mono = monotone[f]
         rand_t = _rand_threshold(states, f, nb)
         found = False

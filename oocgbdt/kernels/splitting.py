@@ -420,7 +420,12 @@ def _scan_either(plain, hist, lo, n_bins, missing_type, default_bin, reverse, in
               c_min, c_max)
 
 
-@njit(error_model="numpy")
+#: The empty arrays :func:`find_best_thresholds` passes its kernel for "no monotone
+#: constraints" and "no extra_trees draws".
+_NO_MONOTONE = np.empty(0, dtype=np.int8)
+_NO_RAND_STATES = np.empty(0, dtype=np.int64)
+
+
 def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins, most_freq_bins,
                          feature_mask, sum_g, sum_h, count, l1, l2, min_data, min_hess,
                          min_gain_to_split, out, monotone=None, max_delta_step=0.0,
@@ -465,10 +470,25 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
     with its true row count (LightGBM's ``BeforeNumerical``); candidate sides use estimated
     counts, as in ``FindBestThresholdSequentially``.
     """
-    if rand_states is None:
-        states = np.empty(0, dtype=np.int64)
-    else:
-        states = rand_states
+    # One compiled kernel for every call: the scalars as float64, "none" as empty arrays. Each
+    # other combination of argument types (None, an int count, an omitted default) is a
+    # compilation of its own, about 6 s each on a 2-core machine.
+    _find_best_thresholds(
+        hist, bin_offsets, n_bins, missing_types, default_bins, most_freq_bins, feature_mask,
+        float(sum_g), float(sum_h), float(count), float(l1), float(l2), float(min_data),
+        float(min_hess), float(min_gain_to_split), out,
+        _NO_MONOTONE if monotone is None else monotone, float(max_delta_step),
+        float(path_smooth), float(parent_output), float(c_min), float(c_max),
+        _NO_RAND_STATES if rand_states is None else rand_states)
+
+
+@njit(error_model="numpy")
+def _find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
+                          most_freq_bins, feature_mask, sum_g, sum_h, count, l1, l2, min_data,
+                          min_hess, min_gain_to_split, out, monotone, max_delta_step,
+                          path_smooth, parent_output, c_min, c_max, states):
+    """:func:`find_best_thresholds` with every argument given: ``monotone`` and ``states``
+    are arrays (empty: no monotone constraints, no extra_trees draws), the scalars float64."""
     if not sum_h + l2 > 0.0:
         # Every hessian of the leaf is 0 (e.g. softmax probabilities that underflowed in
         # float32): LightGBM's gains are NaN and never chosen, so the leaf has no split.
@@ -483,7 +503,7 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
     parent_gain = leaf_gain_ex(sum_g, sum_h2, l1, l2, max_delta_step, path_smooth, count,
                                parent_output)
     min_gain_shift = parent_gain + min_gain_to_split
-    use_mc = monotone is not None
+    use_mc = monotone.shape[0] > 0
     plain = not use_mc and max_delta_step <= 0.0 and path_smooth <= K_EPSILON
     res = np.empty(5)
     for f in range(n_bins.shape[0]):
@@ -496,7 +516,7 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
         lo = bin_offsets[f]
         mt = missing_types[f]
         mono = 0
-        if monotone is not None:
+        if use_mc:
             mono = monotone[f]
         res[0] = -np.inf
         rand_t = _rand_threshold(states, f, nb)
