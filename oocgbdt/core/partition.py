@@ -568,15 +568,17 @@ def start_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMet
     Bins held in memory are routed from their column-major copy (made once per partition,
     ``PartitionData.column_cache``; one more byte per bin): a leaf's ascending rows then read
     one contiguous column instead of one cache line per row (LightGBM routes from its
-    per-feature bins too). The same routing. A tree's compact subsets, and bins read from the
-    disk cache, are routed as they are.
+    per-feature bins too). A tree's compact subset of rows is routed from the same copy, each
+    of its rows read where the partition holds it (``rowmap``). The same routing. A tree's
+    compact columns, and bins read from the disk cache, are routed as they are.
     """
     rows = tree_rows_only(prev)
     X, grad, hess = _tree_inputs(data, rows, class_idx)
-    X_route = X
-    if (rows.subset is None and rows.columns is None
-            and isinstance(data.X_binned, np.ndarray)):
+    X_route, rowmap = X, None
+    if rows.columns is None and isinstance(data.X_binned, np.ndarray):
         X_route = column_major_bins(data)
+        if rows.subset is not None:
+            rowmap = rows.subset[0]  # the subset's rows in the partition, ascending
     # Routed in place: the previous pass's grouping is consumed by this pass (nothing reads
     # it again), and each split reads its segment whole before rewriting it (split_rows).
     order = rows.order
@@ -597,11 +599,12 @@ def start_split_many(data: PartitionData, prev, class_idx: int, meta: FeatureMet
                                         split.threshold_bin, split.default_left,
                                         missing_type, meta.default_bins[f],
                                         meta.n_bins[f] - 1, bounds, bits, meta.feature_start[f],
-                                        meta.n_bins[f], meta.feature_raw[f], order, skewed)
+                                        meta.n_bins[f], meta.feature_raw[f], order, skewed,
+                                        rowmap)
         else:
             n_left = split_rows(X_route[:, rows.column(f)], rows.order, begin, count, split.threshold_bin,
                                 split.default_left, missing_type, meta.default_bins[f],
-                                meta.n_bins[f] - 1, bounds, bits, order, skewed)
+                                meta.n_bins[f] - 1, bounds, bits, order, skewed, rowmap)
         leaf_count[leaf] = n_left
         leaf_begin[right_leaf] = begin + n_left
         leaf_count[right_leaf] = count - n_left

@@ -682,15 +682,16 @@ def decode_feature_column_naive(column, start, n_bins, default_bin, raw, out):
 @njit
 def split_rows_bundled(column, order, begin, count, threshold_bin, default_left, missing_type,
                        default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins, raw,
-                       out_order, skewed=False):
+                       out_order, skewed=False, rowmap=None):
     """:func:`oocgbdt.kernels.routing.split_rows` on a feature read off its bundle column.
 
-    Parameters are those of ``split_rows`` (``column`` is the bundle column), plus the split
-    feature's layout ``start``, ``n_bins`` and ``raw`` (see the module docstring).
+    Parameters are those of ``split_rows`` (``column`` is the bundle column, ``rowmap`` where
+    it holds each row), plus the split feature's layout ``start``, ``n_bins`` and ``raw`` (see
+    the module docstring).
     """
     return split_segment(column, order, begin, count, threshold_bin, default_left, missing_type,
                          default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins, raw,
-                         out_order, skewed)
+                         out_order, skewed, rowmap)
 
 
 def split_rows_bundled_naive(column, order, begin, count, threshold_bin, default_left, missing_type,

@@ -54,7 +54,7 @@ SKEWED_SHARE = 0.3
 
 @njit
 def split_rows(column, order, begin, count, threshold_bin, default_left, missing_type, default_bin,
-               nan_bin, cat_boundaries, cat_threshold, out_order, skewed=False):
+               nan_bin, cat_boundaries, cat_threshold, out_order, skewed=False, rowmap=None):
     """Stably partition ``order[begin:begin+count]`` by the split; returns the number of left rows.
 
     Each row's bin is read once, prefetched a few rows ahead where that pays
@@ -73,19 +73,30 @@ def split_rows(column, order, begin, count, threshold_bin, default_left, missing
     out_order : ndarray of shape (n_rows,), dtype int32              # OUT  only the segment is written
     skewed : bool, default False                                    # IN  how to route (not what):
         True when one side is expected to get most rows (:data:`SKEWED_SHARE`)
+    rowmap : ndarray of shape (n_order_rows,), dtype int32, or None  # IN  where ``column``
+        holds each row of ``order``: row ``r`` reads ``column[rowmap[r]]`` (a tree's compact
+        subset of rows routed from the whole partition's column); None: ``column[r]``
     """
     return split_segment(column, order, begin, count, threshold_bin, default_left, missing_type,
                          default_bin, nan_bin, cat_boundaries, cat_threshold, 0, 0, True,
-                         out_order, skewed)
+                         out_order, skewed, rowmap)
 
 
 @njit
 def split_segment(column, order, begin, count, threshold_bin, default_left, missing_type,
                   default_bin, nan_bin, cat_boundaries, cat_threshold, start, n_bins, raw,
-                  out_order, skewed=False):
+                  out_order, skewed=False, rowmap=None):
     """:func:`split_rows` on the feature read off ``column`` by
     :func:`feature_bin_from_bundle` (``start``, ``n_bins``, ``raw``: the feature's place in its
-    bundle column; ``raw`` True reads ``column`` as the feature's own bins).
+    bundle column; ``raw`` True reads ``column`` as the feature's own bins), each row ``r``
+    at ``column[rowmap[r]]`` when ``rowmap`` is given.
+
+    A compact subset of a partition's rows (a sampled round's) is routed through ``rowmap``
+    from the partition's column-major bins: its ascending rows then read one column of the
+    partition (a few hundred kB, in cache) instead of one cache line per row of the subset's
+    row-major copy (measured on 1M x 100, 30% bagging, one thread: 15.9 ms of routing per tree
+    from the subset's rows, against 11.7 ms for every row of the unsampled tree from the
+    columns).
 
     Each row's side is looked up in the split's :func:`decision_table` (built once per call,
     one entry per column value: no decoding or missing-value tests per row). Left rows go to
@@ -110,7 +121,13 @@ def split_segment(column, order, begin, count, threshold_bin, default_left, miss
     left_pos = begin
     n_right = 0
     end = begin + count
-    ahead = prefetch_pays(column, count)
+    if rowmap is None:
+        mapped = False
+        where = np.empty(0, dtype=order.dtype)
+    else:
+        mapped = True
+        where = rowmap
+    ahead = not mapped and prefetch_pays(column, count)
     # Every index is cast to unsigned: numba then adds no test for a negative index (which
     # would count from the end). Measured per row on 160k uint8 rows, one thread: 2.3 -> 1.0 ns
     # branch-free, 1.6-2.3 -> 0.6-0.9 ns with the branch.
@@ -119,7 +136,8 @@ def split_segment(column, order, begin, count, threshold_bin, default_left, miss
             if ahead and i + PREFETCH_ROWS < end:
                 prefetch(column, order[np.uint64(i + PREFETCH_ROWS)])
             r = order[np.uint64(i)]
-            if table[column[np.uint64(r)]]:
+            c = where[np.uint64(r)] if mapped else r
+            if table[column[np.uint64(c)]]:
                 out_order[np.uint64(left_pos)] = r
                 left_pos += 1
             else:
@@ -130,7 +148,8 @@ def split_segment(column, order, begin, count, threshold_bin, default_left, miss
             if ahead and i + PREFETCH_ROWS < end:
                 prefetch(column, order[np.uint64(i + PREFETCH_ROWS)])
             r = order[np.uint64(i)]
-            left = np.int64(table[column[np.uint64(r)]])
+            c = where[np.uint64(r)] if mapped else r
+            left = np.int64(table[column[np.uint64(c)]])
             out_order[np.uint64(left_pos)] = r
             right[np.uint64(n_right)] = r
             left_pos += left

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from oocgbdt.kernels.bundling import split_rows_bundled
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block, build_histogram_naive
 from oocgbdt.kernels.routing import (COPY_BLOCK_ROWS, column_major_copy, decision_table,
                                      goes_left_bin_naive, prefetch_pays, split_rows,
@@ -148,6 +149,33 @@ def test_split_rows_matches_naive(missing_type, default_left, layout, count, in_
     np.testing.assert_array_equal(out[:begin], given[:begin])
     np.testing.assert_array_equal(out[begin + count:], given[begin + count:])
     assert sorted(out[begin:begin + count]) == sorted(given[begin:begin + count])
+
+
+@pytest.mark.parametrize("missing_type", [0, 1, 2])
+@pytest.mark.parametrize("skewed", [False, True])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_split_rows_through_a_row_map_matches_naive_on_the_gathered_column(missing_type, skewed,
+                                                                           dtype):
+    """A compact subset routed from the whole partition's column: row ``r`` of ``order`` reads
+    ``column[rowmap[r]]``; the NumPy twin reads the subset's own column ``column[rowmap]``."""
+    rng = np.random.default_rng(10 + missing_type * 2 + skewed)
+    n, nb = 1000, 12
+    column = rng.integers(0, nb, size=n).astype(dtype)
+    rowmap = np.sort(rng.choice(n, size=300, replace=False)).astype(np.int32)
+    subset_column = column[rowmap]
+    order = rng.permutation(rowmap.shape[0]).astype(np.int32)
+    begin, count = 20, 250
+    out, ref = order.copy(), order.copy()
+    args = (5, True, missing_type, 3, nb - 1, np.zeros(1, np.int64), np.zeros(0, np.uint32))
+    k = split_rows(column, order, begin, count, *args, out, skewed, rowmap)
+    k_ref = split_rows_naive(subset_column, order, begin, count, *args, ref)
+    assert k == k_ref
+    np.testing.assert_array_equal(out, ref)
+    # the bundled kernel routes a raw (unbundled) column the same way
+    out_b = order.copy()
+    assert split_rows_bundled(column, order, begin, count, *args, 0, nb, True, out_b, skewed,
+                              rowmap) == k_ref
+    np.testing.assert_array_equal(out_b, ref)
 
 
 def _bin_of_value(v, start, n_bins, default_bin, raw):
