@@ -32,9 +32,8 @@ histogram, bit for bit, and a sibling's histogram as parent minus child is exact
 import numpy as np
 
 from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
-from oocgbdt.kernels.splitting import (_NO_MONOTONE, _NO_RAND_STATES, K_EPSILON,
-                                       _rand_threshold, leaf_gain_ex, plain_split_gain,
-                                       side_output, split_gain)
+from oocgbdt.kernels.splitting import (K_EPSILON, _rand_threshold, canonical_leaf_terms,
+                                       leaf_gain_ex, plain_split_gain, side_output, split_gain)
 
 __all__ = ["QUANT_DTYPE", "HESS_MASK", "gradient_max_abs", "quant_scales", "discretize",
            "discretize_naive", "build_histogram_int", "build_histogram_int_naive",
@@ -390,9 +389,8 @@ def find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_b
         hist, bin_offsets, n_bins, missing_types, default_bins, feature_mask, int(total),
         float(grad_scale), float(hess_scale), float(count), float(l1), float(l2),
         float(min_data), float(min_hess), float(min_gain_to_split), out, out_left,
-        _NO_MONOTONE if monotone is None else monotone, float(max_delta_step),
-        float(path_smooth), float(parent_output), float(c_min), float(c_max),
-        _NO_RAND_STATES if rand_states is None else rand_states)
+        *canonical_leaf_terms(monotone, max_delta_step, path_smooth, parent_output, c_min, c_max,
+                              rand_states))
 
 
 @njit(error_model="numpy")

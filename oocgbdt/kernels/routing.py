@@ -123,7 +123,7 @@ def split_segment(column, order, begin, count, threshold_bin, default_left, miss
     end = begin + count
     if rowmap is None:
         mapped = False
-        where = np.empty(0, dtype=order.dtype)
+        where = order  # never read: no array made per call
     else:
         mapped = True
         where = rowmap

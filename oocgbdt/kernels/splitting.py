@@ -51,9 +51,10 @@ import numpy as np
 
 from oocgbdt.kernels._jit import njit
 
-__all__ = ["find_best_thresholds", "find_best_thresholds_naive", "leaf_gain", "leaf_output",
-           "lcg_next_int", "lcg_next_int_naive", "lcg_step", "leaf_output_ex", "leaf_gain_ex",
-           "split_gain", "plain_split_gain", "gain_given_output", "monotone_penalty_factor"]
+__all__ = ["find_best_thresholds", "find_best_thresholds_naive", "canonical_leaf_terms",
+           "leaf_gain", "leaf_output", "lcg_next_int", "lcg_next_int_naive", "lcg_step",
+           "leaf_output_ex", "leaf_gain_ex", "split_gain", "plain_split_gain", "gain_given_output",
+           "monotone_penalty_factor"]
 
 K_EPSILON = 1e-15
 
@@ -420,10 +421,22 @@ def _scan_either(plain, hist, lo, n_bins, missing_type, default_bin, reverse, in
               c_min, c_max)
 
 
-#: The empty arrays :func:`find_best_thresholds` passes its kernel for "no monotone
-#: constraints" and "no extra_trees draws".
+#: The empty arrays the split search kernels get for "no monotone constraints" and "no
+#: extra_trees draws" (see :func:`canonical_leaf_terms`).
 _NO_MONOTONE = np.empty(0, dtype=np.int8)
 _NO_RAND_STATES = np.empty(0, dtype=np.int64)
+
+
+def canonical_leaf_terms(monotone, max_delta_step, path_smooth, parent_output, c_min, c_max,
+                         rand_states):
+    """The trailing arguments of the split search kernels (:func:`find_best_thresholds`,
+    :func:`oocgbdt.kernels.quantize.find_best_thresholds_int`) in the one set of types they are
+    compiled for: ``monotone`` and ``rand_states`` as arrays (empty for None), the rest as
+    float64. Each other combination of argument types (None, an int, an omitted default) would
+    be a compilation of its own, about 6 s each on a 2-core machine."""
+    return (_NO_MONOTONE if monotone is None else monotone, float(max_delta_step),
+            float(path_smooth), float(parent_output), float(c_min), float(c_max),
+            _NO_RAND_STATES if rand_states is None else rand_states)
 
 
 def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins, most_freq_bins,
@@ -470,16 +483,13 @@ def find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins,
     with its true row count (LightGBM's ``BeforeNumerical``); candidate sides use estimated
     counts, as in ``FindBestThresholdSequentially``.
     """
-    # One compiled kernel for every call: the scalars as float64, "none" as empty arrays. Each
-    # other combination of argument types (None, an int count, an omitted default) is a
-    # compilation of its own, about 6 s each on a 2-core machine.
+    # One compiled kernel for every call: the scalars as float64, "none" as empty arrays.
     _find_best_thresholds(
         hist, bin_offsets, n_bins, missing_types, default_bins, most_freq_bins, feature_mask,
         float(sum_g), float(sum_h), float(count), float(l1), float(l2), float(min_data),
         float(min_hess), float(min_gain_to_split), out,
-        _NO_MONOTONE if monotone is None else monotone, float(max_delta_step),
-        float(path_smooth), float(parent_output), float(c_min), float(c_max),
-        _NO_RAND_STATES if rand_states is None else rand_states)
+        *canonical_leaf_terms(monotone, max_delta_step, path_smooth, parent_output, c_min, c_max,
+                              rand_states))
 
 
 @njit(error_model="numpy")
