@@ -54,7 +54,7 @@ import numpy as np
 from oocgbdt._dtypes import G_H_DTYPE, LEAF_DTYPE
 from oocgbdt.core.executor import tree_reduce
 from oocgbdt.kernels.sampling import (goss_keys as goss_keys_kernel, goss_select,
-                                      lightgbm_bag_select, radix_counts, scale_small_rows,
+                                      digit_counts, lightgbm_bag_select, scale_small_rows,
                                       uniforms)
 
 __all__ = [
@@ -65,8 +65,6 @@ __all__ = [
 
 #: Stream kind of GOSS's draws (part of the random key; bagging draws LightGBM's numbers).
 GOSS_STREAM = 1
-_HIGH_BUCKETS = 1 << 15   # high 16 bits of a non-negative float32 (sign bit 0)
-_LOW_BUCKETS = 1 << 16
 
 
 # ---- pure helpers ---------------------------------------------------------------------------
@@ -132,12 +130,21 @@ def row_uniforms(key: int, row_offset: int, n: int) -> np.ndarray:
     return out
 
 
-def _top_bucket(counts: np.ndarray, need: int) -> tuple:
-    """The bucket holding the ``need``-th largest item and the number of items above it."""
+def _top_bucket(counts, need: int) -> tuple:
+    """The digit holding the ``need``-th largest item and the number of items above it, from
+    ``(digits, counts)`` sparse digit counts (:func:`sum_counts`), digits ascending."""
+    digits, counts = counts
     from_top = np.cumsum(counts[::-1])
     i = int(np.searchsorted(from_top, need))
-    bucket = counts.shape[0] - 1 - i
-    return bucket, int(from_top[i] - counts[bucket])
+    j = counts.shape[0] - 1 - i
+    return int(digits[j]), int(from_top[i] - counts[j])
+
+
+def _digit_count(counts, digit: int) -> int:
+    """How many items hold ``digit`` in ``(digits, counts)`` sparse digit counts."""
+    digits, counts = counts
+    j = int(np.searchsorted(digits, digit))
+    return int(counts[j]) if j < digits.shape[0] and digits[j] == digit else 0
 
 
 def _tie_quotas(tie_counts, need: int) -> list:
@@ -160,23 +167,28 @@ def partition_goss_keys(data):
 
 
 def partition_key_histogram(data, high_bucket):
-    """Radix-select counts of a partition's GOSS keys (int64).
+    """Radix-select counts of a partition's GOSS keys, ``(digits, counts)``: the digits
+    present, ascending, and their row counts (int64; :func:`~oocgbdt.kernels.sampling.
+    digit_counts`).
 
-    ``high_bucket`` None: rows per value of the high 16 bits of the key (shape (2**15,)).
-    Otherwise: rows per value of the low 16 bits among rows whose high 16 bits equal
-    ``high_bucket`` (shape (2**16,)).
+    ``high_bucket`` None: the digit is the high 16 bits of the key. Otherwise: the low 16 bits,
+    among rows whose high 16 bits equal ``high_bucket``.
     """
-    out = np.zeros(_HIGH_BUCKETS if high_bucket is None else _LOW_BUCKETS, dtype=np.int64)
-    radix_counts(_key_bits(data), -1 if high_bucket is None else int(high_bucket), out)
-    return out
+    return digit_counts(_key_bits(data), -1 if high_bucket is None else int(high_bucket))
 
 
 def sum_counts(parts):
-    """Combine step of the fan-in tree for count arrays (integers: any order is exact)."""
-    out = parts[0].copy()
-    for p in parts[1:]:
-        out += p
-    return out
+    """Combine step of the fan-in tree for ``(digits, counts)`` sparse digit counts: the counts
+    of every digit present in a part, added (integers: any order is exact)."""
+    digits = np.concatenate([p[0] for p in parts])
+    counts = np.concatenate([p[1] for p in parts])
+    if digits.shape[0] == 0:
+        return digits, counts
+    lo = int(digits.min())
+    # float64 sums of row counts (< 2**53) are exact
+    dense = np.bincount(digits - lo, weights=counts).astype(np.int64)
+    present = np.flatnonzero(dense)
+    return present + lo, dense[present]
 
 
 def partition_count_ties(data, threshold_bits: int) -> int:
@@ -316,7 +328,7 @@ class RowSampler:
         low_bucket, above_low = _top_bucket(low, top_k - above)
         threshold = (bucket << 16) | low_bucket
         need = top_k - above - above_low          # rows equal to the threshold to keep, >= 1
-        if need == int(low[low_bucket]):
+        if need == _digit_count(low, low_bucket):
             ties = [-1] * n
         else:
             counts = executor.gather(executor.map(partition_count_ties, partitions, [threshold] * n,

@@ -1,5 +1,5 @@
-"""This module contains the row-sampling kernels: counter-based uniforms, radix counts of GOSS
-keys, GOSS selection and LightGBM's bagging selection.
+"""This module contains the row-sampling kernels: counter-based uniforms, sparse radix counts of GOSS
+keys (by 16-bit digit), GOSS selection and LightGBM's bagging selection.
 
 Data flow position: per chunk, once per sampled round (see :mod:`oocgbdt.core.sampling`). Keys
 are GOSS keys ``sum_k |g_k * h_k|`` as float32 (non-negative), passed as their uint32 bit
@@ -21,7 +21,7 @@ import numpy as np
 from oocgbdt.kernels._jit import njit
 from oocgbdt.kernels.splitting import _LCG_A, _LCG_C, _LCG_MASK, lcg_step
 
-__all__ = ["uniforms", "uniforms_naive", "goss_keys", "radix_counts", "radix_counts_naive",
+__all__ = ["uniforms", "uniforms_naive", "goss_keys", "digit_counts", "digit_counts_naive",
            "goss_select", "goss_select_naive", "scale_small_rows", "BAG_BLOCK", "lcg_jump",
            "lightgbm_bag_select", "lightgbm_bag_select_naive"]
 
@@ -88,34 +88,78 @@ def goss_keys(gradients, hessians, out):
 
 
 @njit
-def radix_counts(bits, high_bucket, out):
-    """Count keys by 16-bit digit.
+def digit_counts(bits, high_bucket):
+    """Count keys by 16-bit digit, as sparse counts: the digits present and their counts.
 
     Parameters
     ----------
     bits : ndarray of shape (n_rows,), dtype uint32          # IN  keys' float32 bit patterns
     high_bucket : int                                        # IN  -1: count the high 16 bits;
         else count the low 16 bits of the keys whose high 16 bits equal it
-    out : ndarray of shape (2**15,) or (2**16,), dtype int64  # IN and OUT (added to)
+
+    Returns
+    -------
+    (digits, counts) : (ndarray of dtype int64, ndarray of dtype int64), same length
+        The digits counted, ascending, each with its number of keys (> 0); empty when no key
+        is counted. Keys span a few exponents (the high digits: a few thousand), and a high
+        bucket holds few keys spread over all 2**16 low digits: sparse counts keep the
+        partitions' results and their sums that small, instead of 2**16 counts each.
     """
+    n = bits.shape[0]
+    digits = np.empty(n, dtype=np.int64)
+    m = 0
     if high_bucket < 0:
-        for i in range(bits.shape[0]):
-            out[bits[i] >> 16] += 1
+        for i in range(n):
+            digits[i] = bits[i] >> 16
+        m = n
     else:
-        for i in range(bits.shape[0]):
+        for i in range(n):  # branch-free: a key in the bucket is rare and random
             b = bits[i]
-            if (b >> 16) == high_bucket:
-                out[b & 0xFFFF] += 1
+            digits[m] = b & 0xFFFF
+            m += (b >> 16) == high_bucket
+    if m == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    lo = digits[0]
+    hi = digits[0]
+    for k in range(1, m):
+        d = digits[k]
+        lo = min(lo, d)
+        hi = max(hi, d)
+    if 8 * m < hi - lo + 1:
+        # few keys over a wide range: sort them and count runs
+        ordered = np.sort(digits[:m])
+        values = np.empty(m, dtype=np.int64)
+        counts = np.zeros(m, dtype=np.int64)
+        j = -1
+        for k in range(m):
+            if j < 0 or ordered[k] != values[j]:
+                j += 1
+                values[j] = ordered[k]
+            counts[j] += 1
+        return values[:j + 1].copy(), counts[:j + 1].copy()
+    dense = np.zeros(hi - lo + 1, dtype=np.int64)
+    for k in range(m):
+        dense[digits[k] - lo] += 1
+    n_present = 0
+    for k in range(dense.shape[0]):
+        n_present += dense[k] > 0
+    values = np.empty(n_present, dtype=np.int64)
+    counts = np.empty(n_present, dtype=np.int64)
+    j = 0
+    for k in range(dense.shape[0]):
+        if dense[k] > 0:
+            values[j] = lo + k
+            counts[j] = dense[k]
+            j += 1
+    return values, counts
 
 
-def radix_counts_naive(bits, high_bucket, out):
-    """NumPy twin of :func:`radix_counts` (``np.bincount``), used by tests."""
+def digit_counts_naive(bits, high_bucket):
+    """NumPy twin of :func:`digit_counts` (``np.unique``), used by tests."""
     high = bits >> np.uint32(16)
-    if high_bucket < 0:
-        out += np.bincount(high, minlength=out.shape[0])
-    else:
-        low = bits[high == np.uint32(high_bucket)] & np.uint32(0xFFFF)
-        out += np.bincount(low, minlength=out.shape[0])
+    digits = high if high_bucket < 0 else bits[high == np.uint32(high_bucket)] & np.uint32(0xFFFF)
+    values, counts = np.unique(digits.astype(np.int64), return_counts=True)
+    return values, counts.astype(np.int64)
 
 
 @njit

@@ -5,7 +5,7 @@ import pytest
 from oocgbdt.kernels.sampling import (goss_keys, goss_select, goss_select_naive, lcg_jump,
                                       scale_small_rows,
                                       lightgbm_bag_select, lightgbm_bag_select_naive,
-                                      radix_counts, radix_counts_naive, uniforms, uniforms_naive)
+                                      digit_counts, digit_counts_naive, uniforms, uniforms_naive)
 from oocgbdt.kernels.splitting import lcg_step
 
 SEED = np.uint64(0xDEADBEEF12345678)
@@ -31,15 +31,30 @@ def _bits(n, seed, tied=False):
 
 
 @pytest.mark.parametrize("tied", [False, True])
-def test_radix_counts_match_bincount(tied):
+def test_digit_counts_match_numpy(tied):
     bits, _ = _bits(5000, 0, tied)
-    for high in (-1, int(np.median(bits)) >> 16, 0):
-        size = 1 << 15 if high < 0 else 1 << 16
-        a, b = np.zeros(size, np.int64), np.zeros(size, np.int64)
-        radix_counts(bits, high, a)
-        radix_counts_naive(bits, high, b)
-        np.testing.assert_array_equal(a, b)
-    assert a.sum() <= len(bits)
+    # every digit of a wide range, a bucket of few keys (sorted and counted by runs), a bucket
+    # of one key, and a bucket of none
+    for high in (-1, int(np.median(bits)) >> 16, int(bits.max()) >> 16, 0):
+        digits = bits >> 16 if high < 0 else (bits[(bits >> 16) == high] & 0xFFFF)
+        values, counts = digit_counts(bits, high)
+        ref_values, ref_counts = np.unique(digits.astype(np.int64), return_counts=True)
+        np.testing.assert_array_equal(values, ref_values)
+        np.testing.assert_array_equal(counts, ref_counts)
+        assert counts.sum() == digits.size
+
+
+def test_digit_counts_dense_and_sparse_paths_agree_with_the_naive_twin():
+    rng = np.random.default_rng(3)
+    # many keys in one high bucket (dense counting) and few keys spread wide (sorted runs)
+    dense = (np.uint32(0x3F00) << 16) | rng.integers(0, 300, 20000).astype(np.uint32)
+    sparse = (np.uint32(0x3F01) << 16) | rng.integers(0, 1 << 16, 50).astype(np.uint32)
+    bits = np.concatenate([dense, sparse])
+    for high in (-1, 0x3F00, 0x3F01):
+        a = digit_counts(bits, high)
+        b = digit_counts_naive(bits, high)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
 
 
 @pytest.mark.parametrize("tied", [False, True])
