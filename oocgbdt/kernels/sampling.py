@@ -1,5 +1,5 @@
-"""This module contains the row-sampling kernels: counter-based uniforms, sparse radix counts of GOSS
-keys (by 16-bit digit), GOSS selection and LightGBM's bagging selection.
+"""This module contains the row-sampling kernels: counter-based uniforms, sparse radix counts
+of GOSS keys (by 16-bit digit), GOSS selection and LightGBM's bagging selection.
 
 Data flow position: per chunk, once per sampled round (see :mod:`oocgbdt.core.sampling`). Keys
 are GOSS keys ``sum_k |g_k * h_k|`` as float32 (non-negative), passed as their uint32 bit
