@@ -79,6 +79,7 @@ from oocgbdt.core.partition import partition_init
 from oocgbdt.dask.binning import bin_sample
 from oocgbdt.dask.inputs import is_sparse
 from oocgbdt.dask.partitions import bin_raw_blocks, row_blocks, set_layout
+from oocgbdt.runtime.cluster import cluster_workers
 
 __all__ = ["CACHE_FORMAT", "CACHE_VERSION", "CLAIM_FILE", "CODEC", "BIN_SETTINGS", "EDGE_ROWS",
            "PER_ROW_STATE_BYTES", "PIECE_RAW_BYTES", "Piece", "CachedBins", "inspect_cache_path",
@@ -627,7 +628,7 @@ def cluster_memory_bytes(client) -> int:
     import psutil
     machine = int(psutil.virtual_memory().total)
     limited, unlimited = {}, set()
-    for w in client.scheduler_info()["workers"].values():
+    for w in cluster_workers(client).values():
         host = w.get("host") or w.get("address", "")
         limit = int(w.get("memory_limit") or 0)
         if limit:

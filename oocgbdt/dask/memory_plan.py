@@ -50,6 +50,7 @@ from oocgbdt.core.boosting import histogram_pool_capacity
 from oocgbdt.core.executor import fit_threads
 from oocgbdt.core.split import FeatureMeta
 from oocgbdt.dask.cache import PER_ROW_STATE_BYTES, PIECE_RAW_BYTES, describe_bytes
+from oocgbdt.runtime.cluster import cluster_workers
 
 __all__ = ["WORKER_BASELINE_BYTES", "check_worker_baseline", "HISTOGRAM_BIN_BYTES", "RAW_READ_FACTOR", "placement_blocks", "children_per_pass",
            "plan_memory", "worker_limits", "usable_fraction", "check_rows", "check_plan",
@@ -233,7 +234,7 @@ def plan_memory(params, *, partition_rows: dict, n_outputs: int, n_features: int
 def worker_limits(client) -> list:
     """``[(address, memory_limit or 0, nthreads)]`` of the client's workers, sorted by address
     (the order shards are made in)."""
-    info = client.scheduler_info()["workers"]
+    info = cluster_workers(client)
     return [(w, int(info[w].get("memory_limit") or 0), int(info[w]["nthreads"]))
             for w in sorted(info)]
 

@@ -56,7 +56,8 @@ from oocgbdt.dask.partitions import (partition_bounds, partition_groups, partiti
 from oocgbdt.dask.predict import predict as lazy_predict
 from oocgbdt.params import resolve_params
 from oocgbdt.runtime.actor_executor import ActorExecutor, WorkerLost, WorkerRetiring
-from oocgbdt.runtime.cluster import client_for_training, find_client, retire_workers, wait_for_workers
+from oocgbdt.runtime.cluster import (client_for_training, cluster_workers, find_client,
+                                     retire_workers, wait_for_workers)
 from oocgbdt.runtime.heap import release_heap
 from oocgbdt.runtime.loop import run_boosting
 from oocgbdt.runtime.placement import load_partitions
@@ -501,7 +502,7 @@ def _fit(params, inputs, objective, metrics, client, stored, key, caches,
                 + ", ".join(f"{len(groups[s])} partition(s) of {s}" for s, *_ in sets))
     # The memory plan, before any work that holds training state: a fit that cannot fit fails
     # here (MemoryError), with the numbers (oocgbdt.dask.memory_plan).
-    n_planned = 1 if local else len(client.scheduler_info()["workers"])
+    n_planned = 1 if local else len(cluster_workers(client))
     plans, places = plan_fit(_lookahead(params, n_planned, mode), sets, bounds,
                              n_outputs=n_out, n_features=int(inputs.X.shape[1]),
                              row_bytes=row_bytes["train"],

@@ -32,6 +32,7 @@ from oocgbdt.runtime.handles import ALL, find_refs, walk
 from oocgbdt.runtime.progress import caller_bar
 from oocgbdt.runtime.queue import OperationQueue
 from oocgbdt.runtime.shard import PeerFailed, Shard
+from oocgbdt.runtime.cluster import cluster_workers
 
 __all__ = ["ActorExecutor", "LIVENESS_SECONDS", "WorkerLost", "WorkerRetiring"]
 
@@ -88,7 +89,7 @@ class ActorExecutor(OperationQueue):
 
     def __init__(self, client, workers=None, num_threads=0):
         self.client = client
-        info = client.scheduler_info()["workers"]
+        info = cluster_workers(client)
         self.workers = list(workers) if workers is not None else sorted(info)
         super().__init__(len(self.workers), itertools.count())
         self._seq = [0 for _ in self.workers]        # next batch number per shard
@@ -160,7 +161,7 @@ class ActorExecutor(OperationQueue):
         the scheduler no longer holds its actor, or no longer lists its worker (a worker
         killed while the partitions load, and restarted by its nanny at another address,
         leaves its actor's future finished)."""
-        alive = self.client.scheduler_info()["workers"]
+        alive = cluster_workers(self.client)
         starting = not self.shards  # the actors are being made: pending is no loss yet
         return [o for o, f in enumerate(self._actor_futures)
                 if o in self._gone or self.workers[o] not in alive

@@ -16,9 +16,22 @@ import time
 from contextlib import contextmanager
 
 __all__ = ["find_client", "client_for_training", "embedded_threads", "embedded_client",
-           "connect", "wait_for_workers", "retire_workers"]
+           "connect", "wait_for_workers", "retire_workers", "cluster_workers"]
 
 logger = logging.getLogger("oocgbdt")
+
+
+def cluster_workers(client) -> dict:
+    """The cluster's workers now, ``{address: info}``, as the scheduler reports them.
+
+    Fetched from the scheduler at each call. ``Client.scheduler_info()`` returns the client's
+    cached identity, which its periodic refresh replaces with cluster totals only (no
+    workers): a refresh landing between that method's fetch and its return makes the cluster
+    look empty. An asynchronous client gets its cached value (it cannot be waited on here).
+    """
+    if getattr(client, "asynchronous", False):
+        return client.scheduler_info()["workers"]
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
 
 def find_client(client=None):
@@ -186,12 +199,12 @@ def retire_workers(client, addresses, timeout: float = 10.0, poll: float = 0.1) 
     scheduler still refuses because it has not yet forgotten their actors); the addresses
     retired. Ones still refused after ``timeout`` seconds are logged and stay in the cluster:
     the fit goes on with them."""
-    left = [a for a in addresses if a in client.scheduler_info()["workers"]]
+    left = [a for a in addresses if a in cluster_workers(client)]
     deadline = time.monotonic() + timeout
     retired = []
     while left:
         retired += list(client.retire_workers(workers=left))
-        left = [a for a in left if a not in retired and a in client.scheduler_info()["workers"]]
+        left = [a for a in left if a not in retired and a in cluster_workers(client)]
         if not left or time.monotonic() >= deadline:
             break
         time.sleep(poll)

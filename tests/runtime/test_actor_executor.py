@@ -872,3 +872,21 @@ def test_partitions_placed_again_after_a_loss_do_not_wait_for_the_lost_worker(tm
                      what="placing partitions again after a loss")
     want = [float(b.sum()) for b in np.split(np.arange(8.0), 4)]
     assert f"PLACED AGAIN {want}" in out, out
+
+
+def test_the_workers_are_asked_of_the_scheduler_not_read_from_the_clients_cache(client):
+    # The client's periodic refresh keeps cluster totals only ("workers" empty); a refresh
+    # landing inside Client.scheduler_info() made a cluster of two workers look empty, and an
+    # executor of no shards. The cache is made stale here the way that refresh leaves it.
+    from oocgbdt.runtime.cluster import cluster_workers
+    stale = dict(client.scheduler_info())
+    stale["workers"] = {}
+    client._scheduler_identity = stale
+    assert len(cluster_workers(client)) == 2
+    actors = ActorExecutor(client)
+    try:
+        client._scheduler_identity = stale
+        assert actors.gather(actors.submit(_double, 21)) == 42
+        assert len(actors.workers) == 2
+    finally:
+        actors.close()
