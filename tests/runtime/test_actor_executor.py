@@ -874,19 +874,25 @@ def test_partitions_placed_again_after_a_loss_do_not_wait_for_the_lost_worker(tm
     assert f"PLACED AGAIN {want}" in out, out
 
 
-def test_the_workers_are_asked_of_the_scheduler_not_read_from_the_clients_cache(client):
-    # The client's periodic refresh keeps cluster totals only ("workers" empty); a refresh
-    # landing inside Client.scheduler_info() made a cluster of two workers look empty, and an
-    # executor of no shards. The cache is made stale here the way that refresh leaves it.
+def test_the_workers_are_asked_of_the_scheduler_not_read_from_the_clients_cache(client,
+                                                                              monkeypatch):
+    # The client's periodic refresh keeps cluster totals only ("workers" empty). A refresh
+    # landing inside Client.scheduler_info(), between its fetch and its return, made a cluster
+    # of two workers look empty, and an executor of no shards. Reproduced here: every fetch of
+    # the client's is followed by such a refresh.
     from oocgbdt.runtime.cluster import cluster_workers
-    stale = dict(client.scheduler_info())
-    stale["workers"] = {}
-    client._scheduler_identity = stale
+    fetch = client._update_scheduler_info
+
+    async def fetch_then_refresh(n_workers=0):
+        await fetch(n_workers=n_workers)
+        await fetch(n_workers=0)
+
+    monkeypatch.setattr(client, "_update_scheduler_info", fetch_then_refresh)
+    assert client.scheduler_info()["workers"] == {}  # the race, as the client sees it
     assert len(cluster_workers(client)) == 2
     actors = ActorExecutor(client)
     try:
-        client._scheduler_identity = stale
-        assert actors.gather(actors.submit(_double, 21)) == 42
         assert len(actors.workers) == 2
+        assert actors.gather(actors.submit(_double, 21)) == 42
     finally:
         actors.close()
