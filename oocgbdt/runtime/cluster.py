@@ -27,9 +27,10 @@ def cluster_workers(client) -> dict:
     Fetched from the scheduler at each call. ``Client.scheduler_info()`` returns the client's
     cached identity, which its periodic refresh replaces with cluster totals only (no
     workers): a refresh landing between that method's fetch and its return makes the cluster
-    look empty. An asynchronous client gets its cached value (it cannot be waited on here).
+    look empty. An asynchronous client gets its cached value (it cannot be waited on here),
+    as does an object that only offers ``scheduler_info()``.
     """
-    if getattr(client, "asynchronous", False):
+    if getattr(client, "asynchronous", False) or not hasattr(client, "scheduler"):
         return client.scheduler_info()["workers"]
     return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
