@@ -23,8 +23,10 @@ Integer histograms are int64 arrays of shape ``(n_hist_bins, 1)``: the float his
 (count row 0, then each column's bins, see :mod:`oocgbdt.kernels.histogram`), one packed cell
 per bin; the count row holds the row count (as a hessian field, gradient 0). A cell is 8 bytes
 instead of 16 and one integer add instead of a two-lane float add. LightGBM also uses 16+16
-cells in an int32 for leaves with few rows (``SetNumBitsInHistogramBin``); the sums are the same
-integers either way, so the choice affects speed only, and one 32+32 layout is used here.
+cells in an int32 for leaves with few rows (``SetNumBitsInHistogramBin``); here every histogram
+call adds runs of rows into such narrow cells and then each narrow cell into its 64-bit one
+(:func:`build_histogram_int`), whatever the leaf's size. The sums are the same integers either
+way, so this affects speed only; histograms leave the kernel in the 32+32 layout.
 
 Integer sums are exact, so adding partitions' histograms in any order gives the same
 histogram, bit for bit, and a sibling's histogram as parent minus child is exact too.
@@ -142,13 +144,23 @@ def discretize_naive(gradients, hessians, inv_grad_scale, inv_hess_scale, consta
     out[:] = gi.astype(np.int64) * (2 ** 32) + hi.astype(np.int64)
 
 
+#: The largest sums the two 16-bit fields of a narrow cell hold: the signed gradient field's
+#: magnitude and the unsigned hessian field (LightGBM's 16+16 ``int32`` histogram entries).
+NARROW_GRADIENT_MAX = 2 ** 15 - 1
+NARROW_HESSIAN_MAX = 2 ** 16 - 1
+#: A run of rows is added into narrow cells only when it adds at least this many cells per bin
+#: of the columns built (else straight into the 64-bit cells): each run ends with one pass
+#: over those bins (:func:`_widen`).
+NARROW_MIN_CELLS_PER_BIN = 8
+
+
 @njit
 def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indices, out,
                         add_count=True):
     """Integer twin of :func:`oocgbdt.kernels.histogram.build_histogram`: add the packed pairs
     of rows ``row_indices`` into ``out`` for the listed columns, and (``add_count``) their
     number into the count row ``out[0, 0]``; a pass built by column blocks adds the count with
-    one block only.
+    one block only. :func:`build_histogram_int_runs` with LightGBM's 16-bit field limits.
 
     Parameters
     ----------
@@ -160,6 +172,40 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
         row of ``X_binned`` in order
     out : ndarray of shape (n_hist_bins, 1), dtype int64, C-contiguous       # IN and OUT (added to)
     add_count : bool                                                         # IN
+    """
+    build_histogram_int_runs(X_binned, bin_offsets, column_indices, packed, row_indices, out,
+                             add_count, NARROW_GRADIENT_MAX, NARROW_HESSIAN_MAX,
+                             NARROW_MIN_CELLS_PER_BIN)
+
+
+@njit
+def build_histogram_int_runs(X_binned, bin_offsets, column_indices, packed, row_indices, out,
+                             add_count, gradient_max, hessian_max, min_cells_per_bin):
+    """:func:`build_histogram_int` with the narrow cells' limits as arguments (tests give
+    small ones to reach many runs on few rows; limits never change the result).
+
+    Rows are added in runs into narrow cells first: an int32 per bin holding a 16-bit gradient
+    sum and a 16-bit hessian sum (``g * 2**16 + h``, LightGBM's 16+16 entries, which it uses
+    for leaves of few rows, ``GradientDiscretizer::SetNumBitsInHistogramBin``). A run is the
+    longest stretch of the row list whose sums of ``|g|`` and of ``h`` stay within
+    ``gradient_max`` and ``hessian_max`` (so no bin's field can overflow, whatever the bins),
+    about 10,900 rows with 4 quantization levels; at its end each narrow cell is added to its
+    64-bit cell and cleared. Integer sums are exact, so ``out`` gets the same values as adding
+    each row's packed pair to it directly; a narrow cell is half the bytes, and on 131,072 x
+    100 bins the additions took 0.68 instead of 0.89 ns per cell (one thread). Runs of fewer
+    than ``min_cells_per_bin`` cells per bin of the listed columns (a small leaf, or many
+    quantization levels) are added to ``out`` directly.
+
+    Parameters
+    ----------
+    X_binned, bin_offsets, column_indices, packed, row_indices, out, add_count
+        As :func:`build_histogram_int`.
+    gradient_max, hessian_max : int                                          # IN  the most a
+        narrow cell's gradient field (magnitude) and hessian field may hold: at most
+        :data:`NARROW_GRADIENT_MAX` and :data:`NARROW_HESSIAN_MAX`
+    min_cells_per_bin : int                                                  # IN  the shortest
+        run added through narrow cells, in cells per bin of the listed columns
+        (:data:`NARROW_MIN_CELLS_PER_BIN` in :func:`build_histogram_int`)
 
     Cells are indexed by an unsigned integer: numba then adds no test for a negative index
     (which would count from the end), 0.71 -> 0.61 ns per cell measured (131k x 100, one
@@ -173,38 +219,67 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
         n_rows = row_indices.shape[0]
     if add_count:
         flat[0] += n_rows
-    if n_built == 0:
+    if n_built == 0 or n_rows == 0:
         return
     c0 = column_indices[0]
     consecutive = True  # every column, or a block of consecutive ones: contiguous row slices
+    lo = bin_offsets[c0]
+    hi = bin_offsets[c0 + 1]
     for k in range(n_built):
-        if column_indices[k] != c0 + k:
+        c = column_indices[k]
+        if c != c0 + k:
             consecutive = False
+        lo = min(lo, bin_offsets[c])
+        hi = max(hi, bin_offsets[c + 1])
+    narrow = np.zeros(0, dtype=np.int32)
+    start = 0
+    while start < n_rows:
+        # the longest run from ``start`` whose |g| and h sums fit the narrow fields
+        sum_g = 0
+        sum_h = 0
+        stop = start
+        while stop < n_rows:
+            if row_indices is None:
+                p = packed[stop]
+            else:
+                p = packed[row_indices[stop]]
+            g = p >> 32
+            h = p & HESS_MASK
+            sum_g += g if g >= 0 else -g
+            sum_h += h
+            if sum_g > gradient_max or sum_h > hessian_max:
+                break
+            stop += 1
+        if stop == start or (stop - start) * n_built < min_cells_per_bin * (hi - lo):
+            # too few rows for the narrow cells to pay for widening them (or one row beyond
+            # their limits): the rest directly
+            _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed,
+                          row_indices, start, n_rows, flat, 0, False)
+            return
+        if narrow.shape[0] == 0:
+            narrow = np.zeros(hi - lo, dtype=np.int32)
+        _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed, row_indices,
+                      start, stop, narrow, lo, True)
+        _widen(narrow, flat, lo, bin_offsets, column_indices)
+        start = stop
+
+
+@njit
+def _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed, row_indices,
+                  start, stop, cells, base, narrow):
+    # Add rows [start, stop) of the row list (of X_binned, when None) into ``cells``, the
+    # cell of bin b at b - base: each row's packed pair (64-bit cells), or (``narrow``) its
+    # 16+16 repacking (int32 cells).
+    n_rows = X_binned.shape[0] if row_indices is None else row_indices.shape[0]
+    n_built = column_indices.shape[0]
+    c0 = column_indices[0]
     last = column_indices[n_built - 1]
     if consecutive:
         c1 = c0 + n_built
-        offsets = bin_offsets[c0:c1]  # loops from 0 over views: faster than from c0
+        offsets = bin_offsets[c0:c1] - base  # loops from 0 over views: faster than from c0
         block = X_binned[:, c0:c1]
-        if row_indices is None:  # every row in order: no index, nothing to prefetch
-            for r in range(n_rows):
-                v = packed[r]
-                row = block[r]
-                for j in range(n_built):
-                    flat[np.uint64(offsets[j] + row[j])] += v
-            return
-        for i in range(n_rows):
-            if i + PREFETCH_ROWS < n_rows:
-                ahead = row_indices[i + PREFETCH_ROWS]
-                prefetch(X_binned, (ahead, c0))
-                prefetch(X_binned, (ahead, last))
-            r = np.uint64(row_indices[i])
-            v = packed[r]
-            row = block[r]
-            for j in range(n_built):
-                flat[np.uint64(offsets[j] + row[j])] += v
-    else:
-        for i in range(n_rows):
-            if row_indices is None:
+        for i in range(start, stop):
+            if row_indices is None:  # every row in order: no index, nothing to prefetch
                 r = np.uint64(i)
             else:
                 if i + PREFETCH_ROWS < n_rows:
@@ -213,9 +288,40 @@ def build_histogram_int(X_binned, bin_offsets, column_indices, packed, row_indic
                     prefetch(X_binned, (ahead, last))
                 r = np.uint64(row_indices[i])
             v = packed[r]
-            for k in range(n_built):
-                j = column_indices[k]
-                flat[np.uint64(bin_offsets[j] + X_binned[r, j])] += v
+            if narrow:
+                v = ((v >> 32) << 16) + (v & HESS_MASK)
+            row = block[r]
+            for j in range(n_built):
+                cells[np.uint64(offsets[j] + row[j])] += v
+        return
+    for i in range(start, stop):
+        if row_indices is None:
+            r = np.uint64(i)
+        else:
+            if i + PREFETCH_ROWS < n_rows:
+                ahead = row_indices[i + PREFETCH_ROWS]
+                prefetch(X_binned, (ahead, c0))
+                prefetch(X_binned, (ahead, last))
+            r = np.uint64(row_indices[i])
+        v = packed[r]
+        if narrow:
+            v = ((v >> 32) << 16) + (v & HESS_MASK)
+        for k in range(n_built):
+            j = column_indices[k]
+            cells[np.uint64(bin_offsets[j] - base + X_binned[r, j])] += v
+
+
+@njit
+def _widen(narrow, flat, lo, bin_offsets, column_indices):
+    # Add each narrow cell (g * 2**16 + h, both fields within 16 bits) to its 64-bit cell as
+    # g * 2**32 + h, and clear it.
+    for k in range(column_indices.shape[0]):
+        c = column_indices[k]
+        for b in range(bin_offsets[c], bin_offsets[c + 1]):
+            v = np.int64(narrow[b - lo])
+            if v != 0:
+                flat[b] += ((v >> 16) << 32) + (v & 0xFFFF)
+                narrow[b - lo] = 0
 
 
 def build_histogram_int_naive(X_binned, bin_offsets, column_indices, packed, row_indices, out):

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from oocgbdt.kernels.quantize import (HESS_MASK, build_histogram_int, build_histogram_int_naive,
-                                      discretize, discretize_naive, find_best_thresholds_int,
+from oocgbdt.kernels.quantize import (HESS_MASK, NARROW_GRADIENT_MAX, NARROW_HESSIAN_MAX,
+                                      build_histogram_int, build_histogram_int_naive,
+                                      build_histogram_int_runs, discretize, discretize_naive, find_best_thresholds_int,
                                       find_best_thresholds_int_naive, gradient_max_abs,
                                       quant_scales, unpack)
 
@@ -95,6 +96,54 @@ def test_build_histogram_int_matches_naive(dtype, n_bins):
     build_histogram_int(X, offsets, cols, packed, rows[1::2], b)
     np.testing.assert_array_equal(b + a, out)
     np.testing.assert_array_equal(out - a, b)
+
+
+# Narrow cells: runs of rows summed in 16+16-bit cells, then widened. Small limits give many
+# runs (and some rows beyond them, and runs too short for narrow cells) on few rows.
+@pytest.mark.parametrize("limits", [(30, 60, 0), (5, 7, 1), (100, 100, 0), (2, 4, 0),
+                                    (NARROW_GRADIENT_MAX, NARROW_HESSIAN_MAX, 2)])
+@pytest.mark.parametrize("rows_kind", ["every", "list", "permuted_columns"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+def test_histogram_in_runs_of_narrow_cells_matches_naive(limits, rows_kind, dtype):
+    rng = np.random.default_rng([*limits, len(rows_kind), np.dtype(dtype).itemsize])
+    n, F, levels = 2500, 6, 8
+    nb = rng.integers(1, 300 if dtype == np.uint16 else 256, size=F)
+    offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
+    X = np.stack([rng.integers(0, b, size=n) for b in nb], axis=1).astype(dtype)
+    packed = ((rng.integers(-levels // 2, levels // 2 + 1, size=n).astype(np.int64) << 32)
+              + rng.integers(0, levels + 1, size=n))
+    rows = None if rows_kind == "every" else np.sort(
+        rng.choice(n, 1800, replace=False)).astype(np.int32)
+    cols = (rng.permutation(F)[:4] if rows_kind == "permuted_columns"
+            else np.arange(F)).astype(np.int64)
+    start = (rng.integers(-50, 50, size=(offsets[-1], 1)) << 32) + rng.integers(0, 50, size=(offsets[-1], 1))
+    out, ref = start.copy(), start.copy()
+    build_histogram_int_runs(X, offsets, cols, packed, rows, out, True, *limits)
+    build_histogram_int_naive(X, offsets, cols, packed, np.arange(n) if rows is None else rows,
+                              ref)
+    np.testing.assert_array_equal(out, ref)
+
+
+@pytest.mark.parametrize("g,h", [(2, 1), (-2, 1), (0, 4), (1, 4)])
+def test_narrow_cells_hold_sums_up_to_their_limits(g, h):
+    """Every row in two bins (one per column) with the same integer pair: runs fill those
+    bins' 16-bit fields to their limits (|g| = 2 fills the gradient's to 32,766, h = 4 the
+    hessian's to 65,532; one row more would overflow either), and the widened sums are
+    exact."""
+    n = 4 * 16384 + 5
+    X = np.zeros((n, 2), dtype=np.uint8)
+    X[:, 1] = 3
+    offsets = np.array([1, 6, 12], dtype=np.int64)
+    packed = np.full(n, (g << 32) + h, dtype=np.int64)
+    cols = np.arange(2, dtype=np.int64)
+    for rows in (None, np.arange(n, dtype=np.int32)):
+        out = np.zeros((offsets[-1], 1), np.int64)
+        ref = np.zeros_like(out)
+        build_histogram_int(X, offsets, cols, packed, rows, out)
+        build_histogram_int_naive(X, offsets, cols, packed, np.arange(n), ref)
+        np.testing.assert_array_equal(out, ref)
+        sums = unpack(out[[1, 9], 0])
+        assert sums[0].tolist() == [g * n] * 2 and sums[1].tolist() == [h * n] * 2
 
 
 @pytest.mark.parametrize("missing", [0, 1, 2])
