@@ -225,6 +225,23 @@ def _round_int(x):
 
 
 @njit(error_model="numpy", inline="always")
+def _offset_start(hist, lo, n_bins, sum_g, sum_h, count, cnt_factor):
+    # Scan F's start for a NaN-type feature whose most frequent bin is bin 0: LightGBM stores
+    # no bin 0 (FeatureMetainfo::offset = 1) and starts the left side as the leaf minus every
+    # stored bin, NaN bin included; its first threshold (bin 0) then adds nothing. Returns the
+    # running (gradient, hessian, count) sums.
+    acc_g = sum_g
+    acc_h = sum_h - K_EPSILON
+    acc_e = count
+    for i in range(1, n_bins):
+        h = hist[np.uint64(lo + i), 1]
+        acc_g -= hist[np.uint64(lo + i), 0]
+        acc_h -= h
+        acc_e -= _round_int(h * cnt_factor)
+    return acc_g, acc_h, acc_e
+
+
+@njit(error_model="numpy", inline="always")
 def _scan_plain(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_right, offset,
                 sum_g, sum_h, count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift,
                 margin, rand_t, res):
@@ -276,14 +293,7 @@ def _scan_plain(hist, lo, n_bins, missing_type, default_bin, reverse, include_na
         acc_h = K_EPSILON
         acc_e = 0.0
         if offset:
-            acc_g = sum_g
-            acc_h = sum_h - K_EPSILON
-            acc_e = count
-            for i in range(1, n_bins):
-                h = hist[np.uint64(lo + i), 1]
-                acc_g -= hist[np.uint64(lo + i), 0]
-                acc_h -= h
-                acc_e -= _round_int(h * cnt_factor)
+            acc_g, acc_h, acc_e = _offset_start(hist, lo, n_bins, sum_g, sum_h, count, cnt_factor)
         for t in range(0, n_bins - 1):
             if missing_type == 1 and t == default_bin:
                 continue
@@ -370,14 +380,7 @@ def _scan_plain_phased(hist, lo, n_bins, missing_type, default_bin, reverse, inc
             m += 1
     else:
         if offset:
-            acc_g = sum_g
-            acc_h = sum_h - K_EPSILON
-            acc_e = count
-            for i in range(1, n_bins):
-                h = hist[np.uint64(lo + i), 1]
-                acc_g -= hist[np.uint64(lo + i), 0]
-                acc_h -= h
-                acc_e -= _round_int(h * cnt_factor)
+            acc_g, acc_h, acc_e = _offset_start(hist, lo, n_bins, sum_g, sum_h, count, cnt_factor)
         for t in range(0, n_bins - 1):
             if missing_type == 1 and t == default_bin:
                 acc_gs[m] = 0.0
@@ -517,17 +520,7 @@ def _scan(hist, lo, n_bins, missing_type, default_bin, reverse, include_nan_righ
         acc_h = K_EPSILON
         acc_e = 0.0
         if offset:
-            # NaN-type feature whose most frequent bin is bin 0: LightGBM stores no bin 0
-            # (FeatureMetainfo::offset = 1) and starts the left side as the leaf minus every
-            # stored bin, NaN bin included; its first threshold (bin 0) adds nothing.
-            acc_g = sum_g
-            acc_h = sum_h - K_EPSILON
-            acc_e = count
-            for i in range(1, n_bins):
-                h = hist[np.uint64(lo + i), 1]
-                acc_g -= hist[np.uint64(lo + i), 0]
-                acc_h -= h
-                acc_e -= _round_int(h * cnt_factor)
+            acc_g, acc_h, acc_e = _offset_start(hist, lo, n_bins, sum_g, sum_h, count, cnt_factor)
         for t in range(0, n_bins - 1):
             if missing_type == 1 and t == default_bin:
                 continue
