@@ -190,9 +190,10 @@ def build_histogram_int_runs(X_binned, bin_offsets, column_indices, packed, row_
     longest stretch of the row list whose sums of ``|g|`` and of ``h`` stay within
     ``gradient_max`` and ``hessian_max`` (so no bin's field can overflow, whatever the bins):
     at least 10,922 rows with 4 quantization levels, whose rounding keeps ``|g| <= 3`` and
-    ``h <= 5``. At its end each narrow cell is added to its 64-bit cell and cleared. Integer sums are exact, so ``out`` gets the same values as adding
-    each row's packed pair to it directly; a narrow cell is half the bytes, and on 131,072 x
-    100 bins the additions took 0.68 instead of 0.89 ns per cell (one thread). Runs of fewer
+    ``h <= 5``. At its end each narrow cell is added to its 64-bit cell and cleared. Integer
+    sums are exact, so ``out`` gets the same values as adding each row's packed pair to it
+    directly; a narrow cell is half the bytes, and on 131,072 x 100 bins the additions took
+    0.68 instead of 0.89 ns per cell (one thread). Runs of fewer
     than ``min_cells_per_bin`` cells per bin of the listed columns (a small leaf, or many
     quantization levels) are added to ``out`` directly.
 
@@ -266,9 +267,9 @@ def build_histogram_int_runs(X_binned, bin_offsets, column_indices, packed, row_
 
 @njit
 def _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed, row_indices,
-                  start, stop, cells, base, narrow):
+                  start, stop, cells, base, repack):
     # Add rows [start, stop) of the row list (of X_binned, when None) into ``cells``, the
-    # cell of bin b at b - base: each row's packed pair (64-bit cells), or (``narrow``) its
+    # cell of bin b at b - base: each row's packed pair (64-bit cells), or (``repack``) its
     # 16+16 repacking (int32 cells).
     n_rows = X_binned.shape[0] if row_indices is None else row_indices.shape[0]
     n_built = column_indices.shape[0]
@@ -289,7 +290,7 @@ def _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed, ro
                 prefetch(X_binned, (ahead, last))
             r = np.uint64(row_indices[i])
         v = packed[r]
-        if narrow:
+        if repack:
             v = ((v >> 32) << 16) + (v & HESS_MASK)
         if consecutive:
             row = block[r]

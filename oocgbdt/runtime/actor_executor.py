@@ -28,11 +28,11 @@ import time
 from distributed.protocol import pickle as _pickle
 
 from oocgbdt.core.executor import fit_threads
+from oocgbdt.runtime.cluster import cluster_workers
 from oocgbdt.runtime.handles import ALL, find_refs, walk
 from oocgbdt.runtime.progress import caller_bar
 from oocgbdt.runtime.queue import OperationQueue
 from oocgbdt.runtime.shard import PeerFailed, Shard
-from oocgbdt.runtime.cluster import cluster_workers
 
 __all__ = ["ActorExecutor", "LIVENESS_SECONDS", "WorkerLost", "WorkerRetiring"]
 

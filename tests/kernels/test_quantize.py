@@ -4,9 +4,9 @@ import pytest
 
 from oocgbdt.kernels.quantize import (HESS_MASK, NARROW_GRADIENT_MAX, NARROW_HESSIAN_MAX,
                                       build_histogram_int, build_histogram_int_naive,
-                                      build_histogram_int_runs, discretize, discretize_naive, find_best_thresholds_int,
-                                      find_best_thresholds_int_naive, gradient_max_abs,
-                                      quant_scales, unpack)
+                                      build_histogram_int_runs, discretize, discretize_naive,
+                                      find_best_thresholds_int, find_best_thresholds_int_naive,
+                                      gradient_max_abs, quant_scales, unpack)
 
 
 def _grads(n, seed=0):
@@ -116,7 +116,8 @@ def test_histogram_in_runs_of_narrow_cells_matches_naive(limits, rows_kind, dtyp
         rng.choice(n, 1800, replace=False)).astype(np.int32)
     cols = (rng.permutation(F)[:4] if rows_kind == "permuted_columns"
             else np.arange(F)).astype(np.int64)
-    start = (rng.integers(-50, 50, size=(offsets[-1], 1)) << 32) + rng.integers(0, 50, size=(offsets[-1], 1))
+    shape = (offsets[-1], 1)
+    start = (rng.integers(-50, 50, size=shape) << 32) + rng.integers(0, 50, size=shape)
     out, ref = start.copy(), start.copy()
     build_histogram_int_runs(X, offsets, cols, packed, rows, out, True, *limits)
     build_histogram_int_naive(X, offsets, cols, packed, np.arange(n) if rows is None else rows,
