@@ -40,7 +40,9 @@ from oocgbdt.kernels.binning import (
     distinct_of_sorted,
     find_bin_with_zero_as_one_bin,
     find_distinct_values_naive,
+    csr_column_counts,
     csr_column_values,
+    csr_scatter_columns,
     fit_numerical_values,
     map_to_bins,
     split_csc_columns,
@@ -57,6 +59,9 @@ __all__ = ["BinMapper", "sample_row_indices"]
 K_SPARSE_THRESHOLD = 0.7
 #: Largest supported ``max_bin``: bins must fit in uint16.
 MAX_MAX_BIN = 65536
+#: The fewest stored entries of a sparse bin sample regrouped by column on several threads
+#: (:meth:`_SparseColumns.from_csr`): below, starting the threads costs more than they save.
+MIN_THREADED_REGROUP = 2 ** 18
 #: Features per task of :meth:`BinMapper.fit` (one pass over the sample's rows per task).
 FIT_FEATURE_GROUP = 8
 #: Runs of sampled values longer than this are sorted by NumPy (SIMD sort), shorter ones by numba.
@@ -312,7 +317,7 @@ class BinMapper:
         duplicates = False
         if sp.issparse(X_sample) and X_sample.format == "csr" and X_sample.has_canonical_format:
             # no duplicates: the stored entries regrouped by column in one numba pass
-            X = _SparseColumns.from_csr(X_sample)
+            X = _SparseColumns.from_csr(X_sample, n_threads or os.cpu_count() or 1)
         elif sp.issparse(X_sample):
             n_stored = X_sample.nnz  # duplicates included
             X = sp.csc_matrix(X_sample, dtype=X_DTYPE)
@@ -662,13 +667,35 @@ class _SparseColumns:
         self.data, self.indptr, self.shape = data, indptr, shape
 
     @classmethod
-    def from_csr(cls, X):
+    def from_csr(cls, X, n_threads=1):
         """From a CSR matrix in canonical format (cast to float32), by
-        :func:`oocgbdt.kernels.binning.csr_column_values`."""
+        :func:`oocgbdt.kernels.binning.csr_column_values`: at least
+        :data:`MIN_THREADED_REGROUP` stored entries are regrouped as ``n_threads`` row blocks
+        of about equal stored entries, each counted and then written on its own thread
+        (:func:`~oocgbdt.kernels.binning.csr_column_counts`,
+        :func:`~oocgbdt.kernels.binning.csr_scatter_columns`), the same values in the same
+        places."""
         n_rows, n_features = X.shape
-        indptr = np.empty(n_features + 1, dtype=np.int64)
+        indptr = np.zeros(n_features + 1, dtype=np.int64)
         data = np.empty(X.nnz, dtype=X_DTYPE)
-        csr_column_values(X.indptr, X.indices, X.data, indptr, data)
+        n_blocks = max(1, min(int(n_threads), X.nnz // MIN_THREADED_REGROUP))
+        if n_blocks == 1:
+            csr_column_values(X.indptr, X.indices, X.data, indptr, data)
+            return cls(data, indptr, (int(n_rows), int(n_features)))
+        # row blocks cut where the stored entries reach each share
+        cuts = np.searchsorted(X.indptr, np.arange(1, n_blocks) * (X.nnz / n_blocks))
+        bounds = [0, *(int(c) for c in cuts), n_rows]
+        counts = np.zeros((n_blocks, n_features), dtype=np.int64)
+        with ThreadPoolExecutor(max_workers=n_blocks) as pool:
+            list(pool.map(lambda b: csr_column_counts(X.indptr, X.indices, bounds[b],
+                                                      bounds[b + 1], counts[b]),
+                          range(n_blocks)))
+            np.cumsum(counts.sum(axis=0), out=indptr[1:])
+            # block b writes column f from its start plus the entries of the blocks before b
+            pos = indptr[:-1] + np.cumsum(counts, axis=0) - counts
+            list(pool.map(lambda b: csr_scatter_columns(X.indptr, X.indices, X.data,
+                                                        bounds[b], bounds[b + 1], pos[b], data),
+                          range(n_blocks)))
         return cls(data, indptr, (int(n_rows), int(n_features)))
 
 

@@ -51,6 +51,8 @@ __all__ = [
     "find_bin_with_zero_as_one_bin",
     "split_csc_columns",
     "csr_column_values",
+    "csr_column_counts",
+    "csr_scatter_columns",
     "unsorted_runs",
     "fit_numerical_values",
 ]
@@ -887,7 +889,8 @@ def _fit_numerical(vals, n_nan, n_tiny, max_bin, min_data_in_bin, use_missing, z
 @njit
 def csr_column_values(indptr, indices, data, col_ptr, out):
     """The stored values of a CSR matrix regrouped by column, in row order within a column
-    (the ``data`` of its CSC form).
+    (the ``data`` of its CSC form): :func:`csr_column_counts` and :func:`csr_scatter_columns`
+    over all rows, on this thread.
 
     Parameters
     ----------
@@ -896,15 +899,48 @@ def csr_column_values(indptr, indices, data, col_ptr, out):
         Cumulative stored entries per column (``[0] + cumsum(bincount(indices))``).
     out : ndarray of shape (nnz,), float32                                       # OUT
     """
+    n_rows = indptr.shape[0] - 1
     col_ptr[:] = 0
-    for k in range(indices.shape[0]):
-        col_ptr[np.uint64(indices[k] + 1)] += 1
+    csr_column_counts(indptr, indices, 0, n_rows, col_ptr[1:])
     for f in range(1, col_ptr.shape[0]):
         col_ptr[f] += col_ptr[f - 1]
     pos = col_ptr[:-1].copy()
-    for i in range(indptr.shape[0] - 1):
+    csr_scatter_columns(indptr, indices, data, 0, n_rows, pos, out)
+
+
+@njit
+def csr_column_counts(indptr, indices, r0, r1, counts):
+    """Add to ``counts[f]`` the stored entries of column ``f`` in the CSR rows
+    ``r0 <= i < r1``.
+
+    Parameters
+    ----------
+    indptr, indices : CSR arrays (any integer types)                             # IN
+    r0, r1 : int                                                                 # IN
+    counts : ndarray of shape (n_features,), int64                               # IN and OUT
+    """
+    for k in range(indptr[r0], indptr[r1]):
+        # unsigned indices: numba then adds no test for a negative index per entry
+        counts[np.uint64(indices[k])] += 1
+
+
+@njit
+def csr_scatter_columns(indptr, indices, data, r0, r1, pos, out):
+    """Write the stored values of the CSR rows ``r0 <= i < r1`` column by column: an entry of
+    column ``f`` goes to ``out[pos[f]]``, and ``pos[f]`` moves on by one. Row blocks given
+    consecutive positions per column (each block's ``pos`` its column starts plus the counts of
+    the blocks before it) fill ``out`` as :func:`csr_column_values` does, block by block on
+    separate threads.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays (any integer / float types)              # IN
+    r0, r1 : int                                                                 # IN
+    pos : ndarray of shape (n_features,), int64                                  # IN and OUT
+    out : ndarray of shape (nnz,), float32                                       # OUT
+    """
+    for i in range(r0, r1):
         for k in range(indptr[i], indptr[i + 1]):
-            # unsigned indices: numba then adds no test for a negative index per entry
             f = np.uint64(indices[k])
             out[np.uint64(pos[f])] = data[k]
             pos[f] += 1

@@ -316,12 +316,12 @@ def sparse_nondefault(indptr, indices, data, lo, hi, first, last, nan_off, mask,
     nnz : ndarray of shape (n_features,), int64                                   # IN/OUT (added to)
     """
     for k in range(indices.shape[0]):
-        f = indices[k]
+        # unsigned index, bitwise tests: no branch per entry (a NaN fails both comparisons,
+        # and is then off exactly where nan_off says)
+        f = np.uint64(indices[k])
         x = np.float64(data[k])
-        if np.isnan(x):
-            off = nan_off[f]
-        else:
-            off = not ((first[f] or x > lo[f]) and (last[f] or x <= hi[f]))
+        inside = (first[f] | (x > lo[f])) & (last[f] | (x <= hi[f]))
+        off = (not inside) & ((x == x) | nan_off[f])
         mask[k] = off
         nnz[f] += off
 

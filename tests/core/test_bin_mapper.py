@@ -727,3 +727,34 @@ def test_fit_equals_the_numpy_reference_with_numpy_or_numba_sorts(monkeypatch, s
         _assert_fit_equals_naive(BinMapper(**params).fit(shuffled, 5 * n), ref)
         Xs = np.sort(X, axis=0)  # every run already sorted
         _assert_fit_equals_naive(BinMapper(**params).fit(Xs, 5 * n), _naive_fit(Xs, 5 * n, **params))
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+def test_a_csr_sample_regrouped_by_column_on_threads_equals_scipys_csc(monkeypatch, n_threads):
+    """A canonical CSR sample's stored values regrouped by column (row order within a column),
+    on one thread or as row blocks on several, equal SciPy's CSC ``data`` and ``indptr``:
+    empty rows and columns, rows much longer than others, float64 values, int64 ``indptr``;
+    and the bins found from it equal the dense reference's."""
+    import scipy.sparse as sp
+    import oocgbdt.core.bin_mapper as bin_mapper
+    monkeypatch.setattr(bin_mapper, "MIN_THREADED_REGROUP", 64)
+    rng = np.random.default_rng(11)
+    n, F = 1500, 40
+    X = np.where(rng.random((n, F)) < np.linspace(0.0, 0.6, F)[None, :],
+                 rng.normal(size=(n, F)), 0.0)
+    X[100:400] = 0.0  # empty rows, where a block's cut may fall
+    X[7] = rng.normal(size=F)  # a full row
+    X[:, 5] = 0.0  # an empty column
+    for csr in (sp.csr_matrix(X.astype(np.float32)), sp.csr_matrix(X)):
+        for indptr_dtype in (np.int32, np.int64):
+            csr.indptr = csr.indptr.astype(indptr_dtype)
+            assert csr.has_canonical_format
+            got = bin_mapper._SparseColumns.from_csr(csr, n_threads)
+            ref = csr.tocsc()
+            ref.sort_indices()
+            np.testing.assert_array_equal(got.indptr, ref.indptr)
+            np.testing.assert_array_equal(got.data, ref.data.astype(np.float32))
+            assert got.data.dtype == np.float32 and got.shape == X.shape
+    ref = _naive_fit(X.astype(np.float32), n)
+    _assert_fit_equals_naive(BinMapper().fit(sp.csr_matrix(X.astype(np.float32)), n,
+                                             n_threads=n_threads), ref)
