@@ -4,7 +4,7 @@ newcomer tries first.
 Usage::
 
     python -m benchmarks.inprocess [--quick] [--repeats 3] [--cases NAME ...]
-        [--tools oocgbdt lightgbm xgboost]
+        [--tools oocgbdt lightgbm xgboost] [--threads N]
 
 Cases (``--cases``; default all three):
 
@@ -22,7 +22,9 @@ oocgbdt ``oocgbdt.train`` (NumPy input: the in-process executor on all cores); L
 ``lightgbm.train`` on a ``lightgbm.Dataset`` (its construction is timed: it is binning);
 XGBoost ``xgboost.train`` on a ``QuantileDMatrix`` with ``tree_method="hist",
 grow_policy="lossguide", max_leaves=31, max_depth=0``. No ``OMP_WAIT_POLICY`` or thread setting
-is imposed on the peers: each runs with its own defaults (all cores). Each tool first trains
+is imposed on the peers: each runs with its own defaults (all cores); ``--threads N`` sets
+every tool's thread count instead (``--threads 1`` against the default run shows how each
+tool's fit scales over the cores). Each tool first trains
 an untimed 2-round model on 5,000 rows (JIT caches, OpenMP start-up).
 
 Runs alternate the tools, in reversed order every other repeat (``--repeats``, default 3), and
@@ -59,24 +61,33 @@ MAX_AUC_DIFF = 0.002
 WARMUP_ROWS, WARMUP_ROUNDS = 5_000, 2
 
 
-def fit_oocgbdt(X, y, n_trees):
+def _threads(n_threads):
+    """oocgbdt's and LightGBM's thread parameter: none (each library's default, all cores),
+    or ``num_threads``."""
+    return {} if n_threads is None else {"num_threads": n_threads}
+
+
+def fit_oocgbdt(X, y, n_trees, n_threads=None):
     import oocgbdt
     booster = oocgbdt.train(dict(objective="binary", num_leaves=31, learning_rate=0.1,
-                                 max_bin=255, num_iterations=n_trees, verbose=-1), X, y)
+                                 max_bin=255, num_iterations=n_trees, verbose=-1,
+                                 **_threads(n_threads)), X, y)
     return lambda Xt: booster.predict(Xt)
 
 
-def fit_lightgbm(X, y, n_trees):
+def fit_lightgbm(X, y, n_trees, n_threads=None):
     import lightgbm as lgb
-    params = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255, verbose=-1)
+    params = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255, verbose=-1,
+                  **_threads(n_threads))
     booster = lgb.train(params, lgb.Dataset(X, y, params=params), num_boost_round=n_trees)
     return lambda Xt: booster.predict(Xt)
 
 
-def fit_xgboost(X, y, n_trees):
+def fit_xgboost(X, y, n_trees, n_threads=None):
     import xgboost as xgb
     params = dict(objective="binary:logistic", tree_method="hist", grow_policy="lossguide",
-                  max_leaves=31, max_depth=0, eta=0.1, max_bin=255, verbosity=0)
+                  max_leaves=31, max_depth=0, eta=0.1, max_bin=255, verbosity=0,
+                  **({} if n_threads is None else {"nthread": n_threads}))
     booster = xgb.train(params, xgb.QuantileDMatrix(X, y, max_bin=255), num_boost_round=n_trees)
     return lambda Xt: booster.predict(xgb.DMatrix(Xt))
 
@@ -88,18 +99,18 @@ def _load() -> float:
     return os.getloadavg()[0]
 
 
-def run_case(name, rows, features, n_trees, tools, repeats, log=print):
+def run_case(name, rows, features, n_trees, tools, repeats, log=print, n_threads=None):
     """Per tool: the list of (wall seconds, test AUC, load average at the end) of each repeat."""
     from sklearn.metrics import roc_auc_score
     X, y, Xt, yt = make_data(rows, features)
     for tool in tools:  # untimed warm-up
-        FITS[tool](X[:WARMUP_ROWS], y[:WARMUP_ROWS], WARMUP_ROUNDS)
+        FITS[tool](X[:WARMUP_ROWS], y[:WARMUP_ROWS], WARMUP_ROUNDS, n_threads)
     out = {tool: [] for tool in tools}
     for r in range(repeats):
         order = list(tools) if r % 2 == 0 else list(reversed(tools))
         for tool in order:
             t0 = time.perf_counter()
-            predict = FITS[tool](X, y, n_trees)
+            predict = FITS[tool](X, y, n_trees, n_threads)
             wall = time.perf_counter() - t0
             auc = roc_auc_score(yt, predict(Xt))
             out[tool].append((wall, auc, _load()))
@@ -139,9 +150,15 @@ def parse_args(argv=None):
     ap.add_argument("--repeats", type=int, default=3, help="alternating repeats (default 3)")
     ap.add_argument("--cases", nargs="+", choices=list(CASES), default=None)
     ap.add_argument("--tools", nargs="+", choices=TOOLS, default=["oocgbdt", "lightgbm"])
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads of every tool (num_threads / nthread; default: each "
+                         "library's own, all cores); with 1 and then the default, the two "
+                         "runs show how each tool scales over the cores")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats must be >= 1, got {args.repeats}")
+    if args.threads is not None and args.threads < 1:
+        ap.error(f"--threads must be >= 1, got {args.threads}")
     return args
 
 
@@ -149,14 +166,16 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     cores = os.cpu_count() or 1
     cases = QUICK_CASES if args.quick else {k: CASES[k] for k in (args.cases or CASES)}
-    print(f"machine: {machine_info()}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}")
+    print(f"machine: {machine_info()}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}; "
+          f"threads per tool: {args.threads or 'library default'}")
     load_before = os.getloadavg()
     if load_before[0] > cores / 2:
         print(f"WARNING: load average {load_before[0]:.2f} at start on {cores} cores: "
               f"the machine is not quiet, timings are not figures")
     table, verdicts = [], []
     for name, (rows, features, n_trees) in cases.items():
-        runs = run_case(name, rows, features, n_trees, args.tools, args.repeats)
+        runs = run_case(name, rows, features, n_trees, args.tools, args.repeats,
+                        n_threads=args.threads)
         t, v = summarize(name, rows, features, n_trees, runs, cores)
         table += t
         verdicts += v

@@ -27,3 +27,26 @@ def test_inprocess_benchmark_quick(capsys):
     verdict = [line for line in text.splitlines() if line.startswith("quick_20k_x_20:")]
     assert len(verdict) == 1 and "|AUC difference|" in verdict[0]
     assert "load average before" in text
+
+
+def test_threads_reach_every_tool(monkeypatch, capsys):
+    """``--threads 1`` is every tool's thread count (oocgbdt's and LightGBM's ``num_threads``,
+    XGBoost's ``nthread``), warm-up included; a count under 1 is refused before any fit."""
+    pytest.importorskip("lightgbm")
+    xgb = pytest.importorskip("xgboost")
+    import lightgbm as lgb
+    import oocgbdt
+    from benchmarks import inprocess
+    seen = []
+    for mod, key in ((oocgbdt, "num_threads"), (lgb, "num_threads"), (xgb, "nthread")):
+        def spy(params, *a, _train=mod.train, _key=key, **k):
+            seen.append((_key, params.get(_key)))
+            return _train(params, *a, **k)
+        monkeypatch.setattr(mod, "train", spy)
+    assert inprocess.main(["--quick", "--repeats", "1", "--threads", "1",
+                           "--tools", "oocgbdt", "lightgbm", "xgboost"]) == 0
+    assert "threads per tool: 1" in capsys.readouterr().out
+    # a warm-up and one timed fit per tool
+    assert sorted(seen) == sorted([("num_threads", 1)] * 4 + [("nthread", 1)] * 2)
+    with pytest.raises(SystemExit):
+        inprocess.main(["--quick", "--threads", "0"])
