@@ -21,7 +21,10 @@ def test_inprocess_benchmark_quick(capsys):
     assert float(ours[4]) == pytest.approx(med, abs=0.006)  # the median of the three runs
     assert ours[7].endswith("x lightgbm")
     ratio = float(ours[7].split("x")[0])
-    assert ratio == pytest.approx(float(ours[4]) / float(theirs[4]), rel=0.02)
+    # the ratio is printed to 2 decimals, the medians to 3: as far apart as those roundings
+    # allow (a LightGBM slowed by other work gives small ratios, where they matter most)
+    a, b = float(ours[4]), float(theirs[4])
+    assert abs(ratio - a / b) <= 0.005 + (a / b) * (0.0005 / a + 0.0005 / b) + 1e-9
     # the same trees: on 20k rows the two AUCs agree far inside the target
     assert abs(float(ours[6]) - float(theirs[6])) <= inprocess.MAX_AUC_DIFF
     verdict = [line for line in text.splitlines() if line.startswith("quick_20k_x_20:")]
