@@ -670,15 +670,18 @@ class _SparseColumns:
     def from_csr(cls, X, n_threads=1):
         """From a CSR matrix in canonical format (cast to float32), by
         :func:`oocgbdt.kernels.binning.csr_column_values`: at least
-        :data:`MIN_THREADED_REGROUP` stored entries are regrouped as ``n_threads`` row blocks
-        of about equal stored entries, each counted and then written on its own thread
+        :data:`MIN_THREADED_REGROUP` stored entries are regrouped as up to ``n_threads`` row
+        blocks of about equal stored entries (fewer where the blocks' per-column counts would
+        take more bytes than the values), each counted and then written on its own thread
         (:func:`~oocgbdt.kernels.binning.csr_column_counts`,
         :func:`~oocgbdt.kernels.binning.csr_scatter_columns`), the same values in the same
         places."""
         n_rows, n_features = X.shape
         indptr = np.zeros(n_features + 1, dtype=np.int64)
         data = np.empty(X.nnz, dtype=X_DTYPE)
-        n_blocks = max(1, min(int(n_threads), X.nnz // MIN_THREADED_REGROUP))
+        # per block one count per column: at most as many bytes as the regrouped values
+        n_blocks = max(1, min(int(n_threads), X.nnz // MIN_THREADED_REGROUP,
+                              X.nnz // (2 * max(1, n_features))))
         if n_blocks == 1:
             csr_column_values(X.indptr, X.indices, X.data, indptr, data)
             return cls(data, indptr, (int(n_rows), int(n_features)))
