@@ -315,9 +315,10 @@ class BinMapper:
         (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
          min_data_in_leaf, categorical) = self._validate_params()
         duplicates = False
+        n_threads = n_threads or os.cpu_count() or 1
         if sp.issparse(X_sample) and X_sample.format == "csr" and X_sample.has_canonical_format:
-            # no duplicates: the stored entries regrouped by column in one numba pass
-            X = _SparseColumns.from_csr(X_sample, n_threads or os.cpu_count() or 1)
+            # no duplicates: the stored entries regrouped by column (numba, on these threads)
+            X = _SparseColumns.from_csr(X_sample, n_threads)
         elif sp.issparse(X_sample):
             n_stored = X_sample.nnz  # duplicates included
             X = sp.csc_matrix(X_sample, dtype=X_DTYPE)
@@ -352,7 +353,6 @@ class BinMapper:
 
         args = (max_bin, min_data_in_bin, use_missing, zero_as_missing, feature_pre_filter,
                 filter_cnt, n_sample)
-        n_threads = n_threads or os.cpu_count() or 1
         size = FIT_FEATURE_GROUP
         if _is_sparse_sample(X):
             # a sparse column costs its stored entries only: a few larger groups per thread
