@@ -34,7 +34,7 @@ import zarr
 from oocgbdt._dtypes import X_DTYPE, as_float_if_frame
 from oocgbdt.core.categories import (auto_categorical, categorical_columns, check_frame_columns,
                                      encode_frame, frame_categories, is_frame, merge_categories)
-from oocgbdt.core.partitioning import MIN_PARTITIONS, MIN_ROWS, TARGET_ROWS
+from oocgbdt.core.partitioning import MAX_EVEN_PARTITIONS, MIN_ROWS, TARGET_ROWS, partition_count
 from oocgbdt.io.dataset import Dataset
 from oocgbdt.runtime.cluster import find_client
 
@@ -295,19 +295,24 @@ def _open_zarr(obj, name):
     return node
 
 
+#: In-memory input of fewer rows keeps chunks of ``chunk_rows`` rows (a few chunks, which the
+#: default rule groups as they are).
+EVEN_CHUNKS_MIN_ROWS = 4 * MIN_ROWS
+
+
 def in_memory_chunk_rows(n_rows: int, chunk_rows: int) -> int:
     """Rows per chunk of in-memory input (NumPy, scipy.sparse) of ``n_rows`` rows, at most
     ``chunk_rows``.
 
-    Between ``MIN_PARTITIONS * MIN_ROWS`` (262,144) and ``MIN_PARTITIONS * TARGET_ROWS``
-    (1,048,576) rows, the default partitioning aims at ``MIN_PARTITIONS`` (4) partitions of a
-    quarter of the rows each, made of whole chunks (:mod:`oocgbdt.core.partitioning`); the rows
-    are then cut into a multiple of 4 chunks of even size, so that the partitions are even.
-    Chunks of exactly ``chunk_rows`` rows would leave the last partition short: 400,000 rows
-    in chunks of 65,536 make partitions of 131,072, 131,072, 131,072 and 6,784 rows, whose
-    per-partition steps keep one of two threads (or workers) waiting; even chunks of 50,000
-    make four of 100,000. Outside that range, and when one chunk holds every row, the chunks
-    are ``chunk_rows`` rows.
+    Between ``4 * MIN_ROWS`` (262,144) and ``MAX_EVEN_PARTITIONS * TARGET_ROWS`` (1,048,576)
+    rows, the default partitioning aims at 2, 3 or 4 even partitions
+    (:func:`oocgbdt.core.partitioning.partition_count`), made of whole chunks
+    (:mod:`oocgbdt.core.partitioning`); the rows are then cut into a multiple of that many
+    chunks of even size, so that the partitions are even. Chunks of exactly ``chunk_rows``
+    rows would leave the last partition short: 400,000 rows in chunks of 65,536 make
+    partitions of 262,144 and 137,856 rows, whose per-partition steps keep one of two threads
+    (or workers) waiting; even chunks of 50,000 make two of 200,000. Outside that range, and
+    when one chunk holds every row, the chunks are ``chunk_rows`` rows.
 
     Parameters
     ----------
@@ -323,9 +328,10 @@ def in_memory_chunk_rows(n_rows: int, chunk_rows: int) -> int:
     """
     n_rows, chunk_rows = int(n_rows), max(1, int(chunk_rows))
     n_chunks = -(-n_rows // chunk_rows)
-    if n_chunks <= 1 or not (MIN_PARTITIONS * MIN_ROWS <= n_rows <= MIN_PARTITIONS * TARGET_ROWS):
+    if n_chunks <= 1 or not (EVEN_CHUNKS_MIN_ROWS <= n_rows <= MAX_EVEN_PARTITIONS * TARGET_ROWS):
         return chunk_rows
-    n_chunks = -(-n_chunks // MIN_PARTITIONS) * MIN_PARTITIONS
+    n_partitions = partition_count(n_rows)
+    n_chunks = -(-n_chunks // n_partitions) * n_partitions
     return -(-n_rows // n_chunks)
 
 

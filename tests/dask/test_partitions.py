@@ -39,8 +39,14 @@ def test_group_chunks_never_splits_a_large_chunk_and_rejects_a_bad_target():
 
 
 def test_default_partition_rows_by_hand():
-    # a quarter of the rows, clipped to [2**16, 2**18]
+    # the fewest even partitions (at least 2, at most 4) within 2**18 rows, clipped to
+    # [2**16, 2**18]
     assert default_partition_rows(1_000_000, 100, 400) == 250_000
+    assert default_partition_rows(600_000, 100, 400) == 200_000
+    assert default_partition_rows(400_000, 100, 400) == 200_000
+    assert default_partition_rows(524_288, 100, 400) == 2 ** 18
+    assert default_partition_rows(200_000, 100, 400) == 100_000
+    assert default_partition_rows(100_000, 100, 400) == 2 ** 16
     assert default_partition_rows(10_000_000, 100, 400) == 2 ** 18
     assert default_partition_rows(3000, 6, 24) == 2 ** 16
     # binned bytes: 2000 uint8 columns -> 64 MiB / 2000 bytes per row
@@ -55,20 +61,23 @@ def test_default_partition_rows_by_hand():
     assert np.diff(partition_bounds(chunks, groups)).tolist() == [262144, 262144, 262144, 213568]
 
 
-@pytest.mark.parametrize("n_rows", [262_144, 300_000, 400_000, 400_001, 777_777, 1_000_000,
-                                    1_048_576])
-def test_in_memory_rows_in_the_four_partition_range_make_four_even_partitions(n_rows):
+@pytest.mark.parametrize("n_rows,n_partitions", [
+    (262_144, 2), (300_000, 2), (400_000, 2), (400_001, 2), (524_288, 2), (524_289, 3),
+    (777_777, 3), (786_433, 4), (1_000_000, 4), (1_048_576, 4)])
+def test_in_memory_rows_in_the_even_range_make_even_partitions(n_rows, n_partitions):
     """NumPy and sparse rows of 262,144 to 1,048,576 are cut into even chunks of at most
-    chunk_rows rows, so the default rule makes four partitions that differ by less than one
-    row per chunk (exactly chunk_rows-row chunks left 400,000 rows a 6,784-row partition)."""
+    chunk_rows rows, so the default rule makes the fewest partitions (2 to 4) of at most 2**18
+    rows, differing by less than one row per chunk (exactly chunk_rows-row chunks left
+    400,000 rows partitions of 262,144 and 137,856)."""
     import scipy.sparse as sp
     from oocgbdt.dask.inputs import as_row_chunked
     for X in (np.zeros((n_rows, 1), np.float32), sp.csr_matrix((n_rows, 3), dtype=np.float32)):
         chunks = as_row_chunked(X, "X", 65536).chunks[0]
-        assert max(chunks) <= 65536 and len(chunks) % 4 == 0
+        assert max(chunks) <= 65536 and len(chunks) % n_partitions == 0
         groups = group_chunks(chunks, default_partition_rows(n_rows, 100, 400))
         sizes = np.diff(partition_bounds(chunks, groups))
-        assert len(sizes) == 4 and sizes.max() - sizes.min() < len(chunks)
+        assert len(sizes) == n_partitions and sizes.max() - sizes.min() < len(chunks)
+        assert sizes.max() <= 2 ** 18
 
 
 def test_in_memory_chunks_outside_the_four_partition_range_are_chunk_rows():
@@ -103,7 +112,7 @@ def test_partitioned_model_equals_the_model_on_data_stored_in_those_partitions(c
 
 
 def test_default_partitions_come_from_the_data_not_the_cluster(tmp_path):
-    """150,000 rows in chunks of 20,000: the default target is 2**16 rows, so 4 chunks make the
+    """150,000 rows in chunks of 20,000: the default target is 75,000 rows, so 4 chunks make the
     first partition and the remaining 70,000 rows the second, on 1 worker, 2 workers and
     in-process; the three models are bit-identical (NumPy, Zarr)."""
     from distributed import Client, LocalCluster
