@@ -306,9 +306,10 @@ def build_block(work: PassWork, block: int, n_blocks: int) -> None:
     """Add block ``block`` of ``n_blocks`` consecutive blocks of ``work``'s columns into its
     histograms (in place; every block must be built once before :func:`finish_pass`).
 
-    A block whose histogram slice exceeds :data:`HIST_BLOCK_BYTES` is added as consecutive
-    sub-blocks under that size, one after another on this thread (:func:`cache_blocks`): every
-    cell still gets the same additions in the same row order."""
+    A block whose histogram slice exceeds :data:`HIST_BLOCK_BYTES` (:data:`EVERY_ROW_BLOCK_BYTES`
+    over every row) is added as consecutive sub-blocks under that size, one after another on
+    this thread (:func:`cache_blocks`): every cell still gets the same additions in the same
+    row order."""
     n = work.columns.shape[0]
     lo, hi = n * block // n_blocks, n * (block + 1) // n_blocks
     k = cache_blocks(work, hi - lo)
@@ -327,22 +328,30 @@ def build_block(work: PassWork, block: int, n_blocks: int) -> None:
                                       work.hessians, r, work.hist[j], count_rows)
 
 
-#: The most bytes of histogram one kernel call adds into (about): a partition's pass on 100 x
-#: 255 bins (408 KB of float64 pairs) built as two column blocks of 204 KB took 0.125 s per tree
-#: on 500k rows and one thread against 0.144 s as one block; 50 columns as one block 0.056 s
-#: against 0.059 s as two (a miss in the 64 pages the core's first-level TLB maps is the
-#: likely cause: the histogram's cells are touched at random).
-HIST_BLOCK_BYTES = 2 ** 18
+#: The most bytes of histogram one kernel call adds into (about) over a row list: the
+#: histogram's cells are touched at random, and a block that stays within the core's first
+#: caches is faster per cell even though every block reads the rows again.
+#: ``python -m benchmarks.histogram_blocks`` (200,000 uniform uint8 rows, one thread): over a
+#: tenth or 0.3 of the rows, the fastest cut is 100 KiB blocks both on 50 columns (0.725 ns per
+#: cell against 0.847 as one block of 199 KiB) and on 100 (0.746 against 0.818 as two blocks of
+#: 199 KiB and 0.933 as one).
+HIST_BLOCK_BYTES = 2 ** 17
+#: The same over every row in order (a root, no row list): the rows are read in sequence, so
+#: smaller blocks pay: 50-66 KiB were fastest (50 columns: 0.499 ns per cell in four blocks of
+#: 50 KiB against 0.553 in two of 100 KiB and 0.742 in one; 100 columns: 0.595 in six of 66 KiB).
+EVERY_ROW_BLOCK_BYTES = 2 ** 16
 
 
 def cache_blocks(work: PassWork, n_columns: int) -> int:
     """Sub-blocks that :func:`build_block` cuts ``n_columns`` of ``work``'s columns into, so
-    that each adds into at most about :data:`HIST_BLOCK_BYTES` of one histogram (estimated
-    from the histogram's bytes per column of ``work.X``)."""
+    that each adds into at most about :data:`HIST_BLOCK_BYTES` of one histogram
+    (:data:`EVERY_ROW_BLOCK_BYTES` when the pass reads every row in order), estimated from the
+    histogram's bytes per column of ``work.X``."""
     if n_columns <= 1:
         return 1
     per_column = work.hist[0].nbytes / max(1, work.X.shape[1])
-    return int(min(n_columns, max(1, -(-int(n_columns * per_column) // HIST_BLOCK_BYTES))))
+    limit = EVERY_ROW_BLOCK_BYTES if work.every_row else HIST_BLOCK_BYTES
+    return int(min(n_columns, max(1, -(-int(n_columns * per_column) // limit))))
 
 
 def block_count(cells: int, n_threads: int) -> int:

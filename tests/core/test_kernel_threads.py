@@ -52,6 +52,36 @@ def test_a_pass_built_by_column_blocks_equals_one_build_and_numpy(columns, n_blo
         assert one.hist[j, 0, 0] == len(rows)  # the count row added once, not per block
 
 
+@pytest.mark.parametrize("n_blocks", [1, 2, 3])
+def test_a_root_over_every_row_is_cut_finer_and_equals_numpy(n_blocks, monkeypatch):
+    """A pass over every row in order (no row list) is cut under ``EVERY_ROW_BLOCK_BYTES``,
+    not ``HIST_BLOCK_BYTES``, and its sub-blocks add what NumPy adds over every row."""
+    rng, offsets, X, g, h = _data(seed=5)
+    cols = np.arange(X.shape[1], dtype=np.int64)
+    hist_bytes = int(offsets[-1]) * 16
+    # a row list's pass in one call, every row's in at least four
+    monkeypatch.setattr(partition, "HIST_BLOCK_BYTES", hist_bytes)
+    monkeypatch.setattr(partition, "EVERY_ROW_BLOCK_BYTES", hist_bytes // 4)
+    every = np.arange(X.shape[0], dtype=np.int32)
+
+    def work(every_row):
+        hist = np.zeros((1, offsets[-1], 2))
+        return partition.PassWork(None, X, offsets, cols, g, h, [every], hist,
+                                  every_row=every_row)
+
+    listed, whole = work(False), work(True)
+    assert partition.cache_blocks(listed, len(cols)) == 1
+    assert partition.cache_blocks(whole, len(cols)) >= 4
+    for b in range(n_blocks):
+        partition.build_block(whole, b, n_blocks)
+        partition.build_block(listed, b, n_blocks)
+    np.testing.assert_array_equal(whole.hist, listed.hist)
+    ref = np.zeros((offsets[-1], 2))
+    build_histogram_naive(X, offsets, cols, g, h, every, ref)
+    np.testing.assert_allclose(whole.hist[0], ref, rtol=1e-12, atol=1e-9)
+    assert whole.hist[0, 0, 0] == X.shape[0]
+
+
 @pytest.mark.parametrize("block_bytes", [None, 2048])
 def test_a_quantized_pass_built_by_column_blocks_equals_numpy(block_bytes, monkeypatch):
     """Integer histograms by blocks and sub-blocks: the naive twin's integers exactly."""
