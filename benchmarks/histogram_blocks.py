@@ -7,6 +7,8 @@ Usage::
 
     python -m benchmarks.histogram_blocks [--quick] [--rows N] [--features F ...]
         [--fractions X ...] [--repeats R]
+    python -m benchmarks.histogram_blocks --fit [--quick] [--rows N] [--features F ...]
+        [--trees T] [--repeats R]
 
 Data: ``--rows`` (default 200,000) rows of uniform uint8 bins 0..254 (what quantile binning of
 a continuous feature gives: every bin about as full), float32 gradients and hessians, 255 bins
@@ -18,6 +20,15 @@ columns cut into 1, 2, 3, 4, 6 and 8 consecutive sub-blocks. Each cell gets the 
 in the same row order whatever the cut, so only the time changes; the table gives the median
 (over ``--repeats``, default 7) ns per cell of each cut, with its sub-block's histogram KiB,
 and marks the fastest cut per row. One thread; the load average is printed.
+
+``--fit`` times the choice in fits instead: ``oocgbdt.train`` in process on one thread
+(``num_threads=1``; binary, 31 leaves, ``--trees`` trees, default 20) on
+:func:`benchmarks.synthetic_1m.make_data` rows (``--rows``, per ``--features``), with
+``HIST_BLOCK_BYTES`` (row lists) and ``EVERY_ROW_BLOCK_BYTES`` (every row) of
+``oocgbdt.core.partition`` set to each pair of :data:`FIT_BOUNDS`, alternating the pairs over
+``--repeats`` rounds (default 3); the table gives the median over the rounds of the mean
+``seconds_histogram`` per tree (routing and histograms, the trees after the first two), and
+checks that every pair trains the same model.
 """
 from __future__ import annotations
 
@@ -32,6 +43,8 @@ from benchmarks._common import machine_info, print_table
 
 CUTS = (1, 2, 3, 4, 6, 8)
 N_BINS = 255
+#: ``(HIST_BLOCK_BYTES, EVERY_ROW_BLOCK_BYTES)`` pairs that ``--fit`` compares.
+FIT_BOUNDS = ((2 ** 18, 2 ** 18), (2 ** 17, 2 ** 18), (2 ** 18, 2 ** 16), (2 ** 17, 2 ** 16))
 
 
 def make_bins(rows: int, features: int, seed: int = 0):
@@ -92,27 +105,91 @@ def run(rows, features, fractions, repeats, log=print):
     return out
 
 
+def fit_seconds(X, y, trees, bounds):
+    """``(mean seconds_histogram per tree after the first two, model)`` of one in-process fit on
+    one thread with the partition module's block bounds set to ``bounds`` (restored after)."""
+    import oocgbdt
+    from oocgbdt.core import partition
+    saved = partition.HIST_BLOCK_BYTES, partition.EVERY_ROW_BLOCK_BYTES
+    partition.HIST_BLOCK_BYTES, partition.EVERY_ROW_BLOCK_BYTES = bounds
+    try:
+        model = oocgbdt.train(dict(objective="binary", num_leaves=31, learning_rate=0.1,
+                                   max_bin=255, num_iterations=trees, num_threads=1,
+                                   verbose=-1), X, y)
+    finally:
+        partition.HIST_BLOCK_BYTES, partition.EVERY_ROW_BLOCK_BYTES = saved
+    stats = model.tree_stats[2:] or model.tree_stats
+    return float(np.mean([s["seconds_histogram"] for s in stats])), model
+
+
+def run_fits(rows, features, trees, repeats, log=print):
+    """Per feature count, the median (over ``repeats`` alternating rounds) of each pair's ms
+    of passes per tree. Raises AssertionError if two pairs train different models."""
+    from benchmarks.synthetic_1m import make_data
+    out = []
+    for F in features:
+        X, y, _, _ = make_data(rows, F)
+        fit_seconds(X[:5000], y[:5000], 2, FIT_BOUNDS[0])  # compile and load the kernels
+        times = {b: [] for b in FIT_BOUNDS}
+        ref = None
+        for rep in range(repeats):
+            order = FIT_BOUNDS if rep % 2 == 0 else FIT_BOUNDS[::-1]
+            for bounds in order:
+                sec, model = fit_seconds(X, y, trees, bounds)
+                if ref is None:
+                    ref = model
+                elif model != ref:
+                    raise AssertionError(f"block bounds {bounds} trained another model")
+                times[bounds].append(sec)
+                log(f"  {rows} x {F}, round {rep + 1}: row lists {bounds[0] // 1024} KiB, "
+                    f"every row {bounds[1] // 1024} KiB: {1e3 * sec:.1f} ms per tree")
+        out.append(dict(features=F, ms={b: 1e3 * float(np.median(v)) for b, v in times.items()}))
+    return out
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: 5,000 rows, 2 repeats")
     ap.add_argument("--rows", type=int, default=200_000)
     ap.add_argument("--features", type=int, nargs="+", default=[50, 100])
     ap.add_argument("--fractions", type=float, nargs="+", default=[0.1, 0.3, 1.0])
-    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="default 7 (3 with --fit)")
+    ap.add_argument("--fit", action="store_true",
+                    help="time the bounds in fits (one thread) instead of the kernel alone")
+    ap.add_argument("--trees", type=int, default=20)
     args = ap.parse_args(argv)
-    if args.rows < 1 or args.repeats < 1 or min(args.features) < 1:
-        ap.error(f"--rows, --repeats and --features must be >= 1; got {args.rows}, "
-                 f"{args.repeats}, {args.features}")
+    if args.repeats is None:
+        args.repeats = 3 if args.fit else 7
+    if args.rows < 1 or args.repeats < 1 or min(args.features) < 1 or args.trees < 3:
+        ap.error(f"--rows, --repeats and --features must be >= 1 and --trees >= 3; got "
+                 f"{args.rows}, {args.repeats}, {args.features}, {args.trees}")
     if not all(0.0 < f <= 1.0 for f in args.fractions):
         ap.error(f"--fractions must be in (0, 1]; got {args.fractions}")
     if args.quick:
-        args.rows, args.repeats = 5_000, 2
+        args.rows, args.repeats, args.trees = (20_000, 1, 3) if args.fit else (5_000, 2, args.trees)
     return args
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
     print(machine_info())
+    if args.fit:
+        results = run_fits(args.rows, args.features, args.trees, args.repeats)
+        header = ["columns"] + [f"row lists {a // 1024} KiB, every row {b // 1024} KiB"
+                                for a, b in FIT_BOUNDS]
+        print()
+        print(f"ms of passes per tree, {args.rows} rows, one thread, {args.trees} trees "
+              f"(medians of {args.repeats}); * fastest")
+        table = []
+        for r in results:
+            best = min(r["ms"], key=r["ms"].get)
+            table.append([r["features"]] + [f"{r['ms'][b]:.1f}" + (" *" if b == best else "")
+                                            for b in FIT_BOUNDS])
+        print_table(header, table)
+        load = os.getloadavg()
+        print(f"load average after {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
+        return 0
     results = run(args.rows, args.features, args.fractions, args.repeats)
     header = ["columns", "rows"] + [f"{k} sub-blocks" for k in CUTS] + ["fastest"]
     table = []

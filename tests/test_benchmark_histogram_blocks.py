@@ -43,3 +43,41 @@ def test_bad_arguments_are_refused():
         hb.parse_args(["--fractions", "0"])
     with pytest.raises(SystemExit):
         hb.parse_args(["--rows", "0"])
+
+
+def test_quick_fit_run_compares_every_pair_of_bounds_on_the_same_model(capsys, monkeypatch):
+    from oocgbdt.core import partition
+    seen = []
+    real = hb.fit_seconds
+
+    def spy(X, y, trees, bounds):
+        out = real(X, y, trees, bounds)
+        seen.append(bounds)
+        return out
+
+    monkeypatch.setattr(hb, "fit_seconds", spy)
+    before = partition.HIST_BLOCK_BYTES, partition.EVERY_ROW_BLOCK_BYTES
+    assert hb.main(["--fit", "--quick", "--features", "8"]) == 0
+    assert (partition.HIST_BLOCK_BYTES, partition.EVERY_ROW_BLOCK_BYTES) == before  # restored
+    assert set(hb.FIT_BOUNDS) <= set(seen)
+    text = capsys.readouterr().out
+    rows = [line for line in text.splitlines() if line.startswith("| 8 ")]
+    assert len(rows) == 1 and rows[0].count("*") == 1
+
+
+def test_the_bounds_are_set_during_the_fit(monkeypatch):
+    """The pair reaches the fit's passes: the cut cache_blocks makes follows it."""
+    from oocgbdt.core import partition
+    got = []
+    real = partition.cache_blocks
+
+    def spy(work, n_columns):
+        got.append((work.every_row, partition.HIST_BLOCK_BYTES, partition.EVERY_ROW_BLOCK_BYTES))
+        return real(work, n_columns)
+
+    monkeypatch.setattr(partition, "cache_blocks", spy)
+    X, y = np.random.default_rng(0).normal(size=(3000, 5)).astype(np.float32), None
+    y = (X[:, 0] > 0).astype(float)
+    hb.fit_seconds(X, y, 3, (1024, 2048))
+    assert got and all(tuple(b) == (1024, 2048) for _, *b in got)
+    assert {e for e, *_ in got} == {True, False}  # roots and row lists both cut

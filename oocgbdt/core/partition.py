@@ -328,17 +328,21 @@ def build_block(work: PassWork, block: int, n_blocks: int) -> None:
                                       work.hessians, r, work.hist[j], count_rows)
 
 
-#: The most bytes of histogram one kernel call adds into (about) over a row list: the
-#: histogram's cells are touched at random, and a block that stays within the core's first
-#: caches is faster per cell even though every block reads the rows again.
-#: ``python -m benchmarks.histogram_blocks`` (200,000 uniform uint8 rows, one thread): over a
-#: tenth or 0.3 of the rows, the fastest cut is 100 KiB blocks both on 50 columns (0.725 ns per
-#: cell against 0.847 as one block of 199 KiB) and on 100 (0.746 against 0.818 as two blocks of
-#: 199 KiB and 0.933 as one).
-HIST_BLOCK_BYTES = 2 ** 17
+#: The most bytes of histogram one kernel call adds into (about) over a row list: a partition's
+#: pass on 100 x 255 bins (408 KB of float64 pairs) built as two column blocks of 204 KB took
+#: 0.125 s per tree on 500k rows and one thread against 0.144 s as one block (a miss in the 64
+#: pages the core's first-level TLB maps is the likely cause: the histogram's cells are touched
+#: at random). Smaller blocks pay only on large leaves, since each block reads its rows again
+#: (``python -m benchmarks.histogram_blocks``, 250,000 rows x 100 columns: 0.923 ns per cell in
+#: blocks of 100 KiB against 0.993 in blocks of 199 KiB over a tenth of the rows, 1.452 against
+#: 1.160 over 3%); in fits they lose (``--fit``: 128 KiB gave 307 against 293 ms of passes per
+#: tree on 1M x 100, 114 against 109 on 400k x 100).
+HIST_BLOCK_BYTES = 2 ** 18
 #: The same over every row in order (a root, no row list): the rows are read in sequence, so
-#: smaller blocks pay: 50-66 KiB were fastest (50 columns: 0.499 ns per cell in four blocks of
-#: 50 KiB against 0.553 in two of 100 KiB and 0.742 in one; 100 columns: 0.595 in six of 66 KiB).
+#: smaller blocks pay (``benchmarks.histogram_blocks``, 200,000 rows: 50 columns 0.499 ns per
+#: cell in four blocks of 50 KiB against 0.742 in one). In fits (``--fit``, one thread): 280
+#: against 293 ms of passes per tree on 1M x 100, 55.8 against 60.1 on 400k x 50, 110 against
+#: 109 on 400k x 100.
 EVERY_ROW_BLOCK_BYTES = 2 ** 16
 
 
