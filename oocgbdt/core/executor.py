@@ -168,12 +168,16 @@ class KernelThreads:
         self._pool = pool
         self.n_threads = int(n_threads)
 
-    def share(self, calls) -> None:
+    def share(self, calls, spawns: bool = False) -> None:
         """Run ``calls`` (callables without arguments), and every call they return (each may
         return a list of more calls), on this thread and ``n_threads - 1`` of the pool's;
-        return once all have run. The first exception is raised (after every call ended)."""
+        return once all have run. The first exception is raised (after every call ended).
+
+        ``spawns``: the calls may return more, so the pool joins in even for a single call
+        (a pass over one partition, whose routing returns its column blocks); otherwise a
+        single call runs on this thread alone."""
         work = _WorkList(calls)
-        if len(work.queue) > 1:
+        if len(work.queue) > 1 or (spawns and work.queue):
             for _ in range(self.n_threads - 1):
                 self._pool.submit(work.drain)
         work.drain()

@@ -249,7 +249,7 @@ class HistogramSource:
         calls = [partial(start_pass_work, start, threads.n_threads if shared else 1, works, i,
                          *args) for i, args in enumerate(zip(*iterables))]
         if shared:
-            threads.share(calls)
+            threads.share(calls, spawns=True)
         else:
             for call in calls:
                 call()

@@ -180,6 +180,59 @@ def test_shared_calls_run_the_calls_they_add_on_every_thread_and_raise_after_all
         pool.shutdown()
 
 
+@pytest.mark.parametrize("spawns", [False, True])
+def test_a_single_call_that_spawns_more_is_shared_only_when_said(spawns):
+    """One call returning two: with ``spawns`` (a pass over one partition, whose routing
+    returns its column blocks) the pool joins in and both threads run the two (they wait for
+    each other at a barrier); without, the single call and its two run on this thread."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(1)
+    threads = KernelThreads(pool, 2)
+    barrier = threading.Barrier(2, timeout=10)
+    where = []
+
+    def block():
+        where.append(threading.get_ident())
+        if spawns:
+            barrier.wait()  # both blocks at once, on two threads
+
+    try:
+        threads.share([lambda: [block, block]], spawns=spawns)
+    finally:
+        pool.shutdown()
+    assert len(where) == 2
+    assert len(set(where)) == (2 if spawns else 1)
+    assert threading.get_ident() in where
+
+
+def test_a_pass_over_one_partition_is_shared_out(monkeypatch):
+    """A fit whose rows make one partition: its large passes' column blocks run on both
+    threads (before, the pool never joined a one-call share), and the model is one thread's."""
+    import threading
+    from tests.core._helpers import fit_in_process
+    monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 256)
+    monkeypatch.setattr(histogram_source, "MIN_SHARED_PASS_CELLS", 4000)
+    idents = set()
+    real = partition.build_block
+
+    def spy(work, block, n_blocks):
+        idents.add(threading.get_ident())
+        return real(work, block, n_blocks)
+
+    monkeypatch.setattr(histogram_source, "build_block", spy)
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 6)).astype(np.float32)
+    y = (X[:, 0] - X[:, 1] > 0).astype(float)
+    params = dict(objective="binary", num_leaves=7, num_iterations=3, verbose=-1,
+                  enable_bundle=False)
+    one = fit_in_process(params, X, y, executor=LocalExecutor(1))
+    idents.clear()
+    two = fit_in_process(params, X, y, executor=LocalExecutor(2))
+    assert threading.get_ident() in idents and len(idents) >= 2  # the pool's threads too
+    np.testing.assert_array_equal(one.predict(X, raw_score=True), two.predict(X, raw_score=True))
+
+
 def test_local_executor_shares_kernels_only_with_several_threads():
     one, two = LocalExecutor(1), LocalExecutor(2)
     try:
