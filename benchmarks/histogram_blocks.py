@@ -171,28 +171,22 @@ def parse_args(argv=None):
     return args
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    print(machine_info())
-    if args.fit:
-        results = run_fits(args.rows, args.features, args.trees, args.repeats)
-        header = ["columns"] + [f"row lists {a // 1024} KiB, every row {b // 1024} KiB"
-                                for a, b in FIT_BOUNDS]
-        print()
-        print(f"ms of passes per tree, {args.rows} rows, one thread, {args.trees} trees "
-              f"(medians of {args.repeats}); * fastest")
-        table = []
-        for r in results:
-            best = min(r["ms"], key=r["ms"].get)
-            table.append([r["features"]] + [f"{r['ms'][b]:.1f}" + (" *" if b == best else "")
-                                            for b in FIT_BOUNDS])
-        print_table(header, table)
-        load = os.getloadavg()
-        print(f"load average after {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
-        return 0
-    results = run(args.rows, args.features, args.fractions, args.repeats)
+def fit_table(results):
+    """``(title, header, rows)`` of the ``--fit`` table: ms of passes per tree per bound pair."""
+    header = ["columns"] + [f"row lists {a // 1024} KiB, every row {b // 1024} KiB"
+                            for a, b in FIT_BOUNDS]
+    rows = []
+    for r in results:
+        best = min(r["ms"], key=r["ms"].get)
+        rows.append([r["features"]] + [f"{r['ms'][b]:.1f}" + (" *" if b == best else "")
+                                       for b in FIT_BOUNDS])
+    return "ms of passes per tree", header, rows
+
+
+def cut_table(results):
+    """``(title, header, rows)`` of the kernel table: ns per cell per cut."""
     header = ["columns", "rows"] + [f"{k} sub-blocks" for k in CUTS] + ["fastest"]
-    table = []
+    rows = []
     for r in results:
         cells = []
         for k in CUTS:
@@ -201,11 +195,25 @@ def main(argv=None) -> int:
                 cells.append(f"{r['ns'][k]:.3f} ({r['kib'][k]:.0f} KiB){mark}")
             else:
                 cells.append("")
-        table.append([r["features"], f"{r['fraction']:g}"] + cells
-                     + [f"{r['kib'][r['best']]:.0f} KiB"])
+        rows.append([r["features"], f"{r['fraction']:g}"] + cells
+                    + [f"{r['kib'][r['best']]:.0f} KiB"])
+    return "ns per cell (sub-block histogram size)", header, rows
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    print(machine_info())
+    if args.fit:
+        title, header, rows = fit_table(run_fits(args.rows, args.features, args.trees,
+                                                 args.repeats))
+        title += (f", {args.rows} rows, one thread, {args.trees} trees "
+                  f"(medians of {args.repeats})")
+    else:
+        title, header, rows = cut_table(run(args.rows, args.features, args.fractions,
+                                            args.repeats))
     print()
-    print("ns per cell (sub-block histogram size); * fastest")
-    print_table(header, table)
+    print(f"{title}; * fastest")
+    print_table(header, rows)
     load = os.getloadavg()
     print(f"load average after {load[0]:.2f}, {load[1]:.2f}, {load[2]:.2f}")
     return 0
