@@ -41,8 +41,9 @@ MIN_ROWS = 2 ** 16
 #: The fewest partitions the default rule aims at (for at least ``MIN_PARTITIONS * MIN_ROWS``
 #: rows). Two, not four: in process, every pass is shared out to the threads by column blocks
 #: whatever the partitions, and each partition costs a pass its own routing, histograms and
-#: their sum (measured on 400,000 x 50 rows, 2 threads: 36.5 ms per tree on 2 partitions
-#: against 40.5-42.5 on 4); on a cluster, one partition per worker of two.
+#: their sum (``python -m benchmarks.inprocess``, 400,000 x 50 rows: 1.20x -> 1.09x
+#: LightGBM's time; ``docs/decisions/compute-partitions.md``); on a cluster, one partition per
+#: worker of two.
 MIN_PARTITIONS = 2
 #: Up to ``MAX_EVEN_PARTITIONS * TARGET_ROWS`` rows, the default rule aims at even partitions
 #: (:func:`partition_count`); beyond, at partitions of ``TARGET_ROWS`` rows.
