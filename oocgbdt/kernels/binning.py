@@ -34,7 +34,7 @@ import math
 import numpy as np
 
 from oocgbdt._dtypes import K_ZERO_THRESHOLD, MISSING_NAN
-from oocgbdt.kernels._jit import njit
+from oocgbdt.kernels._jit import njit, njit_keeping_cmov
 
 __all__ = [
     "value_to_bin",
@@ -74,8 +74,7 @@ def value_to_bin(x, bounds, start, nb, missing_type):
     Used by the sparse bundling kernels, which bin one stored entry at a time. It gives the same
     bin as :func:`map_to_bins`; that kernel bins a block of rows at a time with a branch-free
     search instead, because this search's data-dependent branches are mispredicted about half
-    of the time (numba's LLVM turns a conditional move in a loop-carried dependency back into a
-    branch, so a scalar branch-free version does not help here).
+    of the time.
     """
     is_nan_type = missing_type == MISSING_NAN
     if np.isnan(x):
@@ -113,8 +112,10 @@ def _lower_bound_block(bounds, n_search, xs, pos, n_values):
     comparison-based searching", 2017): the range shrinks by ``half = n // 2`` whatever the
     comparison says, so the number of steps depends only on ``n_search``, and the comparison is
     only added (``pos += half * (bound < x)``). The values are stepped together, the inner loop
-    over ``j``, so that LLVM keeps a conditional move (in a loop-carried dependency it would
-    turn it back into a branch). Unsigned indices avoid numba's negative-index wraparound.
+    over ``j``, so each step's loads are independent and overlap. The kernel that inlines this
+    is compiled with :func:`~oocgbdt.kernels._jit.njit_keeping_cmov`: LLVM's x86 back end
+    would otherwise turn the conditional move back into a branch. Unsigned indices avoid
+    numba's negative-index wraparound.
     ``xs`` must hold no NaN; ``n_search >= 1``.
     """
     n = np.uint64(n_search)
@@ -129,7 +130,7 @@ def _lower_bound_block(bounds, n_search, xs, pos, n_values):
         pos[j] += one if bounds[pos[j]] < xs[j] else zero
 
 
-@njit
+@njit_keeping_cmov
 def map_to_bins(
     X,  # IN: (n_samples, n_features) float32, any layout, may be read-only
     bin_upper_bounds,  # IN: (n_total_bins,) float64, all features' bounds concatenated
