@@ -336,6 +336,29 @@ def in_memory_chunk_rows(n_rows: int, chunk_rows: int) -> int:
     return -(-n_rows // n_chunks)
 
 
+class _Uncopied:
+    """An in-memory array as :func:`dask.array.from_array` reads it, without a copy.
+
+    ``from_array`` copies any array that has a ``copy`` method, so that later changes to the
+    input cannot reach a graph computed later. Here the graph is computed within the call that
+    made it (training or prediction), and that copy was a serial pass over all of ``X`` before
+    anything else: 20 ms for 400,000 x 50 float32, 70 ms for a 200,000 x 1,205 one-hot CSR
+    matrix (a quarter of its whole set-up). The chunks are still the input's own slices
+    (views of a NumPy array, row copies of a CSR matrix), and nothing writes to them.
+    """
+
+    __slots__ = ("array", "shape", "dtype", "ndim")
+
+    def __init__(self, array):
+        self.array = array
+        self.shape = array.shape
+        self.dtype = array.dtype
+        self.ndim = array.ndim
+
+    def __getitem__(self, key):
+        return self.array[key]
+
+
 def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
                   numeric: bool = True, allow_empty: bool = False) -> da.Array:
     """Wrap ``obj`` as a Dask array with ``ndim`` dimensions, chunked along rows only.
@@ -386,7 +409,8 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
         rows = in_memory_chunk_rows(a.shape[0], chunk_rows or a.shape[0] or 1)
         # name=False: a random name instead of a hash of every stored value (about 30 ms on
         # a 200k x 1,205 one-hot matrix); in-memory data is not deduplicated across graphs
-        arr = da.from_array(a, chunks=(rows, max(a.shape[1], 1)), asarray=False, name=False)
+        arr = da.from_array(_Uncopied(a), chunks=(rows, max(a.shape[1], 1)), asarray=False,
+                            name=False)
     else:
         a = as_float_if_frame(obj) if numeric else np.asarray(obj)
         if a.ndim != ndim:
@@ -401,7 +425,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
                                 f"that is not a number ({e}). Encode strings or categories as "
                                 f"numbers first.") from None
         rows = in_memory_chunk_rows(a.shape[0], chunk_rows or a.shape[0] or 1)
-        arr = da.from_array(a, chunks=(rows,) + a.shape[1:], name=False)  # as above
+        arr = da.from_array(_Uncopied(a), chunks=(rows,) + a.shape[1:], name=False)  # as above
     if arr.ndim != ndim:
         _bad_ndim(name, ndim, arr.ndim, arr.shape)
     if any(np.isnan(c) for c in arr.chunks[0]):
