@@ -429,7 +429,10 @@ class SplitInfo:
         """``meta`` restricted to the features its children may split on."""
         if self.splittable is None:
             return meta
-        child = replace(meta, feature_mask=meta.feature_mask & self.splittable)
+        mask = meta.feature_mask & self.splittable
+        if np.array_equal(mask, meta.feature_mask):
+            return meta  # the same features: no new metadata (dataclasses.replace costs ~10 us)
+        child = replace(meta, feature_mask=mask)
         # The layout is the parent's: so is whether expanding a histogram is a copy (a check
         # over every bin, about 30 us on 50 x 255 bins, that each child would redo).
         if "expand_is_copy" in meta.__dict__:
