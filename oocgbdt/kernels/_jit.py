@@ -52,7 +52,9 @@ def njit_keeping_cmov(func=None, **kwargs):
     The option is process-wide, so it is turned off only while this dispatcher compiles (or
     loads from numba's cache; the cached machine code keeps its moves), under numba's global
     compiler lock so that no other function compiles meanwhile, and turned back on (LLVM's
-    default) after. Only on x86 machines; elsewhere this is :func:`njit`.
+    default) after. Only on x86 machines; elsewhere this is :func:`njit`. Such a kernel is
+    called from Python: a numba function calling it would compile its code again, with the
+    options of that caller's compile.
     """
     if func is None:
         return lambda f: njit_keeping_cmov(f, **kwargs)
