@@ -1,5 +1,5 @@
-"""The JIT policy: :func:`oocgbdt.kernels._jit.njit_keeping_cmov` compiles a branch-free search
-with conditional moves, gives the same values, and leaves LLVM's option as it found it."""
+"""The JIT policy: :func:`oocgbdt.kernels._jit.njit_keeping_cmov` compiles with LLVM's cmov
+converter off, under numba's compiler lock, turns it back on after, and gives the same values."""
 import numpy as np
 import pytest
 from numba import types
@@ -7,26 +7,13 @@ from numba.core.compiler_lock import global_compiler_lock
 
 from oocgbdt.kernels import _jit
 from oocgbdt.kernels._jit import njit, njit_keeping_cmov
-from oocgbdt.kernels.binning import map_to_bins
-
-
-def _lower_bounds(bounds, xs, pos):
-    # The branch-free search of map_to_bins, one value after another at each step.
-    n = np.uint64(bounds.shape[0])
-    one = np.uint64(1)
-    zero = np.uint64(0)
-    while n > one:
-        half = n >> one
-        for j in range(xs.shape[0]):
-            pos[j] += half if bounds[pos[j] + half] < xs[j] else zero
-        n -= half
-    for j in range(xs.shape[0]):
-        pos[j] += one if bounds[pos[j]] < xs[j] else zero
+from oocgbdt.kernels.binning import _lower_bound_block, map_to_bins
 
 
 def _run(dispatcher, bounds, xs):
+    # map_to_bins's branch-free search over one run of bounds, every value of xs at once
     pos = np.zeros(xs.shape[0], dtype=np.uint64)
-    dispatcher(bounds, xs, pos)
+    dispatcher(bounds, bounds.shape[0], xs, pos, xs.shape[0])
     return pos
 
 
@@ -47,13 +34,13 @@ def test_a_kernel_keeping_cmov_compiles_with_the_converter_off_under_the_compile
     rng = np.random.default_rng(0)
     bounds = np.sort(rng.random(255))
     xs = np.concatenate([rng.random(1000), bounds[:50], [-1.0, 2.0]])
-    kept = njit_keeping_cmov(_lower_bounds, cache=False)
+    kept = njit_keeping_cmov(_lower_bound_block.py_func, cache=False)
     got = _run(kept, bounds, xs)
     assert seen == [(False, True), (True, True)]
     np.testing.assert_array_equal(got, np.searchsorted(bounds, xs, side="left"))
     _run(kept, bounds, xs)  # compiled: no second compile
     assert len(seen) == 2
-    plain = njit(_lower_bounds, cache=False)
+    plain = njit(_lower_bound_block.py_func, cache=False)
     np.testing.assert_array_equal(_run(plain, bounds, xs), got)
     assert len(seen) == 2
 
@@ -61,8 +48,15 @@ def test_a_kernel_keeping_cmov_compiles_with_the_converter_off_under_the_compile
 @pytest.mark.skipif(not _jit._X86, reason="LLVM's cmov converter is part of its x86 back end")
 def test_map_to_bins_compiles_without_the_converter(monkeypatch):
     # Every compile of map_to_bins (or load from numba's cache) turns the option off, then on.
+    # The option is still set: a signature compiled here stays in numba's cache.
     calls = []
-    monkeypatch.setattr(_jit, "_set_cmov_converter", calls.append)
+    set_option = _jit._set_cmov_converter
+
+    def record(on):
+        calls.append(on)
+        set_option(on)
+
+    monkeypatch.setattr(_jit, "_set_cmov_converter", record)
     array = types.Array
     map_to_bins.compile((array(types.float32, 2, "C"), array(types.float64, 1, "C"),
                          array(types.int64, 1, "C"), array(types.int32, 1, "C"),
