@@ -342,9 +342,10 @@ class _Uncopied:
     ``from_array`` copies any array that has a ``copy`` method, so that later changes to the
     input cannot reach a graph computed later. Here the graph is computed within the call that
     made it (training or prediction), and that copy was a serial pass over all of ``X`` before
-    anything else: 20 ms for 400,000 x 50 float32, 70 ms for a 200,000 x 1,205 one-hot CSR
-    matrix (a quarter of its whole set-up). The chunks are still the input's own slices
-    (views of a NumPy array, row copies of a CSR matrix), and nothing writes to them.
+    anything else: 20 ms for 400,000 x 50 float32; of the set-up before the first tree, about
+    0.1 s on 1,000,000 x 100 float32 and 10-20 ms on a 200,000 x 1,205 one-hot CSR matrix
+    (``docs/performance.md``). The chunks are still the input's own slices (views of a NumPy
+    array, row copies of a CSR matrix), and nothing writes to them.
     """
 
     __slots__ = ("array", "shape", "dtype", "ndim")
