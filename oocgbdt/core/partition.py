@@ -807,7 +807,7 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         if node is not None:
             node = node.with_extra(states)
         (left, left_gains), (right, right_gains) = found
-        gains[i] = np.maximum(left_gains, right_gains)
+        np.maximum(left_gains, right_gains, out=gains[i])
         records.append((left, right))
     return (records, gains, node), children
 
