@@ -44,8 +44,12 @@ __all__ = ["HistogramSource", "merge_block_records", "start_pass_work"]
 
 #: In process, a split pass is shared out to the threads only when it builds at least this
 #: many histogram cells (rows x columns, from the split records' row counts): below it, the
-#: hand-offs between threads cost more than the second thread saves.
-MIN_SHARED_PASS_CELLS = 2 ** 17
+#: hand-offs between threads cost more than the second thread saves. ``python -m
+#: benchmarks.shared_passes`` (each pass shared or not by a coin flip, 2 threads): from 2^17 to
+#: 2^18 cells a shared pass took 1.16-1.37x the time of one on the loop's thread alone (400k x
+#: 50 and x 100), from 2^18 to 2^19 0.93x on 400k x 50 and 1.05-1.18x on 400k and 1M x 100,
+#: and above 2^19 0.48-0.80x everywhere.
+MIN_SHARED_PASS_CELLS = 2 ** 18
 
 
 def start_pass_work(start, n_threads, works, i, *args):

@@ -1,0 +1,71 @@
+"""`python -m benchmarks.shared_passes`: every split pass is timed once, shared or alone as the
+coin fell, on the model the default rule trains; the table's bands and crossover follow the
+timings."""
+import numpy as np
+import pytest
+
+from benchmarks import shared_passes as sp
+from benchmarks.synthetic_1m import make_data
+
+
+def test_each_split_pass_is_timed_once_both_ways_on_the_default_model(monkeypatch):
+    import oocgbdt
+    from oocgbdt.core import histogram_source
+    from oocgbdt.core.histogram_source import HistogramSource
+    X, y, _, _ = make_data(20_000, 10)
+    real = HistogramSource._run_pass
+    model, log = sp.timed_fit(X, y, 4, np.random.default_rng(0))
+    assert HistogramSource._run_pass is real  # restored
+    ref = oocgbdt.train(dict(sp.PARAMS, num_iterations=4), X, y)
+    assert model == ref
+    # one entry per split pass: the passes per tree less the root's
+    assert len(log) == sum(s["n_passes"] - 1 for s in ref.tree_stats)
+    kinds = {s for _, s, _ in log}
+    assert kinds == {True, False}
+    assert all(t > 0 for _, _, t in log)
+    # the sizes are the default rule's: a pass is shared by it exactly when its cells reach
+    # the threshold (checked on the rule's own decisions)
+    decided = []
+
+    def spy(self, task, start, finish, iterables, key, consume=None, shared=True):
+        if task.__name__ == "partition_split_many":
+            decided.append((sp.pass_cells(iterables[4][0], len(self.meta.hist_columns)), shared))
+        return real(self, task, start, finish, iterables, key, consume, shared)
+
+    threshold = 20_000  # between these passes' sizes, so that the rule decides both ways
+    monkeypatch.setattr(histogram_source, "MIN_SHARED_PASS_CELLS", threshold)
+    HistogramSource._run_pass = spy
+    try:
+        oocgbdt.train(dict(sp.PARAMS, num_iterations=4), X, y)
+    finally:
+        HistogramSource._run_pass = real
+    assert {s for _, s in decided} == {True, False}
+    assert all(s == (c >= threshold) for c, s in decided)
+    assert sorted(c for c, _ in decided) == sorted(c for c, _, _ in log)
+
+
+def test_bands_take_medians_and_the_crossover_is_where_sharing_wins_from_then_on():
+    log = []
+    for c, shared, t in [(3000, True, 5.0), (3000, False, 1.0)] * 3 + \
+            [(3000, True, 9.0)] + \
+            [(5000, True, 1.0), (5000, False, 2.0)] * 3 + \
+            [(9000, True, 1.0), (9000, False, 3.0)] * 3 + \
+            [(9000, False, 0.5)]:
+        log.append((c, shared, t))
+    rows = sp.bands(log)
+    assert [(lo, hi) for lo, hi, *_ in rows] == [(2048, 4096), (4096, 8192), (8192, 16384)]
+    assert rows[0][2:] == (4, 3, 5.0, 1.0)       # medians: shared [5, 5, 5, 9], alone [1]
+    assert rows[2][2:] == (3, 4, 1.0, 3.0)       # alone [3, 3, 3, 0.5] -> 3.0
+    assert sp.crossover(rows) == 4096
+    assert sp.crossover(rows[:1]) is None
+    # a band with fewer than 3 of either kind is left out
+    assert sp.bands([(100, True, 1.0)] * 5 + [(100, False, 1.0)] * 2) == []
+
+
+def test_quick_run_prints_a_table_and_bad_arguments_are_refused(capsys):
+    assert sp.main(["--quick"]) == 0
+    text = capsys.readouterr().out
+    assert "| cells " in text and "MIN_SHARED_PASS_CELLS" in text
+    assert text.count("load average") == 3  # machine line, before, after
+    with pytest.raises(SystemExit):
+        sp.parse_args(["--repeats", "0"])
