@@ -1,11 +1,14 @@
 """When a split pass should be shared out to the threads in process: each pass's routing and
 histograms timed shared (:meth:`~oocgbdt.core.executor.KernelThreads.share`) and on the loop's
 thread alone, by the pass's size, to set ``MIN_SHARED_PASS_CELLS`` in
-``oocgbdt/core/histogram_source.py``.
+``oocgbdt/core/histogram_source.py``; with ``--choice blocks``, each shared pass timed with its
+partitions cut into column blocks for the threads and built whole, to set
+``MIN_PARTITION_BLOCK_CELLS`` in ``oocgbdt/core/partition.py``.
 
 Usage::
 
     python -m benchmarks.shared_passes [--quick] [--cases NAME ...] [--repeats R] [--seed S]
+        [--choice share|blocks]
 
 Cases (``--cases``; default all three): ``400k_x_50`` (400,000 rows x 50 features, 100 trees),
 ``400k_x_100`` (400,000 x 100, 60 trees), ``1m_x_100`` (1,000,000 x 100, 40 trees), rows of
@@ -22,6 +25,11 @@ records' counts, x built columns). The table gives per band of sizes (powers of 
 of each kind, their median microseconds, and shared / alone: the threshold should sit where the
 ratio crosses 1. Coin flips over the same fits compare the two ways on the same passes and the
 same load; the load average is printed before and after.
+
+``--choice blocks``: every pass the default rule shares is shared, and the coin decides whether
+each partition's histograms are cut into column blocks (``block_count`` without the
+partitions-per-thread rule: a block per thread, none under ``MIN_BLOCK_CELLS``) or built whole
+by the thread that routed it; the table's ratio is then with blocks / whole.
 """
 from __future__ import annotations
 
@@ -54,29 +62,50 @@ def pass_cells(plan, n_columns: int) -> float:
     return float(rows) * n_columns
 
 
-def timed_fit(X, y, trees, rng):
-    """``(model, [(cells, shared, seconds), ...])``: one in-process fit whose split passes are
-    shared or not by ``rng`` (the class method is restored after)."""
+def timed_fit(X, y, trees, rng, choice="share"):
+    """``(model, [(cells, first way, seconds), ...])``: one in-process fit whose split passes
+    are shared or not by ``rng`` (``choice="share"``), or, ``"blocks"``, whose shared passes
+    cut partitions into column blocks or not by ``rng`` (what is patched is restored after)."""
     import oocgbdt
+    from oocgbdt.core import histogram_source
     from oocgbdt.core.histogram_source import HistogramSource
+    from oocgbdt.core.partition import MIN_BLOCK_CELLS
     log = []
     real = HistogramSource._run_pass
+    real_count = histogram_source.block_count
+    state = {"blocks": None}
+
+    def block_count(cells, n_threads, n_partitions=1):
+        if state["blocks"] is None:
+            return real_count(cells, n_threads, n_partitions)
+        if not state["blocks"]:
+            return 1
+        return max(1, min(int(n_threads), int(cells) // MIN_BLOCK_CELLS))
 
     def run_pass(self, task, start, finish, iterables, key, consume=None, shared=True):
-        if task.__name__ != "partition_split_many":
+        if task.__name__ != "partition_split_many" or (choice == "blocks" and not shared):
             return real(self, task, start, finish, iterables, key, consume, shared)
-        share = bool(rng.random() < 0.5)
+        first = bool(rng.random() < 0.5)
+        if choice == "share":
+            shared = first
+        else:
+            state["blocks"] = first
         cells = pass_cells(iterables[4][0], len(self.meta.hist_columns))
         t = time.perf_counter()
-        out = real(self, task, start, finish, iterables, key, consume, share)
-        log.append((cells, share, time.perf_counter() - t))
+        try:
+            out = real(self, task, start, finish, iterables, key, consume, shared)
+        finally:
+            state["blocks"] = None
+        log.append((cells, first, time.perf_counter() - t))
         return out
 
     HistogramSource._run_pass = run_pass
+    histogram_source.block_count = block_count
     try:
         model = oocgbdt.train(dict(PARAMS, num_iterations=trees), X, y)
     finally:
         HistogramSource._run_pass = real
+        histogram_source.block_count = real_count
     return model, log
 
 
@@ -111,7 +140,7 @@ def crossover(rows):
     return best
 
 
-def run_case(name, n_rows, n_features, trees, repeats, seed, log=print):
+def run_case(name, n_rows, n_features, trees, repeats, seed, choice="share", log=print):
     import oocgbdt
     X, y, _, _ = make_data(n_rows, n_features)
     oocgbdt.train(dict(PARAMS, num_iterations=2), X[:5000], y[:5000])  # compile, load caches
@@ -119,10 +148,10 @@ def run_case(name, n_rows, n_features, trees, repeats, seed, log=print):
     rng = np.random.default_rng(seed)
     passes = []
     for rep in range(repeats):
-        model, got = timed_fit(X, y, trees, rng)
+        model, got = timed_fit(X, y, trees, rng, choice)
         if model != ref:
-            raise AssertionError(f"{name}: a fit with passes shared at random trained another "
-                                 f"model than the default rule")
+            raise AssertionError(f"{name}: a fit with passes decided at random ({choice}) "
+                                 f"trained another model than the default rule")
         passes += got
         log(f"  {name} repeat {rep + 1}/{repeats}: {len(got)} split passes timed")
     return passes
@@ -134,6 +163,9 @@ def parse_args(argv=None):
     ap.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--choice", choices=("share", "blocks"), default="share",
+                    help="share: shared or alone; blocks: shared passes with column blocks "
+                         "or whole partitions")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error(f"--repeats must be >= 1; got {args.repeats}")
@@ -142,23 +174,26 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     from oocgbdt.core.histogram_source import MIN_SHARED_PASS_CELLS
+    from oocgbdt.core.partition import MIN_PARTITION_BLOCK_CELLS
     args = parse_args(argv)
     cases = QUICK_CASES if args.quick else {k: CASES[k] for k in args.cases}
-    print(f"# split passes shared or alone in process: {machine_info()}")
+    ways = ("shared", "alone") if args.choice == "share" else ("with blocks", "whole")
+    print(f"# split passes {ways[0]} or {ways[1]} in process: {machine_info()}")
     print(f"load average before {os.getloadavg()}")
-    print(f"MIN_SHARED_PASS_CELLS = {MIN_SHARED_PASS_CELLS:,}")
+    print(f"MIN_SHARED_PASS_CELLS = {MIN_SHARED_PASS_CELLS:,}, "
+          f"MIN_PARTITION_BLOCK_CELLS = {MIN_PARTITION_BLOCK_CELLS:,}")
     for name, (n_rows, n_features, trees) in cases.items():
-        passes = run_case(name, n_rows, n_features, trees, args.repeats, args.seed)
+        passes = run_case(name, n_rows, n_features, trees, args.repeats, args.seed, args.choice)
         rows = bands(passes)
         print(f"\n## {name}: {n_rows:,} x {n_features}, {trees} trees, "
-              f"{len(passes)} split passes\n")
-        print_table(["cells", "passes shared", "passes alone", "shared us", "alone us",
-                     "shared / alone"],
+              f"{len(passes)} split passes timed\n")
+        print_table(["cells", f"passes {ways[0]}", f"passes {ways[1]}", f"{ways[0]} us",
+                     f"{ways[1]} us", f"{ways[0]} / {ways[1]}"],
                     [[f"[{lo:,}, {hi:,})", a, b, f"{1e6 * sa:.0f}", f"{1e6 * sb:.0f}",
                       f"{sa / sb:.2f}"] for lo, hi, a, b, sa, sb in rows])
         c = crossover(rows)
-        print(f"\n{name}: sharing is faster in every band from {c:,} cells up"
-              if c is not None else f"\n{name}: no band where sharing is faster throughout")
+        print(f"\n{name}: {ways[0]} is faster in every band from {c:,} cells up"
+              if c is not None else f"\n{name}: no band where {ways[0]} is faster throughout")
     print(f"\nload average after {os.getloadavg()}")
     return 0
 

@@ -69,3 +69,22 @@ def test_quick_run_prints_a_table_and_bad_arguments_are_refused(capsys):
     assert text.count("load average") == 3  # machine line, before, after
     with pytest.raises(SystemExit):
         sp.parse_args(["--repeats", "0"])
+
+
+def test_blocks_choice_cuts_shared_passes_into_blocks_or_not_on_the_default_model(monkeypatch):
+    import oocgbdt
+    from oocgbdt.core import histogram_source, partition
+    monkeypatch.setattr(histogram_source, "MIN_SHARED_PASS_CELLS", 4000)
+    monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 256)
+    X, y, _, _ = make_data(20_000, 10)
+    cuts = []
+    real_build = histogram_source.build_block
+    monkeypatch.setattr(histogram_source, "build_block",
+                        lambda work, b, k: cuts.append(k) or real_build(work, b, k))
+    real_count = histogram_source.block_count
+    model, log = sp.timed_fit(X, y, 4, np.random.default_rng(1), choice="blocks")
+    assert histogram_source.block_count is real_count  # restored
+    assert model == oocgbdt.train(dict(sp.PARAMS, num_iterations=4), X, y)
+    assert {first for _, first, _ in log} == {True, False}
+    assert all(c >= 4000 for c, _, _ in log)  # only passes the rule shares
+    assert 1 in cuts and max(cuts) >= 2  # whole partitions, and a block per thread

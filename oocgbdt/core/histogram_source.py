@@ -55,11 +55,12 @@ MIN_SHARED_PASS_CELLS = 2 ** 18
 def start_pass_work(start, n_threads, works, i, *args):
     """``works[i] = start(*args)`` (a :class:`~oocgbdt.core.partition.PassWork`: one
     partition's rows routed), and the calls that build its column blocks
-    (:func:`~oocgbdt.core.partition.block_count` on ``n_threads``), to be shared out
+    (:func:`~oocgbdt.core.partition.block_count` on ``n_threads``, for a pass over
+    ``len(works)`` partitions), to be shared out
     (:meth:`~oocgbdt.core.executor.KernelThreads.share`); a block too small to share is built
     here, and no call is returned."""
     work = works[i] = start(*args)
-    k = block_count(work.cells, n_threads)
+    k = block_count(work.cells, n_threads, len(works))
     if k == 1:
         build_block(work, 0, 1)
         return None

@@ -268,6 +268,13 @@ def partition_gradients(data: PartitionData, objective) -> PartitionData:
 #: executor's threads beside the other partitions' blocks) only when each block adds at least
 #: this many cells (rows x columns): below it, a hand-off to a thread costs more than the block.
 MIN_BLOCK_CELLS = 2 ** 15
+#: ... and, when the pass has at least one partition per thread (each thread then has a
+#: partition to route and build), only when the partition's pass adds at least this many
+#: cells: each call costs Python under the GIL that the other thread waits for. ``python -m
+#: benchmarks.shared_passes --choice blocks`` (2 threads; 400k x 50 and x 100: 2 partitions,
+#: 1M x 100: 4): passes cut into blocks took 1.10-1.31x the time of whole partitions under
+#: 2^20 cells (all partitions'), 1.03-1.12x from 2^20 to 2^21, and 0.94-1.05x above.
+MIN_PARTITION_BLOCK_CELLS = 2 ** 20
 
 
 @dataclass
@@ -358,10 +365,14 @@ def cache_blocks(work: PassWork, n_columns: int) -> int:
     return int(min(n_columns, max(1, -(-int(n_columns * per_column) // limit))))
 
 
-def block_count(cells: int, n_threads: int) -> int:
+def block_count(cells: int, n_threads: int, n_partitions: int = 1) -> int:
     """Column blocks of one partition's pass histograms on ``n_threads`` threads: one per
     thread (each partition's blocks queue behind the others', so unequal partitions still
-    keep every thread busy), fewer where blocks would fall under :data:`MIN_BLOCK_CELLS`."""
+    keep every thread busy), fewer where blocks would fall under :data:`MIN_BLOCK_CELLS`; one
+    when the pass has ``n_partitions >= n_threads`` and this partition's ``cells`` are under
+    :data:`MIN_PARTITION_BLOCK_CELLS`."""
+    if int(n_partitions) >= int(n_threads) and int(cells) < MIN_PARTITION_BLOCK_CELLS:
+        return 1
     return max(1, min(int(n_threads), int(cells) // MIN_BLOCK_CELLS))
 
 

@@ -111,6 +111,14 @@ def test_block_count_gives_each_thread_a_block_unless_blocks_get_too_small(monke
     assert partition.block_count(10 ** 6, 3) == 3
     assert partition.block_count(2500, 4) == 2   # two blocks of 1,250 cells, not four of 625
     assert partition.block_count(999, 2) == 1
+    # with a partition per thread, a partition's pass is built whole below
+    # MIN_PARTITION_BLOCK_CELLS, and cut as before from it
+    monkeypatch.setattr(partition, "MIN_PARTITION_BLOCK_CELLS", 10 ** 5)
+    assert partition.block_count(10 ** 5 - 1, 2, 2) == 1
+    assert partition.block_count(10 ** 5 - 1, 2, 5) == 1
+    assert partition.block_count(10 ** 5, 2, 2) == 2
+    assert partition.block_count(10 ** 5 - 1, 2, 1) == 2  # fewer partitions than threads
+    assert partition.block_count(10 ** 5 - 1, 4, 3) == 4
     # the uneven partitions of a NumPy fit (131,072 x 3 + 6,784 rows): their blocks, queued
     # one partition after the other, load two threads evenly
     sizes = []
@@ -249,6 +257,7 @@ def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
     lgb = pytest.importorskip("lightgbm")
     from tests.core._helpers import fit_in_process
     monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 256)  # blocks even on these few rows
+    monkeypatch.setattr(partition, "MIN_PARTITION_BLOCK_CELLS", 256)  # and partitions
     monkeypatch.setattr(partition, "MIN_THREADED_SEARCH_BINS", 1)  # and threaded searches
     # passes of at least 4,000 cells (a smaller child of 500 rows) shared out, the others not
     monkeypatch.setattr(histogram_source, "MIN_SHARED_PASS_CELLS", 4000)
@@ -271,3 +280,29 @@ def test_in_process_fit_on_threads_equals_one_thread_and_lightgbm(monkeypatch):
     ref = lgb.train(dict(params, num_threads=1, deterministic=True), lgb.Dataset(X, y))
     np.testing.assert_allclose(two.predict(X, raw_score=True), ref.predict(X, raw_score=True),
                                rtol=1e-9, atol=1e-9)
+
+
+def test_a_pass_with_a_partition_per_thread_builds_each_partition_whole(monkeypatch):
+    """start_pass_work cuts a partition's pass into blocks for the threads only when the pass
+    has fewer partitions than threads, or the partition's pass is large; either way the
+    histograms are NumPy's."""
+    monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 100)
+    rng, offsets, X, g, h = _data(seed=7)
+    cols = np.arange(X.shape[1], dtype=np.int64)
+    rows = [np.sort(rng.choice(X.shape[0], 800, replace=False)).astype(np.int32)]
+    ref = np.zeros((offsets[-1], 2))
+    build_histogram_naive(X, offsets, cols, g, h, rows[0], ref)
+
+    def start():
+        return partition.PassWork(None, X, offsets, cols, g, h, rows,
+                                  np.zeros((1, offsets[-1], 2)))
+
+    for n_partitions, limit, cut in ((1, 10 ** 9, True), (2, 10 ** 9, False),
+                                     (3, 10 ** 9, False), (2, 100, True)):
+        monkeypatch.setattr(partition, "MIN_PARTITION_BLOCK_CELLS", limit)
+        works = [None] * n_partitions
+        calls = histogram_source.start_pass_work(start, 2, works, 0)
+        assert (calls is not None) == cut, (n_partitions, limit)
+        for call in calls or ():
+            call()
+        np.testing.assert_allclose(works[0].hist[0], ref, rtol=1e-12, atol=1e-9)
