@@ -48,7 +48,9 @@ __all__ = ["HistogramSource", "merge_block_records", "start_pass_work"]
 #: benchmarks.shared_passes`` (each pass shared or not by a coin flip, 2 threads): from 2^17 to
 #: 2^18 cells a shared pass took 1.16-1.37x the time of one on the loop's thread alone (400k x
 #: 50 and x 100), from 2^18 to 2^19 0.93x on 400k x 50 and 1.05-1.18x on 400k and 1M x 100,
-#: and above 2^19 0.48-0.80x everywhere.
+#: and above 2^19 0.48-0.80x everywhere. With each partition then built whole by one thread
+#: (``MIN_PARTITION_BLOCK_CELLS``), 2^17 to 2^18 cells were even (0.98x on 400k x 50) and
+#: 2^18 to 2^19 0.83-0.87x (400k x 50, 1M x 100).
 MIN_SHARED_PASS_CELLS = 2 ** 18
 
 
