@@ -354,9 +354,12 @@ class HistogramSource:
         parents = [t[4] for t in todo]
         branches = tuple(self._branch[t[1]] for t in todo) if self.node is not None else None
         if self.feature_blocks is None:
-            extra = () if threads is None else (threads,)
+            # In process each parent histogram is passed once, to a step never run again: the
+            # siblings are written into their parents' arrays.
+            local = isinstance(b, LocalExecutor)
             found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
-                             self.node, branches, *extra, key=f"{tag}-find", place=self._final)
+                             self.node, branches, threads, local, key=f"{tag}-find",
+                             place=self._final)
             res = b.submit(pass_records, found, key=f"{tag}-records", place=self._final)
             for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
                 for side, child in ((0, leaf), (1, right_leaf)):

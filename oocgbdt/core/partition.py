@@ -732,7 +732,7 @@ def _with_count(totals: LeafTotals, count: float) -> LeafTotals:
 
 
 def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params: SplitParams,
-                      node=None, branches=None, threads=None):
+                      node=None, branches=None, threads=None, consume_parents=False):
     """Final task of a split pass: both children's best splits for every split of ``plan``, and
     both children's histograms.
 
@@ -756,6 +756,13 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         Without per-node rules (``node`` None: no search draws random numbers) and with at
         least :data:`MIN_THREADED_SEARCH_BINS` bins, the children's searches run on these
         threads at once; each is the same call on the same inputs.
+    consume_parents : bool, default False
+        Write each sibling (parent minus the built child) into its parent's array, which the
+        caller then no longer reads: no new array for it, and its parent's memory is written
+        once instead of read into a fresh one (in process: 35 -> 18 us per pass on 50 x 255
+        bins, and the sibling's search reads warmer memory). Only for a caller that passes
+        each parent once and never runs the step again (the in-process executor); a step that
+        may be retried must leave its inputs as they were.
 
     Returns
     -------
@@ -780,10 +787,10 @@ def finish_split_many(parents, parts, plan: SplitPlan, meta: FeatureMeta, params
         # hold its pass's other slots alive (the histogram pool counts histograms)
         children[i][side] = built[j] if built.shape[0] == 1 else built[j].copy()
     for i, pair in enumerate(children):
-        if pair[0] is None:
-            pair[0] = parents[i] - pair[1]
-        elif pair[1] is None:
-            pair[1] = parents[i] - pair[0]
+        if pair[0] is None or pair[1] is None:
+            side = 0 if pair[0] is None else 1
+            out = parents[i] if consume_parents else None
+            pair[side] = np.subtract(parents[i], pair[1 - side], out=out)
     gains = np.full((len(plan.splits), meta.n_bins.shape[0]), -np.inf)
     small = 2 * params.min_data_in_leaf
     if threads is not None and node is None and meta.n_hist_bins >= MIN_THREADED_SEARCH_BINS:

@@ -306,3 +306,42 @@ def test_a_pass_with_a_partition_per_thread_builds_each_partition_whole(monkeypa
         for call in calls or ():
             call()
         np.testing.assert_allclose(works[0].hist[0], ref, rtol=1e-12, atol=1e-9)
+
+
+def test_in_process_siblings_are_written_into_their_parents_with_the_same_results(monkeypatch):
+    """In process the finish step writes each sibling into its parent's array (the parent is
+    never read again): the records, gains and children equal those of the step run on copies
+    that it leaves as they were."""
+    import copy
+    from tests.core._helpers import fit_in_process
+    real = histogram_source.finish_split_many
+    calls = []
+
+    def spy(parents, parts, plan, meta, params, node=None, branches=None, threads=None,
+            consume_parents=False):
+        saved = copy.deepcopy((parents, parts))
+        untouched = copy.deepcopy(saved[0])
+        out = real(parents, parts, plan, meta, params, node, branches, threads, consume_parents)
+        ref = real(*saved, plan, meta, params, node, branches, None, False)
+        np.testing.assert_array_equal(ref[0][1], out[0][1])  # feature gains
+        assert ref[0][0] == out[0][0]  # records
+        for got, want in zip(out[1], ref[1]):
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+        for p, q in zip(saved[0], untouched):  # not consumed: the parents left as they were
+            if p is not None:
+                np.testing.assert_array_equal(p, q)
+        written = [any(c is p for c in pair) for p, pair in zip(parents, out[1])
+                   if p is not None]
+        calls.append((consume_parents, written))
+        return out
+
+    monkeypatch.setattr(histogram_source, "finish_split_many", spy)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(3000, 6)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(float)
+    params = dict(objective="binary", num_leaves=15, num_iterations=3, verbose=-1)
+    fit_in_process(params, X, y, executor=LocalExecutor(2))
+    assert calls and all(consume for consume, _ in calls)
+    written = [w for _, ws in calls for w in ws]
+    assert written and all(written)
