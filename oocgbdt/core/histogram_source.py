@@ -272,6 +272,9 @@ class HistogramSource:
         (:func:`histograms_only`): a partial sent to another worker does not carry the partition's
         row order."""
         b = self.executor
+        # In process every partial is read by one sum, never run again: sums are made in the
+        # first part's array.
+        consume = (isinstance(b, LocalExecutor),)
         hists = b.map(histograms_only, results, key=f"{key}-hists")
         if 2 < len(hists) <= 2 * self.split_every:
             # Consecutive pairs first: partitions sit on workers in contiguous blocks, so a pair
@@ -280,12 +283,13 @@ class HistogramSource:
             # partitions, where a pass is short and the move is a large part of it: the pair
             # sums are one more array per pair held during the pass, which with many
             # partitions (data larger than memory) would add half the partials' memory.
-            hists = [b.submit(sum_histograms, hists[i:i + 2], key=f"{key}-pair-{i // 2}")
+            hists = [b.submit(sum_histograms, hists[i:i + 2], *consume,
+                              key=f"{key}-pair-{i // 2}")
                      if i + 1 < len(hists) else hists[i] for i in range(0, len(hists), 2)]
-        parts = reduce_levels(b, sum_histograms, hists, self.split_every, key)
+        parts = reduce_levels(b, sum_histograms, hists, self.split_every, key, extra=consume)
         if self.feature_blocks is not None or self.replicate:
             return parts  # summed by the finish steps (per feature block: see _finish_blocks)
-        return [b.submit(sum_histograms, parts, key=f"{key}-last")]
+        return [b.submit(sum_histograms, parts, *consume, key=f"{key}-last")]
 
     def _drop_partials(self):
         """Keep only each partition's row grouping between passes: its partial histograms (one per

@@ -665,14 +665,19 @@ def histograms_only(result):
     return result[1] if isinstance(result, tuple) else result
 
 
-def sum_histograms(parts) -> np.ndarray:
+def sum_histograms(parts, consume=False) -> np.ndarray:
     """Combine step of the fan-in tree: add histograms (or ``(TreeRows, histogram)`` results).
-    One part is returned as it is, not copied: nothing modifies a histogram once made (the
-    finish steps subtract into new arrays), so a copy would only cost its bytes."""
+    One part is returned as it is, not copied: nothing modifies a histogram it does not own
+    (a step that consumes its inputs, below, owns them), so a copy would only cost its bytes.
+
+    ``consume``: the parts are never read again (in process, where a step is never run twice):
+    the sum is made in the first part's array instead of a fresh one (the same additions in the
+    same order)."""
     hists = [histograms_only(p) for p in parts]
     if len(hists) == 1:
         return hists[0]
-    out = hists[0] + hists[1]  # one pass over the two first parts (not a copy, then an add)
+    # one pass over the two first parts (not a copy, then an add)
+    out = np.add(hists[0], hists[1], out=hists[0] if consume else None)
     for h in hists[2:]:
         out += h
     return out

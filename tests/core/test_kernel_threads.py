@@ -345,3 +345,31 @@ def test_in_process_siblings_are_written_into_their_parents_with_the_same_result
     assert calls and all(consume for consume, _ in calls)
     written = [w for _, ws in calls for w in ws]
     assert written and all(written)
+
+
+def test_in_process_partial_sums_are_made_in_the_first_partial_with_the_same_values(monkeypatch):
+    """In process the reduction sums each group of partials into the first one's array (each
+    partial is read by one sum, never run again): the same values as a sum into a new array,
+    over pairs and the last sum of several partitions."""
+    import copy
+    from oocgbdt.core.partition import histograms_only
+    from tests.core._helpers import fit_in_process
+    real = histogram_source.sum_histograms
+    seen = []
+
+    def spy(parts, consume=False):
+        saved = copy.deepcopy([histograms_only(p) for p in parts])
+        out = real(parts, consume)
+        np.testing.assert_array_equal(out, real(saved))
+        if len(parts) > 1:
+            seen.append((consume, np.shares_memory(out, histograms_only(parts[0]))))
+        return out
+
+    monkeypatch.setattr(histogram_source, "sum_histograms", spy)
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(4000, 6)).astype(np.float32)
+    y = (X[:, 0] - X[:, 3] > 0).astype(float)
+    params = dict(objective="binary", num_leaves=7, num_iterations=2, verbose=-1,
+                  chunk_rows=700, partition_rows=700)  # 6 partitions: pairs, then the last sum
+    fit_in_process(params, X, y, executor=LocalExecutor(2))
+    assert seen and all(consume and shared for consume, shared in seen)
