@@ -52,24 +52,13 @@ QUICK_CASES = {"quick_20k_x_20": (20_000, 20, 5)}
 PARAMS = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255, verbose=-1)
 
 
-def pass_cells(plan, n_columns: int) -> float:
-    """The cells a split pass builds, as the default rule estimates them (from the splits'
-    estimated child counts): the smaller child of a split whose parent histogram is kept, both
-    children otherwise."""
-    from oocgbdt.core.partition import BUILD_BOTH
-    rows = sum(min(s.left.count, s.right.count) if b != BUILD_BOTH
-               else s.left.count + s.right.count for s, b in zip(plan.splits, plan.build))
-    return float(rows) * n_columns
-
-
 def timed_fit(X, y, trees, rng, choice="share"):
     """``(model, [(cells, first way, seconds), ...])``: one in-process fit whose split passes
     are shared or not by ``rng`` (``choice="share"``), or, ``"blocks"``, whose shared passes
     cut partitions into column blocks or not by ``rng`` (what is patched is restored after)."""
     import oocgbdt
     from oocgbdt.core import histogram_source
-    from oocgbdt.core.histogram_source import HistogramSource
-    from oocgbdt.core.partition import MIN_BLOCK_CELLS
+    from oocgbdt.core.histogram_source import HistogramSource, pass_cells
     log = []
     real = HistogramSource._run_pass
     real_count = histogram_source.block_count
@@ -78,9 +67,8 @@ def timed_fit(X, y, trees, rng, choice="share"):
     def block_count(cells, n_threads, n_partitions=1):
         if state["blocks"] is None:
             return real_count(cells, n_threads, n_partitions)
-        if not state["blocks"]:
-            return 1
-        return max(1, min(int(n_threads), int(cells) // MIN_BLOCK_CELLS))
+        # with blocks: the rule as for a single partition (a block per thread)
+        return real_count(cells, n_threads) if state["blocks"] else 1
 
     def run_pass(self, task, start, finish, iterables, key, consume=None, shared=True):
         if task.__name__ != "partition_split_many" or (choice == "blocks" and not shared):

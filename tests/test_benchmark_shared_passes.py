@@ -29,7 +29,8 @@ def test_each_split_pass_is_timed_once_both_ways_on_the_default_model(monkeypatc
 
     def spy(self, task, start, finish, iterables, key, consume=None, shared=True):
         if task.__name__ == "partition_split_many":
-            decided.append((sp.pass_cells(iterables[4][0], len(self.meta.hist_columns)), shared))
+            decided.append((histogram_source.pass_cells(iterables[4][0],
+                                                        len(self.meta.hist_columns)), shared))
         return real(self, task, start, finish, iterables, key, consume, shared)
 
     threshold = 20_000  # between these passes' sizes, so that the rule decides both ways
@@ -42,6 +43,22 @@ def test_each_split_pass_is_timed_once_both_ways_on_the_default_model(monkeypatc
     assert {s for _, s in decided} == {True, False}
     assert all(s == (c >= threshold) for c, s in decided)
     assert sorted(c for c, _ in decided) == sorted(c for c, _, _ in log)
+
+
+def test_pass_cells_count_the_built_children_rows_times_the_columns():
+    from oocgbdt.core.histogram_source import pass_cells
+    from oocgbdt.core.partition import BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPlan
+    from oocgbdt.core.split import LeafTotals, SplitInfo
+
+    def split(n_left, n_right):
+        return SplitInfo(gain=1.0, feature=0, threshold_bin=0, default_left=False,
+                         left=LeafTotals(0.0, 1.0, float(n_left)),
+                         right=LeafTotals(0.0, 1.0, float(n_right)))
+
+    plan = SplitPlan((0, 1, 2), (3, 4, 5), (split(30, 70), split(90, 10), split(5, 6)),
+                     (BUILD_LEFT, BUILD_RIGHT, BUILD_BOTH))
+    # the smaller child where the parent is kept (30, 10), both where it is not (11)
+    assert pass_cells(plan, 7) == (30 + 10 + 11) * 7
 
 
 def test_bands_take_medians_and_the_crossover_is_where_sharing_wins_from_then_on():

@@ -39,7 +39,7 @@ from oocgbdt.core.partition import (BUILD_BOTH, BUILD_LEFT, BUILD_RIGHT, SplitPl
                                 pass_records, start_root, start_split_many, sum_histograms,
                                 tree_rows_only)
 
-__all__ = ["HistogramSource", "merge_block_records", "start_pass_work"]
+__all__ = ["HistogramSource", "merge_block_records", "pass_cells", "start_pass_work"]
 
 
 #: In process, a split pass is shared out to the threads only when it builds at least this
@@ -52,6 +52,16 @@ __all__ = ["HistogramSource", "merge_block_records", "start_pass_work"]
 #: (``MIN_PARTITION_BLOCK_CELLS``), 2^17 to 2^18 cells were even (0.98x on 400k x 50) and
 #: 2^18 to 2^19 0.83-0.87x (400k x 50, 1M x 100).
 MIN_SHARED_PASS_CELLS = 2 ** 18
+
+
+def pass_cells(plan, n_columns: int) -> float:
+    """The histogram cells a split pass builds, estimated from its splits' row counts (the
+    split records' estimates): the smaller child of each split whose parent histogram is kept,
+    both children otherwise, times ``n_columns`` built columns. What
+    :data:`MIN_SHARED_PASS_CELLS` is compared with."""
+    rows = sum(min(s.left.count, s.right.count) if b != BUILD_BOTH
+               else s.left.count + s.right.count for s, b in zip(plan.splits, plan.build))
+    return float(rows) * n_columns
 
 
 def start_pass_work(start, n_threads, works, i, *args):
@@ -170,6 +180,9 @@ class HistogramSource:
         self.max_cached = None if max_cached is None else max(0, int(max_cached))
         self.feature_blocks = list(feature_blocks) if feature_blocks else None
         self.replicate = bool(replicate) and self.feature_blocks is None
+        # In process a step is never run again and each partial or parent histogram is read
+        # once: sums and siblings are then made in their inputs' arrays.
+        self._consume = isinstance(self.executor, LocalExecutor)
         # Where the final steps run: every place at once (each sums the partials and searches
         # on its own copy, so split records need not travel), or where their inputs are.
         self._final = EVERYWHERE if self.replicate else None
@@ -272,9 +285,7 @@ class HistogramSource:
         (:func:`histograms_only`): a partial sent to another worker does not carry the partition's
         row order."""
         b = self.executor
-        # In process every partial is read by one sum, never run again: sums are made in the
-        # first part's array.
-        consume = (isinstance(b, LocalExecutor),)
+        consume = (self._consume,)  # sums made in the first part's array (see __init__)
         hists = b.map(histograms_only, results, key=f"{key}-hists")
         if 2 < len(hists) <= 2 * self.split_every:
             # Consecutive pairs first: partitions sit on workers in contiguous blocks, so a pair
@@ -346,10 +357,7 @@ class HistogramSource:
         threads = getattr(b, "kernel_threads", None)
         shared = True
         if threads is not None:  # in process: is the pass worth sharing out?
-            cells = sum(min(s.left.count, s.right.count) if bld != BUILD_BOTH
-                        else s.left.count + s.right.count
-                        for s, bld in zip(plan.splits, build)) * len(self.meta.hist_columns)
-            shared = cells >= MIN_SHARED_PASS_CELLS
+            shared = pass_cells(plan, len(self.meta.hist_columns)) >= MIN_SHARED_PASS_CELLS
         self._rows = self._run_pass(partition_split_many, start_split_many, finish_split_pass,
                                     (self.partitions, self._rows, [self.class_idx] * n,
                                      [self.meta] * n, [plan] * n), f"{tag}-route", consume=1,
@@ -358,11 +366,8 @@ class HistogramSource:
         parents = [t[4] for t in todo]
         branches = tuple(self._branch[t[1]] for t in todo) if self.node is not None else None
         if self.feature_blocks is None:
-            # In process each parent histogram is passed once, to a step never run again: the
-            # siblings are written into their parents' arrays.
-            local = isinstance(b, LocalExecutor)
             found = b.submit(finish_split_many, parents, parts, plan, self.meta, self.params,
-                             self.node, branches, threads, local, key=f"{tag}-find",
+                             self.node, branches, threads, self._consume, key=f"{tag}-find",
                              place=self._final)
             res = b.submit(pass_records, found, key=f"{tag}-records", place=self._final)
             for i, (_, leaf, right_leaf, _, _) in enumerate(todo):
