@@ -1081,9 +1081,10 @@ _TABLE = [
     Param(
         "chunk_rows", DEFAULT_CHUNK_ROWS, (), "int", _range(1, integer=True),
         "Rows per storage chunk where oocgbdt chunks the data itself: NumPy and scipy.sparse "
-        "input to train (at most: between 262,144 and 1,048,576 rows they are cut into a "
-        "multiple of 4 even chunks, so that the four default partitions are even; Dask and "
-        "Zarr input keep their chunks), and oocgbdt convert's Zarr datasets.",
+        "input to train (at most: between 131,072 and 1,048,576 rows they are cut into a "
+        "multiple of the default partition count (2 to 4) of even chunks, so that the default "
+        "partitions are even; Dask and Zarr input keep their chunks), and oocgbdt convert's "
+        "Zarr datasets.",
     ),
     Param(
         "cache", "auto", (), "str", _one_of(("auto", "memory", "disk")),

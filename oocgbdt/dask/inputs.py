@@ -295,17 +295,19 @@ def _open_zarr(obj, name):
     return node
 
 
-#: The fewest rows of in-memory input cut into even chunks. Fewer rows keep chunks of
-#: ``chunk_rows`` rows: at most four of the default 65,536, grouped as they are (evening out
-#: two partitions of 131,072-262,143 rows was not measured to pay).
-EVEN_CHUNKS_MIN_ROWS = 4 * MIN_ROWS
+#: The fewest rows of in-memory input cut into even chunks: two partitions of at least
+#: ``MIN_ROWS``. Fewer rows keep chunks of ``chunk_rows`` rows (at most two of the default
+#: 65,536). The chunks of 160,000 one-hot rows were 65,536, 65,536 and 28,928 rows, grouped into
+#: partitions of 131,072 and 28,928 rows: a pass's per-partition steps kept one of two threads
+#: waiting for most of the pass.
+EVEN_CHUNKS_MIN_ROWS = 2 * MIN_ROWS
 
 
 def in_memory_chunk_rows(n_rows: int, chunk_rows: int) -> int:
     """Rows per chunk of in-memory input (NumPy, scipy.sparse) of ``n_rows`` rows, at most
     ``chunk_rows``.
 
-    Between ``4 * MIN_ROWS`` (262,144) and ``MAX_EVEN_PARTITIONS * TARGET_ROWS`` (1,048,576)
+    Between ``2 * MIN_ROWS`` (131,072) and ``MAX_EVEN_PARTITIONS * TARGET_ROWS`` (1,048,576)
     rows, the default partitioning aims at 2, 3 or 4 even partitions
     (:func:`oocgbdt.core.partitioning.partition_count`), made of whole chunks
     (:mod:`oocgbdt.core.partitioning`); the rows are then cut into a multiple of that many

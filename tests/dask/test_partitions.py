@@ -62,13 +62,13 @@ def test_default_partition_rows_by_hand():
 
 
 @pytest.mark.parametrize("n_rows,n_partitions", [
-    (262_144, 2), (300_000, 2), (400_000, 2), (400_001, 2), (524_288, 2), (524_289, 3),
+    (131_072, 2), (131_073, 2), (160_000, 2), (200_000, 2), (262_144, 2), (300_000, 2), (400_000, 2), (400_001, 2), (524_288, 2), (524_289, 3),
     (777_777, 3), (786_433, 4), (1_000_000, 4), (1_048_576, 4)])
 def test_in_memory_rows_in_the_even_range_make_even_partitions(n_rows, n_partitions):
-    """NumPy and sparse rows of 262,144 to 1,048,576 are cut into even chunks of at most
+    """NumPy and sparse rows of 131,072 to 1,048,576 are cut into even chunks of at most
     chunk_rows rows, so the default rule makes the fewest partitions (2 to 4) of at most 2**18
     rows, differing by less than one row per chunk (exactly chunk_rows-row chunks left
-    400,000 rows partitions of 262,144 and 137,856)."""
+    400,000 rows partitions of 262,144 and 137,856, and 160,000 rows 131,072 and 28,928)."""
     import scipy.sparse as sp
     from oocgbdt.dask.inputs import as_row_chunked
     for X in (np.zeros((n_rows, 1), np.float32), sp.csr_matrix((n_rows, 3), dtype=np.float32)):
@@ -82,7 +82,7 @@ def test_in_memory_rows_in_the_even_range_make_even_partitions(n_rows, n_partiti
 
 def test_in_memory_chunks_outside_the_four_partition_range_are_chunk_rows():
     from oocgbdt.dask.inputs import as_row_chunked
-    for n_rows, chunk_rows, want in ((200_000, 65536, 65536), (2_000_000, 65536, 65536),
+    for n_rows, chunk_rows, want in ((131_071, 65536, 65536), (2_000_000, 65536, 65536),
                                      (400_000, 10 ** 6, 400_000), (3000, 700, 700)):
         chunks = as_row_chunked(np.zeros((n_rows, 1), np.float32), "X", chunk_rows).chunks[0]
         assert chunks[0] == want and sum(chunks) == n_rows
@@ -112,13 +112,14 @@ def test_partitioned_model_equals_the_model_on_data_stored_in_those_partitions(c
 
 
 def test_default_partitions_come_from_the_data_not_the_cluster(tmp_path):
-    """150,000 rows in chunks of 20,000: the default target is 75,000 rows, so 4 chunks make the
-    first partition and the remaining 70,000 rows the second, on 1 worker, 2 workers and
-    in-process; the three models are bit-identical (NumPy, Zarr)."""
+    """130,000 rows in chunks of 20,000 (NumPy input under 131,072 rows keeps chunks of
+    chunk_rows): the default target is MIN_ROWS = 65,536 rows, so 4 chunks make the first
+    partition and the remaining 50,000 rows the second, on 1 worker, 2 workers and in-process;
+    the three models are bit-identical (NumPy, Zarr)."""
     from distributed import Client, LocalCluster
     rng = np.random.default_rng(5)
-    X = rng.normal(size=(150_000, 4)).astype(np.float32)
-    y = X[:, 0] - X[:, 1] ** 2 + rng.normal(scale=0.3, size=150_000)
+    X = rng.normal(size=(130_000, 4)).astype(np.float32)
+    y = X[:, 0] - X[:, 1] ** 2 + rng.normal(scale=0.3, size=130_000)
     ds = open_dataset(write_dataset(tmp_path / "d", X, y, chunk_rows=20_000).path)
     params = dict(objective="regression", num_leaves=15, n_estimators=3, chunk_rows=20_000)
     models = []
@@ -128,7 +129,7 @@ def test_default_partitions_come_from_the_data_not_the_cluster(tmp_path):
             models.append(oocgbdt.train(params, ds.X, ds.y, client=c, verbose=False))
     models.append(oocgbdt.train(params, X, y, verbose=False))
     for m in models:
-        assert m.cache_report["partition_rows"] == {"train": [80_000, 70_000]}
+        assert m.cache_report["partition_rows"] == {"train": [80_000, 50_000]}
         assert m.cache_report["mode"] == "memory"
     assert models[0] == models[1] == models[2]
     np.testing.assert_array_equal(models[0].predict(X[:1000]), models[2].predict(X[:1000]))
