@@ -10,9 +10,11 @@ Usage::
     python -m benchmarks.shared_passes [--quick] [--cases NAME ...] [--repeats R] [--seed S]
         [--choice share|blocks]
 
-Cases (``--cases``; default all three): ``400k_x_50`` (400,000 rows x 50 features, 100 trees),
-``400k_x_100`` (400,000 x 100, 60 trees), ``1m_x_100`` (1,000,000 x 100, 40 trees), rows of
-:func:`benchmarks.synthetic_1m.make_data`. ``--quick``: 20,000 x 20, 5 trees, for the smoke
+Cases (``--cases``; default the three dense ones): ``400k_x_50`` (400,000 rows x 50 features,
+100 trees), ``400k_x_100`` (400,000 x 100, 60 trees), ``1m_x_100`` (1,000,000 x 100, 40 trees),
+rows of :func:`benchmarks.synthetic_1m.make_data`; ``onehot_160k``: 160,000 rows of
+:func:`benchmarks.bundling.synthetic_onehot` (1,205 sparse columns in 29 bundles, the one-hot
+fit of ``benchmarks.setup``), 90 trees. ``--quick``: 20,000 x 20, 5 trees, for the smoke
 test.
 
 Each case trains ``oocgbdt.train`` in process on every core (binary, 31 leaves, 255 bins, the
@@ -47,7 +49,10 @@ CASES = {
     "400k_x_50": (400_000, 50, 100),
     "400k_x_100": (400_000, 100, 60),
     "1m_x_100": (1_000_000, 100, 40),
+    "onehot_160k": (160_000, 1205, 90),
 }
+#: Cases run when ``--cases`` is not given.
+DEFAULT_CASES = ("400k_x_50", "400k_x_100", "1m_x_100")
 QUICK_CASES = {"quick_20k_x_20": (20_000, 20, 5)}
 PARAMS = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255, verbose=-1)
 
@@ -128,9 +133,21 @@ def crossover(rows):
     return best
 
 
+def case_data(name, n_rows, n_features):
+    """``(X, y)`` of a case: one-hot CSR rows for ``onehot_*``, else dense rows."""
+    if name.startswith("onehot"):
+        from benchmarks.bundling import synthetic_onehot
+        X, y = synthetic_onehot(n_rows, n_cat=24, levels=50, n_dense=5)
+        if X.shape[1] != n_features:
+            raise AssertionError(f"{name}: {X.shape[1]} columns, expected {n_features}")
+        return X, y
+    X, y, _, _ = make_data(n_rows, n_features)
+    return X, y
+
+
 def run_case(name, n_rows, n_features, trees, repeats, seed, choice="share", log=print):
     import oocgbdt
-    X, y, _, _ = make_data(n_rows, n_features)
+    X, y = case_data(name, n_rows, n_features)
     oocgbdt.train(dict(PARAMS, num_iterations=2), X[:5000], y[:5000])  # compile, load caches
     ref = oocgbdt.train(dict(PARAMS, num_iterations=trees), X, y)  # the default rule's model
     rng = np.random.default_rng(seed)
@@ -148,7 +165,7 @@ def run_case(name, n_rows, n_features, trees, repeats, seed, choice="share", log
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: 20,000 x 20, 5 trees")
-    ap.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(CASES))
+    ap.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(DEFAULT_CASES))
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--choice", choices=("share", "blocks"), default="share",

@@ -105,3 +105,21 @@ def test_blocks_choice_cuts_shared_passes_into_blocks_or_not_on_the_default_mode
     assert {first for _, first, _ in log} == {True, False}
     assert all(c >= 4000 for c, _, _ in log)  # only passes the rule shares
     assert 1 in cuts and max(cuts) >= 2  # whole partitions, and a block per thread
+
+
+def test_the_onehot_case_times_bundled_sparse_passes_on_the_default_model(monkeypatch):
+    """``--cases onehot_160k``'s data are CSR one-hot rows (1,205 columns, bundled); its run
+    checks each fit against the default rule's model, and is not among the default cases."""
+    import scipy.sparse
+    X, y = sp.case_data("onehot_160k", 3000, 1205)
+    assert scipy.sparse.issparse(X) and X.shape == (3000, 1205) and y.shape == (3000,)
+    # every row holds one level of each of the 24 categorical columns' 50
+    assert (np.diff(X[:, :1200].tocsr().indptr) == 24).all()
+    with pytest.raises(AssertionError, match="1205"):
+        sp.case_data("onehot_160k", 3000, 99)
+    lines = []
+    passes = sp.run_case("onehot_160k", 6000, 1205, 3, 1, 0, log=lines.append)
+    assert passes and {s for _, s, _ in passes} == {True, False}
+    assert "onehot_160k repeat 1/1" in lines[0]
+    assert "onehot_160k" in sp.CASES and "onehot_160k" not in sp.DEFAULT_CASES
+    assert sp.parse_args([]).cases == list(sp.DEFAULT_CASES)
