@@ -55,6 +55,11 @@ TARGETS = {
 }
 
 
+#: The one-hot table's layout (:func:`benchmarks.bundling.synthetic_onehot`): 24 one-hot
+#: columns of 50 levels and 5 dense columns, 1,205 columns in all.
+ONEHOT_LAYOUT = dict(n_cat=24, levels=50, n_dense=5)
+
+
 def dense_table(n_rows, n_features, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n_rows, n_features)).astype(np.float32)
@@ -140,7 +145,7 @@ def main(argv=None):
         rounds = 5
     else:
         dense = dense_table(1_000_000, 100)
-        onehot = synthetic_onehot(200_000, n_cat=24, levels=50, n_dense=5)
+        onehot = synthetic_onehot(200_000, **ONEHOT_LAYOUT)
         rounds = 30
     print(f"# Set-up before the first tree{' (quick smoke run)' if args.quick else ''}")
     print(f"{threads} threads per tool, {repeats} repeats, medians; in process, NumPy/CSR input")

@@ -134,10 +134,12 @@ def crossover(rows):
 
 
 def case_data(name, n_rows, n_features):
-    """``(X, y)`` of a case: one-hot CSR rows for ``onehot_*``, else dense rows."""
+    """``(X, y)`` of a case: one-hot CSR rows for ``onehot_*`` (the one-hot table of
+    ``benchmarks.setup``), else dense rows."""
     if name.startswith("onehot"):
         from benchmarks.bundling import synthetic_onehot
-        X, y = synthetic_onehot(n_rows, n_cat=24, levels=50, n_dense=5)
+        from benchmarks.setup import ONEHOT_LAYOUT
+        X, y = synthetic_onehot(n_rows, **ONEHOT_LAYOUT)
         if X.shape[1] != n_features:
             raise AssertionError(f"{name}: {X.shape[1]} columns, expected {n_features}")
         return X, y

@@ -107,7 +107,7 @@ def test_blocks_choice_cuts_shared_passes_into_blocks_or_not_on_the_default_mode
     assert 1 in cuts and max(cuts) >= 2  # whole partitions, and a block per thread
 
 
-def test_the_onehot_case_times_bundled_sparse_passes_on_the_default_model(monkeypatch):
+def test_the_onehot_case_times_bundled_sparse_passes_on_the_default_model():
     """``--cases onehot_160k``'s data are CSR one-hot rows (1,205 columns, bundled); its run
     checks each fit against the default rule's model, and is not among the default cases."""
     import scipy.sparse

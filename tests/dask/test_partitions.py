@@ -62,8 +62,9 @@ def test_default_partition_rows_by_hand():
 
 
 @pytest.mark.parametrize("n_rows,n_partitions", [
-    (131_072, 2), (131_073, 2), (160_000, 2), (200_000, 2), (262_144, 2), (300_000, 2), (400_000, 2), (400_001, 2), (524_288, 2), (524_289, 3),
-    (777_777, 3), (786_433, 4), (1_000_000, 4), (1_048_576, 4)])
+    (131_072, 2), (131_073, 2), (160_000, 2), (200_000, 2), (262_144, 2), (300_000, 2),
+    (400_000, 2), (400_001, 2), (524_288, 2), (524_289, 3), (777_777, 3), (786_433, 4),
+    (1_000_000, 4), (1_048_576, 4)])
 def test_in_memory_rows_in_the_even_range_make_even_partitions(n_rows, n_partitions):
     """NumPy and sparse rows of 131,072 to 1,048,576 are cut into even chunks of at most
     chunk_rows rows, so the default rule makes the fewest partitions (2 to 4) of at most 2**18
