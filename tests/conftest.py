@@ -1,9 +1,36 @@
-"""Shared fixtures: the real-data folder, a small Dask cluster, and real-data loaders."""
+"""Shared fixtures: the real-data folder, a small Dask cluster, and real-data loaders; and how
+the suite is shared between pytest-xdist's worker processes."""
 import os
+import tempfile
 from pathlib import Path
 
-import numpy as np
-import pytest
+# pytest-xdist's second and later workers keep numba's compiled kernels in a folder of their own
+# (numba is not imported yet: this runs before any test module). numba's cache numbers a
+# function's entries as it saves them, and two processes saving different signatures of one
+# function at the same moment could each take the same number; the first worker keeps numba's
+# default place, beside the sources, shared with every other run.
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _XDIST_WORKER not in (None, "gw0") and "NUMBA_CACHE_DIR" not in os.environ:
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(tempfile.gettempdir(),
+                                                 f"oocgbdt-tests-numba-{_XDIST_WORKER}")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """How pytest-xdist shares the tests between its workers (``-n 2``, pyproject.toml): a
+    module's tests on one worker, so that its module-scoped clusters start once (xdist's
+    ``loadfile``), and every test with "slurm" in its id on one worker, so that two tests never
+    wait on each other's jobs on the single-node SLURM."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return "slurm" if "slurm" in nodeid else nodeid.split("::", 1)[0]
+
+    return ModuleScheduling(config, log)
 
 
 def _shared_data_path() -> Path:

@@ -48,7 +48,8 @@ def _slurm_cluster(workdir):
     from distributed import Client
     with jobqueue.SLURMCluster(cores=1, processes=1, memory="3GB", walltime="00:20:00",
                                log_directory=str(workdir / "logs"),
-                               local_directory=str(workdir / "scratch")) as cluster, \
+                               local_directory=str(workdir / "scratch"),
+                               scheduler_options={"dashboard_address": ":0"}) as cluster, \
             Client(cluster, set_as_default=False) as client:
         yield cluster, client
 
