@@ -33,6 +33,16 @@ def pytest_xdist_make_scheduler(config, log):
     return ModuleScheduling(config, log)
 
 
+def pytest_collection_modifyitems(items):
+    """Run the modules that start clusters, scripts and benchmarks (``tests/test_*.py``,
+    ``tests/runtime/``, ``tests/dask/``) before the many short kernel and core tests, each
+    module's tests still together and in file order: xdist's workers (which keep this order
+    with ``--no-loadscope-reorder``) then end at about the same time instead of one finishing
+    a long module alone."""
+    first = ("tests/test_", "tests/runtime/", "tests/dask/")
+    items.sort(key=lambda item: 0 if item.nodeid.startswith(first) else 1)
+
+
 def _shared_data_path() -> Path:
     env = os.environ.get("OOCGBDT_DATA")
     return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
