@@ -105,6 +105,34 @@ def test_a_quantized_pass_built_by_column_blocks_equals_numpy(block_bytes, monke
         np.testing.assert_array_equal(work.hist[j], ref)
 
 
+@pytest.mark.parametrize("n_blocks", [1, 2])
+def test_a_quantized_root_over_every_row_is_one_sub_block_and_equals_numpy(n_blocks,
+                                                                          monkeypatch):
+    """A quantized pass over every row in order is not cut under ``EVERY_ROW_BLOCK_BYTES``
+    (a float one is: the test above), and adds the naive twin's integers exactly."""
+    from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int_naive
+    rng, offsets, X, _, _ = _data(seed=7)
+    n = X.shape[0]
+    monkeypatch.setattr(partition, "EVERY_ROW_BLOCK_BYTES", 64)
+    packed = ((rng.integers(-8, 9, size=n).astype(np.int64) << 32)
+              + rng.integers(0, 9, size=n)).astype(QUANT_DTYPE)
+    cols = np.arange(X.shape[1], dtype=np.int64)
+    every = np.arange(n, dtype=np.int32)
+    hist = np.zeros((1, offsets[-1], 1), dtype=QUANT_DTYPE)
+    work = partition.PassWork(None, X, offsets, cols, packed, packed, [every], hist,
+                              every_row=True)
+    assert partition.cache_blocks(work, len(cols)) == 1
+    floats = partition.PassWork(None, X, offsets, cols, np.ones(n, np.float32),
+                                np.ones(n, np.float32), [every],
+                                np.zeros((1, offsets[-1], 2)), every_row=True)
+    assert partition.cache_blocks(floats, len(cols)) > 1
+    for b in range(n_blocks):
+        partition.build_block(work, b, n_blocks)
+    ref = np.zeros((offsets[-1], 1), dtype=np.int64)
+    build_histogram_int_naive(X, offsets, cols, packed, every, ref)
+    np.testing.assert_array_equal(work.hist[0], ref)
+
+
 def test_block_count_gives_each_thread_a_block_unless_blocks_get_too_small(monkeypatch):
     monkeypatch.setattr(partition, "MIN_BLOCK_CELLS", 1000)
     assert partition.block_count(10 ** 6, 2) == 2
