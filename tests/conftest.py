@@ -36,9 +36,9 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_collection_modifyitems(items):
     """Run the modules that start clusters, scripts and benchmarks (``tests/test_*.py``,
     ``tests/runtime/``, ``tests/dask/``) before the many short kernel and core tests, each
-    module's tests still together and in file order: xdist's workers (which keep this order
-    with ``--no-loadscope-reorder``) then end at about the same time instead of one finishing
-    a long module alone."""
+    module's tests still together and in file order (xdist keeps this order with
+    ``--no-loadscope-reorder``): the last modules handed out are then short ones
+    (docs/decisions/test-workers.md has the measured runs)."""
     first = ("tests/test_", "tests/runtime/", "tests/dask/")
     items.sort(key=lambda item: 0 if item.nodeid.startswith(first) else 1)
 

@@ -18,6 +18,13 @@ def _data(seed=0, n=3000, F=12):
     return rng, offsets, X, g, h
 
 
+def _packed(rng, n):
+    """``n`` rows' packed integer pairs (gradient in [-8, 8], hessian in [0, 8])."""
+    from oocgbdt.kernels.quantize import QUANT_DTYPE
+    return ((rng.integers(-8, 9, size=n).astype(np.int64) << 32)
+            + rng.integers(0, 9, size=n)).astype(QUANT_DTYPE)
+
+
 @pytest.mark.parametrize("columns", [None, [1, 2, 3, 7, 8, 11]])
 @pytest.mark.parametrize("n_blocks", [2, 3, 5])
 @pytest.mark.parametrize("block_bytes", [None, 4096])
@@ -90,8 +97,7 @@ def test_a_quantized_pass_built_by_column_blocks_equals_numpy(block_bytes, monke
         monkeypatch.setattr(partition, "HIST_BLOCK_BYTES", block_bytes)
     rng, offsets, X, _, _ = _data(seed=3)
     n = X.shape[0]
-    packed = ((rng.integers(-8, 9, size=n).astype(np.int64) << 32)
-              + rng.integers(0, 9, size=n)).astype(QUANT_DTYPE)
+    packed = _packed(rng, n)
     cols = np.arange(X.shape[1], dtype=np.int64)
     row_lists = [np.sort(rng.choice(n, m, replace=False)).astype(np.int32) for m in (900, 40)]
     hist = np.zeros((2, offsets[-1], 1), dtype=QUANT_DTYPE)
@@ -114,8 +120,7 @@ def test_a_quantized_root_over_every_row_is_one_sub_block_and_equals_numpy(n_blo
     rng, offsets, X, _, _ = _data(seed=7)
     n = X.shape[0]
     monkeypatch.setattr(partition, "EVERY_ROW_BLOCK_BYTES", 64)
-    packed = ((rng.integers(-8, 9, size=n).astype(np.int64) << 32)
-              + rng.integers(0, 9, size=n)).astype(QUANT_DTYPE)
+    packed = _packed(rng, n)
     cols = np.arange(X.shape[1], dtype=np.int64)
     every = np.arange(n, dtype=np.int32)
     hist = np.zeros((1, offsets[-1], 1), dtype=QUANT_DTYPE)
