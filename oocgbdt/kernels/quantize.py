@@ -528,10 +528,15 @@ def _find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_
         best_gain_shifted = -np.inf  # LightGBM's output->gain (kMinScore before any scan)
         best_left = np.int64(0)
         default_left = 1.0
-        if nb > 2 and mt != 0:
-            skip = mt == 1  # Zero: the default bin is missing; NaN: the NaN bin is
-            na = mt == 2
-            g, left, ok = _scan_int(flat, lo, nb, mt, default_bins[f], True, skip, na, total,
+        # Scan R, then, for a feature with missing values and more than two bins, scan F. One
+        # call site, whose flags are run-time values: numba would compile _scan_int once per
+        # combination of literal flags.
+        two_scans = nb > 2 and mt != 0
+        skip = two_scans and mt == 1  # Zero: the default bin is missing; NaN: the NaN bin is
+        na = two_scans and mt == 2
+        for s in range(2 if two_scans else 1):
+            reverse = s == 0
+            g, left, ok = _scan_int(flat, lo, nb, mt, default_bins[f], reverse, skip, na, total,
                                     grad_scale, hess_scale, count, cnt_factor, l1, l2, min_data,
                                     min_hess, min_gain_shift, rand_t, max_delta_step,
                                     path_smooth, parent_output, use_mc, mono, c_min, c_max,
@@ -539,23 +544,8 @@ def _find_best_thresholds_int(hist, bin_offsets, n_bins, missing_types, default_
             if ok:
                 found, best, best_left, thr = True, g, left, res[0]
                 best_gain_shifted = g - min_gain_shift
-                default_left = 1.0
-            g, left, ok = _scan_int(flat, lo, nb, mt, default_bins[f], False, skip, na, total,
-                                    grad_scale, hess_scale, count, cnt_factor, l1, l2, min_data,
-                                    min_hess, min_gain_shift, rand_t, max_delta_step,
-                                    path_smooth, parent_output, use_mc, mono, c_min, c_max,
-                                    best_gain_shifted, res, plain)
-            if ok:
-                found, best, best_left, thr = True, g, left, res[0]
-                default_left = 0.0
-        else:
-            g, left, ok = _scan_int(flat, lo, nb, mt, default_bins[f], True, False, False, total,
-                                    grad_scale, hess_scale, count, cnt_factor, l1, l2, min_data,
-                                    min_hess, min_gain_shift, rand_t, max_delta_step,
-                                    path_smooth, parent_output, use_mc, mono, c_min, c_max,
-                                    best_gain_shifted, res, plain)
-            if ok:
-                found, best, best_left, thr = True, g, left, res[0]
+                default_left = 1.0 if reverse else 0.0
+        if not two_scans:
             # LightGBM: a NaN-type feature with <= 2 bins goes right by default
             default_left = 0.0 if mt == 2 else 1.0
         if found:

@@ -719,31 +719,32 @@ def _find_best_thresholds(hist, bin_offsets, n_bins, missing_types, default_bins
                                         c_min, c_max)
             continue
         res[0] = -np.inf
-        if mt == 2 and nb <= 2:
-            _scan_either(plain, hist, lo, nb, mt, default_bins[f], True, True, False, sum_g,
-                         sum_h2, count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift,
-                         0.0, rand_t, res, max_delta_step, path_smooth, parent_output, use_mc,
-                         mono, c_min, c_max, scratch)
-            default_left = 0.0
-        else:
-            _scan_either(plain, hist, lo, nb, mt, default_bins[f], True, False, False, sum_g,
-                         sum_h2, count, cnt_factor, l1, l2, min_data, min_hess, min_gain_shift,
-                         0.0, rand_t, res, max_delta_step, path_smooth, parent_output, use_mc,
-                         mono, c_min, c_max, scratch)
-            default_left = 1.0
-            if mt != 0 and nb > 2:
+        # Scan R (decreasing thresholds, missing values left), then, for a feature with
+        # missing values and more than two bins, scan F (increasing, missing values right).
+        # A NaN feature of at most two bins has one partition, scanned once with its NaN bin
+        # on the right. One call site, whose flags are run-time values: numba would compile
+        # the scans called inside once per combination of literal flags.
+        nan_alone = mt == 2 and nb <= 2
+        n_scans = 2 if (not nan_alone and mt != 0 and nb > 2) else 1
+        default_left = 0.0 if nan_alone else 1.0
+        best_r = -np.inf
+        for s in range(n_scans):
+            reverse = s == 0
+            margin = 0.0
+            offset = False
+            if not reverse:
                 best_r = res[0]
                 # Scan F must beat scan R by more than rounding: when the missing bin is
                 # empty, and for a threshold with the missing bin alone on one side, both
                 # scans see the same partition.
                 margin = 1e-12 * abs(best_r) if best_r > -np.inf else 0.0
                 offset = mt == 2 and most_freq_bins[f] == 0
-                _scan_either(plain, hist, lo, nb, mt, default_bins[f], False, False, offset,
-                             sum_g, sum_h2, count, cnt_factor, l1, l2, min_data, min_hess,
-                             min_gain_shift, margin, rand_t, res, max_delta_step, path_smooth,
-                             parent_output, use_mc, mono, c_min, c_max, scratch)
-                if res[0] > best_r:
-                    default_left = 0.0
+            _scan_either(plain, hist, lo, nb, mt, default_bins[f], reverse, nan_alone, offset,
+                         sum_g, sum_h2, count, cnt_factor, l1, l2, min_data, min_hess,
+                         min_gain_shift, margin, rand_t, res, max_delta_step, path_smooth,
+                         parent_output, use_mc, mono, c_min, c_max, scratch)
+            if not reverse and res[0] > best_r:
+                default_left = 0.0
         if res[0] > -np.inf:
             out[f, 0] = res[0] - parent_gain
             out[f, 1] = res[1]
