@@ -53,6 +53,7 @@ __all__ = [
     "csr_column_values",
     "csr_column_counts",
     "csr_scatter_columns",
+    "shell_sort",
     "unsorted_runs",
     "fit_numerical_values",
 ]
@@ -766,9 +767,11 @@ def _zero_as_one_bin_bounds(v, c, n, max_bin, total_sample_cnt, min_data_in_bin,
     """:func:`find_bin_with_zero_as_one_bin` of ``v[:n]`` / ``c[:n]`` written to ``out``;
     returns the number of bounds (``FindBinWithZeroAsOneBin``, ``bin.cpp:246-302``)."""
     kz = K_ZERO_THRESHOLD
-    left_cnt_data = 0
-    right_cnt_data = 0
-    cnt_zero = 0
+    # int64 from the start: a literal 0 would have numba compile _greedy_bounds once more, for
+    # the literal types its type inference sees first
+    left_cnt_data = np.int64(0)
+    right_cnt_data = np.int64(0)
+    cnt_zero = np.int64(0)
     left_cnt = n
     for i in range(n):
         x = v[i]
@@ -782,12 +785,13 @@ def _zero_as_one_bin_bounds(v, c, n, max_bin, total_sample_cnt, min_data_in_bin,
         if v[i] > -kz:
             left_cnt = i
             break
-    k = 0
+    k = np.int64(0)
     if left_cnt > 0 and max_bin > 1:
         left_max_bin = int(_div_nb(float(left_cnt_data), float(total_sample_cnt - cnt_zero))
                            * (max_bin - 1))
         left_max_bin = max(1, left_max_bin)
-        k = _greedy_bounds(v, c, 0, left_cnt, left_max_bin, left_cnt_data, min_data_in_bin, out, 0)
+        k = _greedy_bounds(v, c, np.int64(0), left_cnt, left_max_bin, left_cnt_data,
+                            min_data_in_bin, out, np.int64(0))
         out[k - 1] = -kz
     right_start = -1
     for i in range(left_cnt, n):
@@ -995,6 +999,31 @@ def unsorted_runs(values, starts, lengths, out):
         out[g] = u
 
 
+#: Shell sort's gaps (Ciura, "Best Increments for the Average Case of Shellsort", 2001).
+_SHELL_GAPS = (701, 301, 132, 57, 23, 10, 4, 1)
+
+
+@njit
+def shell_sort(v):
+    """Sort ``v`` (1-D, no NaN) ascending in place, by shell sort with Ciura's gaps.
+
+    For the short runs of sampled values :func:`fit_numerical_values` sorts itself (the long
+    ones are sorted by NumPy first): the same values as ``np.sort`` (values without NaN are
+    ordered by ``<`` alone), and a few loops to compile, where numba's ``ndarray.sort``
+    compiles its quicksort for about 2 s on a newcomer's first fit."""
+    n = v.shape[0]
+    for gap in _SHELL_GAPS:
+        if gap >= n:
+            continue
+        for i in range(gap, n):
+            x = v[i]
+            j = i
+            while j >= gap and v[j - gap] > x:
+                v[j] = v[j - gap]
+                j -= gap
+            v[j] = x
+
+
 @njit
 def fit_numerical_values(values, starts, lengths, n_nan, n_tiny, total_sample_cnt, max_bin,
                          min_data_in_bin, use_missing, zero_as_missing, pre_filter, filter_cnt,
@@ -1008,7 +1037,7 @@ def fit_numerical_values(values, starts, lengths, n_nan, n_tiny, total_sample_cn
         Feature ``g``'s kept sampled values (``|v| > kZ``, not NaN; from
         :func:`split_sample_columns` or :func:`split_csc_columns`) in
         ``values[starts[g]:starts[g] + lengths[g]]``; a run that is not sorted ascending is
-        sorted in place.
+        sorted in place (:func:`shell_sort`: meant for short runs).
     starts, lengths, n_nan, n_tiny : ndarray of shape (n_group,), int64
         Runs, and each feature's sampled NaNs and values ``0 < |v| <= kZ``.
     total_sample_cnt : int
@@ -1040,7 +1069,7 @@ def fit_numerical_values(values, starts, lengths, n_nan, n_tiny, total_sample_cn
         v = values[starts[g]:starts[g] + lengths[g]]
         for i in range(1, v.shape[0]):
             if v[i] < v[i - 1]:
-                v.sort()
+                shell_sort(v)
                 break
         _fit_numerical(v, n_nan[g], n_tiny[g], max_bin, min_data_in_bin, use_missing,
                        zero_as_missing, pre_filter, filter_cnt, total_sample_cnt, g, out_bounds,

@@ -18,6 +18,7 @@ from oocgbdt.kernels.binning import (
     greedy_find_bin_naive,
     map_to_bins,
     map_to_bins_naive,
+    shell_sort,
     split_sample_columns,
     value_to_bin,
 )
@@ -418,6 +419,23 @@ def test_counts_in_bins_equals_searchsorted(seed):
         counts_in_bins(d, c, bounds, n_searchable, out)
         b = np.minimum(np.searchsorted(bounds[:n_searchable], d, side="left"), n_searchable - 1)
         np.testing.assert_array_equal(out, np.bincount(b, weights=c, minlength=len(bounds)).astype(np.int64))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shell_sort_equals_numpy_sort(seed):
+    """Runs of every length around the gaps (0 to 1,500 values), float32 with duplicates,
+    negatives, infinities and float32 extremes (`_awkward_float32`), in random, descending
+    and nearly sorted order."""
+    rng = np.random.default_rng(seed)
+    for n in [0, 1, 2, 3, 4, 5, 9, 10, 11, 23, 24, 57, 58, 255, 256, 257, 702, 1500]:
+        v = _awkward_float32(rng, n) if n else np.empty(0, dtype=np.float32)
+        v = v[~np.isnan(v)]
+        for run in (v.copy(), np.sort(v)[::-1].copy(), np.sort(v)):
+            if len(run) > 3:
+                run[[0, -1]] = run[[-1, 0]]
+            want = np.sort(run)
+            shell_sort(run)
+            np.testing.assert_array_equal(run, want)
 
 
 def test_count_at_most_compares_in_float64():
