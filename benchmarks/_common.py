@@ -30,6 +30,7 @@ __all__ = [
     "data_dir",
     "free_memory",
     "load_dataset",
+    "load_line",
     "machine_info",
     "local_cluster",
     "make_cluster",
@@ -449,6 +450,15 @@ def local_cluster(n_workers: int = 1, threads_per_worker: int = 2,
                 yield client
         finally:
             cluster.close()
+
+
+def load_line(label: str) -> str:
+    """``load average <label>: 1, 5, 15-minute averages (<cores> cores)``, with a warning when
+    the last minute's average exceeds the cores (the figures are then indicative)."""
+    la = os.getloadavg()
+    cores = os.cpu_count() or 1
+    warn = "  WARNING: load above the number of cores; figures are indicative" if la[0] > cores else ""
+    return f"load average {label}: {la[0]:.2f}, {la[1]:.2f}, {la[2]:.2f} ({cores} cores){warn}"
 
 
 def machine_info() -> str:

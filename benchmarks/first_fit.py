@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+from benchmarks._common import load_line
+
 N_THREADS = 2
 
 
@@ -79,11 +81,6 @@ def run_child(tool: str, rounds: int, cache_dir: str) -> dict:
     if proc.returncode != 0:
         raise RuntimeError(f"{tool} child failed:\n{proc.stderr}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def load_line(label: str) -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {label}: {one:.2f}, {five:.2f}, {fifteen:.2f} ({os.cpu_count()} cores)"
 
 
 def main(argv=None):

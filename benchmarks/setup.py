@@ -36,14 +36,13 @@ The ratios are printed against the set-up targets, with PASS/FAIL:
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 
 import numpy as np
 
-from benchmarks._common import markdown_table
+from benchmarks._common import load_line, markdown_table
 from benchmarks.bundling import split, synthetic_onehot
 
 #: (ratio name, limit) of the targets.
@@ -65,13 +64,6 @@ def dense_table(n_rows, n_features, seed=0):
     X = rng.normal(size=(n_rows, n_features)).astype(np.float32)
     y = X[:, 0] - 0.5 * X[:, 1] ** 2 + rng.normal(size=n_rows)
     return X, y
-
-
-def load_line(label):
-    la = os.getloadavg()
-    cores = os.cpu_count() or 1
-    warn = "  WARNING: load above the number of cores; figures are indicative" if la[0] > cores else ""
-    return f"load average {label}: {la[0]:.2f}, {la[1]:.2f}, {la[2]:.2f} ({cores} cores){warn}"
 
 
 def oocgbdt_setup(X, y, objective, threads, max_bin=255):
