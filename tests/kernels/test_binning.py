@@ -428,8 +428,7 @@ def test_shell_sort_equals_numpy_sort(seed):
     and nearly sorted order."""
     rng = np.random.default_rng(seed)
     for n in [0, 1, 2, 3, 4, 5, 9, 10, 11, 23, 24, 57, 58, 255, 256, 257, 702, 1500]:
-        v = _awkward_float32(rng, n) if n else np.empty(0, dtype=np.float32)
-        v = v[~np.isnan(v)]
+        v = _awkward_float32(rng, n)
         for run in (v.copy(), np.sort(v)[::-1].copy(), np.sort(v)):
             if len(run) > 3:
                 run[[0, -1]] = run[[-1, 0]]
