@@ -6,7 +6,7 @@ on the worker that holds the histogram; only the small :class:`SplitInfo` travel
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 
 import numpy as np
@@ -280,6 +280,10 @@ def check_monotone_constraints(params: dict, n_features: int, categorical=()) ->
                          f"categorical feature(s) {bad}")
 
 
+#: FeatureMeta's field names (:meth:`SplitInfo.child_meta` copies them).
+_META_FIELDS = tuple(f.name for f in fields(FeatureMeta))
+
+
 @dataclass(frozen=True)
 class SplitParams:
     """The LightGBM parameters of split search (names as in :mod:`oocgbdt.params`)."""
@@ -440,12 +444,19 @@ class SplitInfo:
         mask = meta.feature_mask & self.splittable
         # the same features? (compared as bytes: a fifth of np.array_equal's time on 50)
         if mask.tobytes() == meta.feature_mask.tobytes():
-            return meta  # the same features: no new metadata (dataclasses.replace costs ~10 us)
-        child = replace(meta, feature_mask=mask)
-        # The layout is the parent's: so is whether expanding a histogram is a copy (a check
-        # over every bin, about 30 us on 50 x 255 bins, that each child would redo).
-        if "expand_is_copy" in meta.__dict__:
-            child.__dict__["expand_is_copy"] = meta.__dict__["expand_is_copy"]
+            return meta  # the same features: no new metadata
+        # ``replace(meta, feature_mask=mask)`` without its field introspection and checks
+        # (about 10 us against 1): the fields as they are, the mask replaced, and no cached
+        # value but ``expand_is_copy``, which follows from the layout alone (a check over every
+        # bin, about 30 us on 50 x 255 bins, that each child would redo).
+        child = object.__new__(FeatureMeta)
+        values = child.__dict__
+        source = meta.__dict__
+        for name in _META_FIELDS:
+            values[name] = source[name]
+        values["feature_mask"] = mask
+        if "expand_is_copy" in source:
+            values["expand_is_copy"] = source["expand_is_copy"]
         return child
 
 

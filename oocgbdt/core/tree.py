@@ -185,7 +185,9 @@ class TreeBuilder:
         self.nodes.append(dict(
             split_feature=split.feature,
             threshold_bin=len(self.cat_bins) - 1 if categorical else split.threshold_bin,
-            decision_type=int(decision_type(split.default_left, missing_type, categorical)),
+            # decision_type's bits on Python ints (its NumPy form costs ~2 us per call)
+            decision_type=(int(categorical) | (int(bool(split.default_left)) << 1)
+                           | (int(missing_type) << 2)),
             left_child=~leaf, right_child=~right_leaf, split_gain=split.gain,
             internal_value=parent_value, internal_weight=self.leaf_weight[leaf],
             internal_count=self.leaf_count[leaf]))
