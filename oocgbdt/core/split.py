@@ -449,7 +449,7 @@ class SplitInfo:
         # (about 10 us against 1): the fields as they are, the mask replaced, and no cached
         # value but ``expand_is_copy``, which follows from the layout alone (a check over every
         # bin, about 30 us on 50 x 255 bins, that each child would redo).
-        child = object.__new__(FeatureMeta)
+        child = object.__new__(type(meta))
         values = child.__dict__
         source = meta.__dict__
         for name in _META_FIELDS:
