@@ -164,15 +164,8 @@ class TreeGrower:
         ahead = {}        # tree leaf -> (source id of its right child, left record, right record)
         next_id = 1
         while builder.n_leaves < self.num_leaves:
-            if self.lookahead_leaves:
-                ranked = sorted((l for l, s in best.items() if s is not None and s.gain > 0),
-                                key=lambda l: (-best[l].gain, l))
-            else:  # only the best is split: one loop instead of a sort (the same leaf)
-                ranked, top = [], 0.0
-                for l, s in best.items():
-                    if s is not None and s.gain > top or (ranked and s is not None
-                                                          and s.gain == top and l < ranked[0]):
-                        ranked, top = [l], s.gain
+            ranked = sorted((l for l, s in best.items() if s is not None and s.gain > 0),
+                            key=lambda l: (-best[l].gain, l))
             if not ranked:
                 break
             leaf = ranked[0]
