@@ -345,12 +345,13 @@ def build_block(work: PassWork, block: int, n_blocks: int) -> None:
 #: 1.160 over 3%); in fits they lose (``--fit``: 128 KiB gave 307 against 293 ms of passes per
 #: tree on 1M x 100, 114 against 109 on 400k x 100).
 HIST_BLOCK_BYTES = 2 ** 18
-#: The same over every row in order (a root, no row list): the rows are read in sequence, so
-#: smaller blocks pay (``benchmarks.histogram_blocks``, 200,000 rows: 50 columns 0.499 ns per
-#: cell in four blocks of 50 KiB against 0.742 in one). In fits (``--fit``, one thread): 280
-#: against 293 ms of passes per tree on 1M x 100, 55.8 against 60.1 on 400k x 50, 110 against
-#: 109 on 400k x 100.
-EVERY_ROW_BLOCK_BYTES = 2 ** 16
+#: The same over every row in order (a root, no row list). It was 64 KiB while the kernel read
+#: one bin per load: the rows are read in sequence, and smaller blocks paid then. Since a row's
+#: bins are read a word at a time (:func:`oocgbdt.kernels.histogram.add_consecutive`), the
+#: larger block is faster in fits (``python -m benchmarks.histogram_blocks --fit --features 50
+#: 100 --rows 400000``, one thread, ms of passes per tree): 58.4 against 61.0 on 50 columns,
+#: 114.1 against 121.3 on 100 (the kernel before words, in its best pair, 64.7 and 124.6).
+EVERY_ROW_BLOCK_BYTES = 2 ** 18
 
 
 def cache_blocks(work: PassWork, n_columns: int) -> int:

@@ -33,7 +33,8 @@ histogram, bit for bit, and a sibling's histogram as parent minus child is exact
 """
 import numpy as np
 
-from oocgbdt.kernels._jit import PREFETCH_ROWS, njit, prefetch
+from oocgbdt.kernels._jit import (LITTLE_ENDIAN, PREFETCH_ROWS, bin_bits, load_word, njit,
+                                  prefetch)
 from oocgbdt.kernels.splitting import (K_EPSILON, _rand_threshold, canonical_leaf_terms,
                                        leaf_gain_ex, plain_split_gain, side_output, split_gain)
 
@@ -243,6 +244,8 @@ def build_histogram_int_runs(X_binned, bin_offsets, column_indices, packed, row_
             if row_indices is None:
                 p = packed[stop]
             else:
+                if stop + PREFETCH_ROWS < n_rows:
+                    prefetch(packed, row_indices[stop + PREFETCH_ROWS])
                 p = packed[row_indices[stop]]
             g = p >> 32
             h = p & HESS_MASK
@@ -277,9 +280,19 @@ def _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed, ro
     last = column_indices[n_built - 1]
     c1 = c0 + n_built
     # a run of consecutive columns: each row's slice read without the column indirection,
-    # looped from 0 over views (faster than from c0)
+    # looped from 0 over views (faster than from c0), its bins a word at a time where the row's
+    # columns are contiguous (as the float kernel, :func:`~oocgbdt.kernels.histogram.add_consecutive`)
     offsets = bin_offsets[c0:c1] - base
     block = X_binned[:, c0:c1]
+    bits = bin_bits(X_binned)
+    per_word = 64 // bits
+    mask = np.uint64((1 << bits) - 1)
+    words = consecutive and LITTLE_ENDIAN and X_binned.strides[1] == X_binned.itemsize
+    n_words = n_built // per_word if words else 0
+    tail = n_words * per_word
+    tail_offsets = offsets[tail:]
+    tail_block = block[:, tail:]
+    n_tail = n_built - tail
     for i in range(start, stop):
         if row_indices is None:  # every row in order: no index, nothing to prefetch
             r = np.uint64(i)
@@ -288,14 +301,20 @@ def _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed, ro
                 ahead = row_indices[i + PREFETCH_ROWS]
                 prefetch(X_binned, (ahead, c0))
                 prefetch(X_binned, (ahead, last))
+                prefetch(packed, ahead)
             r = np.uint64(row_indices[i])
         v = packed[r]
         if repack:
             v = ((v >> 32) << 16) + (v & HESS_MASK)
         if consecutive:
-            row = block[r]
-            for j in range(n_built):
-                cells[np.uint64(offsets[j] + row[j])] += v
+            for w in range(n_words):
+                word = load_word(block, (r, w * per_word))
+                for k in range(per_word):
+                    b = np.int64((word >> np.uint64(bits * k)) & mask)
+                    cells[np.uint64(offsets[w * per_word + k] + b)] += v
+            row = tail_block[r]
+            for j in range(n_tail):
+                cells[np.uint64(tail_offsets[j] + row[j])] += v
         else:
             for k in range(n_built):
                 j = column_indices[k]

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from oocgbdt.kernels.bundling import split_rows_bundled
-from oocgbdt.kernels.histogram import build_histogram, build_histogram_block, build_histogram_naive
+from oocgbdt.kernels.histogram import (add_consecutive, build_histogram, build_histogram_block,
+                                       build_histogram_naive)
 from oocgbdt.kernels.routing import (COPY_BLOCK_ROWS, column_major_copy, decision_table,
                                      goes_left_bin_naive, prefetch_pays, split_rows,
                                      split_rows_naive)
@@ -251,6 +252,42 @@ def test_add_pair_is_two_scalar_additions_bit_for_bit():
     untouched = np.ones(base.size, dtype=bool)
     untouched[index] = untouched[index + 1] = False
     np.testing.assert_array_equal(out.reshape(-1)[untouched], base.reshape(-1)[untouched])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("layout", ["C", "column slice", "F"])
+@pytest.mark.parametrize("listed", [False, True])
+def test_bins_read_by_words_give_the_row_by_row_sums(dtype, layout, listed):
+    """``add_consecutive`` reading a row's bins a word at a time (uint8: 8 per word, uint16: 4),
+    on blocks of every width around the word's (a tail of single bins, none, a block ending at
+    the row's last column), against plain Python float additions in row order, bit for bit,
+    and against its own bin-by-bin reads. A Fortran-ordered X (columns not contiguous in a
+    row) is read bin by bin."""
+    rng = np.random.default_rng([np.dtype(dtype).itemsize, len(layout), listed])
+    n, F = 120, 21
+    nb = rng.integers(2, 300 if dtype == np.uint16 else 256, size=F)
+    offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
+    X = np.stack([rng.integers(0, b, size=n) for b in nb], axis=1).astype(dtype)
+    if layout == "column slice":  # rows wider than the bins given: a view with a row stride
+        X = np.concatenate([X, rng.integers(0, 2, size=(n, 5)).astype(dtype)], axis=1)[:, :F]
+    elif layout == "F":
+        X = np.asfortranarray(X)
+    g = (rng.normal(size=n) * 10.0 ** rng.integers(-6, 6, size=n)).astype(np.float32)
+    h = rng.uniform(0.1, 1, size=n).astype(np.float32)
+    rows = np.sort(rng.choice(n, 70, replace=False)).astype(np.int32) if listed else None
+    start = rng.normal(size=(offsets[-1], 2))  # the kernel adds to what is there
+    for c0, width in [(0, F), (0, 8), (3, 4), (5, 3), (1, 17), (13, 8), (9, 12), (20, 1)]:
+        words, single = start.copy(), start.copy()
+        add_consecutive(X, offsets, c0, width, g, h, rows, words.reshape(-1))
+        add_consecutive(X, offsets, c0, width, g, h, rows, single.reshape(-1), False)
+        expect = [[float(a), float(b)] for a, b in start]
+        for r in (range(n) if rows is None else rows):
+            for j in range(c0, c0 + width):
+                cell = offsets[j] + X[r, j]
+                expect[cell][0] += float(g[r])
+                expect[cell][1] += float(h[r])
+        np.testing.assert_array_equal(words, np.array(expect), err_msg=f"{c0}, {width}")
+        np.testing.assert_array_equal(single, words)
 
 
 @pytest.mark.parametrize("consecutive", [True, False])

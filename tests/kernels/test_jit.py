@@ -62,3 +62,39 @@ def test_map_to_bins_compiles_without_the_converter(monkeypatch):
                          array(types.int64, 1, "C"), array(types.int32, 1, "C"),
                          array(types.uint8, 1, "C"), array(types.uint8, 2, "C")))
     assert calls == [False, True]
+
+
+@pytest.mark.skipif(not _jit.LITTLE_ENDIAN, reason="the kernels read bins by words only on "
+                    "little-endian machines")
+def test_load_word_is_the_next_eight_bytes_least_significant_first():
+    """``load_word`` against Python's ``int.from_bytes(..., "little")`` of the same 8 bytes, at
+    every start of a 1-D array (unaligned ones included) and at (row, column) of a 2-D array's
+    column slice (rows wider than the slice, so the row stride is not the slice's width)."""
+    import numba
+
+    from oocgbdt.kernels._jit import load_word
+
+    @numba.njit
+    def flat_words(a, starts):
+        out = np.empty(starts.shape[0], np.uint64)
+        for k in range(starts.shape[0]):
+            out[k] = load_word(a, starts[k])
+        return out
+
+    @numba.njit
+    def cell_words(a, rows, cols):
+        out = np.empty(rows.shape[0], np.uint64)
+        for k in range(rows.shape[0]):
+            out[k] = load_word(a, (rows[k], cols[k]))
+        return out
+
+    rng = np.random.default_rng(2)
+    a = rng.integers(0, 256, size=64).astype(np.uint8)
+    starts = np.arange(a.size - 7)
+    expect = [int.from_bytes(a[s:s + 8].tobytes(), "little") for s in starts]
+    assert flat_words(a, starts).tolist() == expect
+    wide = rng.integers(0, 2 ** 16, size=(5, 13)).astype(np.uint16)
+    block = wide[:, 3:11]  # 8 columns of 13: unit stride along a row, rows 26 bytes apart
+    rows, cols = np.repeat(np.arange(5), 5), np.tile(np.arange(5), 5)
+    expect = [int.from_bytes(block[r, c:c + 4].tobytes(), "little") for r, c in zip(rows, cols)]
+    assert cell_words(block, rows, cols).tolist() == expect

@@ -62,9 +62,9 @@ def test_packed_arithmetic_is_exact():
 
 
 @pytest.mark.parametrize("dtype,n_bins", [(np.uint8, 256), (np.uint16, 1000)])
-def test_build_histogram_int_matches_naive(dtype, n_bins):
+@pytest.mark.parametrize("F", [7, 19])  # 19: whole words of bins and a tail (uint8 and uint16)
+def test_build_histogram_int_matches_naive(dtype, n_bins, F):
     rng, g, h = _grads(500, 1)
-    F = 7
     nb = rng.integers(2, n_bins, size=F)
     offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
     X = np.stack([rng.integers(0, b, size=g.size) for b in nb], axis=1).astype(dtype)
@@ -104,9 +104,10 @@ def test_build_histogram_int_matches_naive(dtype, n_bins):
                                     (NARROW_GRADIENT_MAX, NARROW_HESSIAN_MAX, 2)])
 @pytest.mark.parametrize("rows_kind", ["every", "list", "permuted_columns"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
-def test_histogram_in_runs_of_narrow_cells_matches_naive(limits, rows_kind, dtype):
-    rng = np.random.default_rng([*limits, len(rows_kind), np.dtype(dtype).itemsize])
-    n, F, levels = 2500, 6, 8
+@pytest.mark.parametrize("F", [6, 21])  # 21: whole words of bins and a tail
+def test_histogram_in_runs_of_narrow_cells_matches_naive(limits, rows_kind, dtype, F):
+    rng = np.random.default_rng([*limits, len(rows_kind), np.dtype(dtype).itemsize, F])
+    n, levels = 2500, 8
     nb = rng.integers(1, 300 if dtype == np.uint16 else 256, size=F)
     offsets = np.concatenate([[1], 1 + np.cumsum(nb)]).astype(np.int64)
     X = np.stack([rng.integers(0, b, size=n) for b in nb], axis=1).astype(dtype)
