@@ -1,6 +1,6 @@
 """This module contains the JIT policy shared by every numba kernel, the LLVM intrinsics the
-kernels use (:func:`prefetch`, :func:`add_pair`, :func:`load_word`), and :func:`njit_keeping_cmov` for kernels
-whose speed rests on conditional moves.
+kernels use (:func:`prefetch`, :func:`add_pair`, :func:`load_word`), and
+:func:`njit_keeping_cmov` for kernels whose speed rests on conditional moves.
 
 Kernels are compiled with ``cache=True`` (compile once per machine, not per process) and
 ``nogil=True`` (Dask runs chunks on threads; kernels must release the GIL). They are serial:
