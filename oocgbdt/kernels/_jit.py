@@ -11,6 +11,7 @@ import sys
 
 import llvmlite.binding as llvm
 import numba
+import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -18,7 +19,7 @@ from numba.core.compiler_lock import global_compiler_lock
 from numba.extending import intrinsic, overload
 
 __all__ = ["njit", "njit_keeping_cmov", "prefetch", "add_pair", "load_word", "bin_bits",
-           "PREFETCH_ROWS", "LITTLE_ENDIAN"]
+           "whole_words", "word_bin", "PREFETCH_ROWS", "LITTLE_ENDIAN"]
 
 #: How many rows ahead the row-gathering kernels prefetch (measured on 500k x 100 uint8 bins,
 #: a tenth of the rows scattered: 4, 8, 16 and 32 rows ahead give 1.84, 1.74, 1.81 and 1.88 ns
@@ -187,3 +188,21 @@ def bin_bits(array):
 def _bin_bits(array):
     bits = array.dtype.bitwidth
     return lambda array: bits
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def whole_words(X_binned, n_columns, allowed):
+    """How many whole words of bins (:func:`load_word`) a kernel reads from each row's slice of
+    ``n_columns`` consecutive columns of ``X_binned`` before reading the rest one bin at a
+    time: ``n_columns // (64 / bits)`` when ``allowed``, the machine is little-endian and a
+    row's columns are contiguous in memory, else 0."""
+    if not (allowed and LITTLE_ENDIAN and X_binned.strides[1] == X_binned.itemsize):
+        return 0
+    return n_columns // (64 // bin_bits(X_binned))
+
+
+@numba.njit(inline="always", cache=True, nogil=True)
+def word_bin(word, k, bits):
+    """Bin ``k`` of a word from :func:`load_word` holding bins of ``bits`` bits (little-endian:
+    the first bin in the lowest bits), as an int64."""
+    return np.int64((word >> np.uint64(bits * k)) & np.uint64((1 << bits) - 1))

@@ -20,8 +20,8 @@ the rows.
 """
 import numpy as np
 
-from oocgbdt.kernels._jit import (LITTLE_ENDIAN, PREFETCH_ROWS, add_pair, bin_bits, load_word,
-                                  njit, prefetch)
+from oocgbdt.kernels._jit import (PREFETCH_ROWS, add_pair, bin_bits, load_word, njit, prefetch,
+                                  whole_words, word_bin)
 
 __all__ = ["build_histogram", "build_histogram_block", "add_consecutive",
            "build_histogram_naive"]
@@ -113,7 +113,7 @@ def add_consecutive(X_binned, bin_offsets, c0, n_built, gradients, hessians, row
     column indirection.
 
     Where the row's columns are contiguous in memory and the machine little-endian
-    (``use_words``, :data:`~oocgbdt.kernels._jit.LITTLE_ENDIAN`), a row's bins are read 8
+    (``use_words``, :func:`~oocgbdt.kernels._jit.whole_words`), a row's bins are read 8
     (uint8) or 4 (uint16) at a time as one word (:func:`~oocgbdt.kernels._jit.load_word`) and
     taken from it by shifts, one load per word instead of one per bin. Every cell gets the same
     additions in the same row order either way, so the sums are bit-identical. Over a row list
@@ -134,10 +134,8 @@ def add_consecutive(X_binned, bin_offsets, c0, n_built, gradients, hessians, row
         load per bin (tests compare both)
     """
     c1 = c0 + n_built
-    per_word = 64 // bin_bits(X_binned)
-    words = use_words and LITTLE_ENDIAN and X_binned.strides[1] == X_binned.itemsize
-    n_words = n_built // per_word if words else 0
-    tail = n_words * per_word
+    n_words = whole_words(X_binned, n_built, use_words)
+    tail = n_words * (64 // bin_bits(X_binned))
     # Loops from 0 over views of the block (a loop from c0 measured 1.4x slower per cell).
     offsets = bin_offsets[c0:c1]
     block = X_binned[:, c0:c1]
@@ -171,12 +169,10 @@ def _add_row(flat, block, offsets, n_words, tail_block, tail_offsets, r, g, h):
     # Row r of the block: its first n_words words of bins, then the tail's bins one by one.
     bits = bin_bits(block)  # a constant of the compiled function: the word loop unrolls
     per_word = 64 // bits
-    mask = np.uint64((1 << bits) - 1)
     for w in range(n_words):
         word = load_word(block, (r, w * per_word))
         for k in range(per_word):
-            b = np.int64((word >> np.uint64(bits * k)) & mask)
-            add_pair(flat, 2 * (offsets[w * per_word + k] + b), g, h)
+            add_pair(flat, 2 * (offsets[w * per_word + k] + word_bin(word, k, bits)), g, h)
     row = tail_block[r]
     for j in range(tail_offsets.shape[0]):
         add_pair(flat, 2 * (tail_offsets[j] + row[j]), g, h)

@@ -33,8 +33,8 @@ histogram, bit for bit, and a sibling's histogram as parent minus child is exact
 """
 import numpy as np
 
-from oocgbdt.kernels._jit import (LITTLE_ENDIAN, PREFETCH_ROWS, bin_bits, load_word, njit,
-                                  prefetch)
+from oocgbdt.kernels._jit import (PREFETCH_ROWS, bin_bits, load_word, njit, prefetch,
+                                  whole_words, word_bin)
 from oocgbdt.kernels.splitting import (K_EPSILON, _rand_threshold, canonical_leaf_terms,
                                        leaf_gain_ex, plain_split_gain, side_output, split_gain)
 
@@ -280,15 +280,13 @@ def _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed, ro
     last = column_indices[n_built - 1]
     c1 = c0 + n_built
     # a run of consecutive columns: each row's slice read without the column indirection,
-    # looped from 0 over views (faster than from c0), its bins a word at a time where the row's
-    # columns are contiguous (as the float kernel, :func:`~oocgbdt.kernels.histogram.add_consecutive`)
+    # looped from 0 over views (faster than from c0), its bins a word at a time where the
+    # row's columns are contiguous (as :func:`~oocgbdt.kernels.histogram.add_consecutive`)
     offsets = bin_offsets[c0:c1] - base
     block = X_binned[:, c0:c1]
     bits = bin_bits(X_binned)
     per_word = 64 // bits
-    mask = np.uint64((1 << bits) - 1)
-    words = consecutive and LITTLE_ENDIAN and X_binned.strides[1] == X_binned.itemsize
-    n_words = n_built // per_word if words else 0
+    n_words = whole_words(X_binned, n_built, consecutive)
     tail = n_words * per_word
     tail_offsets = offsets[tail:]
     tail_block = block[:, tail:]
@@ -310,8 +308,7 @@ def _add_rows_int(X_binned, bin_offsets, column_indices, consecutive, packed, ro
             for w in range(n_words):
                 word = load_word(block, (r, w * per_word))
                 for k in range(per_word):
-                    b = np.int64((word >> np.uint64(bits * k)) & mask)
-                    cells[np.uint64(offsets[w * per_word + k] + b)] += v
+                    cells[np.uint64(offsets[w * per_word + k] + word_bin(word, k, bits))] += v
             row = tail_block[r]
             for j in range(n_tail):
                 cells[np.uint64(tail_offsets[j] + row[j])] += v
