@@ -43,7 +43,7 @@ __all__ = ["is_lazy", "is_sparse", "is_dask_frame", "CategoryMap", "frame_inputs
            "as_row_chunked", "align_rows", "check_values", "TrainingInputs", "training_inputs",
            "check_labels_and_weights", "check_group", "check_position", "query_chunks",
            "align_to_queries", "init_score_array", "init_score_inputs", "check_init_scores",
-           "map_rows", "distinct_values", "in_memory_chunk_rows"]
+           "map_rows", "distinct_values", "in_memory_chunk_rows", "in_memory_source"]
 
 
 def is_lazy(obj) -> bool:
@@ -390,6 +390,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
     FileNotFoundError
         A path that does not exist.
     """
+    source = None  # (the Dask array wrapping in-memory input, that input)
     if isinstance(obj, (str, os.PathLike)):
         obj = _open_zarr(obj, name)
     if isinstance(obj, Dataset):
@@ -414,6 +415,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
         # a 200k x 1,205 one-hot matrix); in-memory data is not deduplicated across graphs
         arr = da.from_array(_Uncopied(a), chunks=(rows, max(a.shape[1], 1)), asarray=False,
                             name=False)
+        source = (arr, a)
     else:
         a = as_float_if_frame(obj) if numeric else np.asarray(obj)
         if a.ndim != ndim:
@@ -429,6 +431,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
                                 f"numbers first.") from None
         rows = in_memory_chunk_rows(a.shape[0], chunk_rows or a.shape[0] or 1)
         arr = da.from_array(_Uncopied(a), chunks=(rows,) + a.shape[1:], name=False)  # as above
+        source = (arr, a)
     if arr.ndim != ndim:
         _bad_ndim(name, ndim, arr.ndim, arr.shape)
     if any(np.isnan(c) for c in arr.chunks[0]):
@@ -448,7 +451,17 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
             arr = arr.rechunk({1: -1})
         if arr.dtype != X_DTYPE:
             arr = arr.astype(X_DTYPE)
+    if source is not None and arr is source[0]:
+        arr._in_memory_source = source[1]
     return arr
+
+
+def in_memory_source(X: da.Array):
+    """The in-memory array (NumPy, or scipy.sparse CSR) that :func:`as_dask_array` wrapped as
+    ``X`` unchanged (same values, shape and dtype), or None (Dask or Zarr input, or any Dask
+    array derived from the wrapper: a slice, a cast, a rechunk). Read, never written: it is the
+    caller's own array, or shares its buffers."""
+    return getattr(X, "_in_memory_source", None)
 
 
 def _bad_ndim(name, ndim, found, shape):

@@ -64,6 +64,46 @@ def test_bin_sample_of_sparse_chunks_is_numpys_row_selection():
         np.testing.assert_array_equal(got.toarray(), want)
 
 
+def test_bin_sample_of_in_memory_input_is_numpys_row_selection():
+    """In-memory input is sampled without Dask: the same rows as NumPy's selection (every row,
+    or the drawn ones), from a CSR matrix or a NumPy array; a derived Dask array (a cast) is
+    sampled through Dask, with the same values."""
+    import dask
+    from oocgbdt.dask.binning import bin_sample, sample_row_indices
+    from oocgbdt.dask.inputs import as_row_chunked, in_memory_source
+    X, _ = _data(n=3000)
+    compute = lambda a: dask.compute(a, scheduler="sync")[0]  # noqa: E731
+    for count in (200000, 1000):
+        params = dict(bin_construct_sample_cnt=count, seed=3)
+        idx = sample_row_indices(X.shape[0], count, 3)
+        want = X if idx is None else X[idx]
+        for source in (_csr(X), X.copy()):
+            Xd = as_row_chunked(source, chunk_rows=700)
+            assert in_memory_source(Xd) is not None
+            got = bin_sample(Xd, params, compute)
+            assert sp.issparse(got) == sp.issparse(source) and got.dtype == np.float32
+            np.testing.assert_array_equal(got.toarray() if sp.issparse(got) else got, want)
+            derived = Xd.astype(np.float64)  # no longer the input itself
+            assert in_memory_source(derived) is None
+            through_dask = bin_sample(derived, params, compute)
+            np.testing.assert_array_equal(
+                through_dask.toarray() if sp.issparse(through_dask) else through_dask, want)
+
+
+def test_training_never_writes_to_in_memory_input():
+    """The input's buffers may be read by the fit (the bin sample reads them in place), never
+    written: a fit on read-only NumPy and CSR buffers gives the model of writable copies."""
+    X, y = _data(n=2000)
+    params = dict(objective="regression", n_estimators=5, verbose=False)
+    frozen = np.nan_to_num(X)
+    frozen.flags.writeable = False
+    m = _csr(X)
+    for a in (m.data, m.indices, m.indptr):
+        a.flags.writeable = False
+    assert oocgbdt.train(params, frozen, y) == oocgbdt.train(params, frozen.copy(), y)
+    assert oocgbdt.train(params, m, y) == oocgbdt.train(params, _csr(X), y)
+
+
 def test_dask_array_of_sparse_chunks_on_a_cluster(client):
     X, y = _data(1)
     Xd = da.from_array(_csr(X), chunks=(800, X.shape[1]), asarray=False)
