@@ -153,10 +153,18 @@ def gradients_binary(
     -----
     LightGBM: ``src/objective/binary_objective.hpp`` (``BinaryLogloss::GetGradients``); the
     response form ``r = -l / (1 + exp(l * s))`` with ``l = +-1`` is used, as there.
+
+    The signs ``l`` are written to ``gradients_out`` by a loop of their own first: in the one
+    loop, float32 labels compiled to a branch per row, mispredicted on labels in random order
+    (measured on 80,000 rows, one thread: 11.9 ns per row with float32 labels against 7.2 with
+    float64 ones or with sorted labels; 7.2 with the separate loop, for both dtypes). ``l`` is
+    +-1 exactly in float32 as in float64, so the results are the same bits.
     """
     n_samples = y.shape[0]
     for i in range(n_samples):
-        label = 1.0 if y[i] > 0 else -1.0
+        gradients_out[i] = 1.0 if y[i] > 0 else -1.0
+    for i in range(n_samples):
+        label = np.float64(gradients_out[i])
         response = -label / (1.0 + np.exp(label * raw_score[i]))
         abs_response = abs(response)
         if weight is None:
