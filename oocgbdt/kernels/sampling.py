@@ -274,6 +274,12 @@ def lightgbm_bag_select(bagging_seed, n_total, bag_index, row_offset, y, pos_fra
     """
     m = 0
     state = np.int64(0)
+    # Each row's fraction read from a table indexed by its label's sign, not chosen by a
+    # branch: on labels in random order the branch mispredicted (measured on 100,000 rows, one
+    # thread: 6.7 ns per row against 1.6 with every label 0).
+    fractions = np.empty(2)
+    fractions[0] = neg_fraction
+    fractions[1] = pos_fraction
     for i in range(out_rows.shape[0]):
         r = row_offset + i
         j = r % BAG_BLOCK
@@ -283,7 +289,7 @@ def lightgbm_bag_select(bagging_seed, n_total, bag_index, row_offset, y, pos_fra
             state = lcg_jump((bagging_seed + b) & _LCG_MASK, bag_index * size + j)
         state = (_LCG_A * state + _LCG_C) & _LCG_MASK
         u = ((state >> 16) & 0x7FFF) / 32768.0
-        fraction = pos_fraction if y[i] > 0 else neg_fraction
+        fraction = fractions[np.uint64(y[i] > 0)]
         out_rows[m] = i
         m += u < fraction
     return m
