@@ -390,7 +390,6 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
     FileNotFoundError
         A path that does not exist.
     """
-    source = None  # (the Dask array wrapping in-memory input, that input)
     if isinstance(obj, (str, os.PathLike)):
         obj = _open_zarr(obj, name)
     if isinstance(obj, Dataset):
@@ -415,7 +414,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
         # a 200k x 1,205 one-hot matrix); in-memory data is not deduplicated across graphs
         arr = da.from_array(_Uncopied(a), chunks=(rows, max(a.shape[1], 1)), asarray=False,
                             name=False)
-        source = (arr, a)
+        arr._in_memory_source = a  # see in_memory_source; a derived array has none
     else:
         a = as_float_if_frame(obj) if numeric else np.asarray(obj)
         if a.ndim != ndim:
@@ -431,7 +430,7 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
                                 f"numbers first.") from None
         rows = in_memory_chunk_rows(a.shape[0], chunk_rows or a.shape[0] or 1)
         arr = da.from_array(_Uncopied(a), chunks=(rows,) + a.shape[1:], name=False)  # as above
-        source = (arr, a)
+        arr._in_memory_source = a
     if arr.ndim != ndim:
         _bad_ndim(name, ndim, arr.ndim, arr.shape)
     if any(np.isnan(c) for c in arr.chunks[0]):
@@ -451,8 +450,6 @@ def as_dask_array(obj, name: str, *, ndim: int, chunk_rows: int | None = None,
             arr = arr.rechunk({1: -1})
         if arr.dtype != X_DTYPE:
             arr = arr.astype(X_DTYPE)
-    if source is not None and arr is source[0]:
-        arr._in_memory_source = source[1]
     return arr
 
 
