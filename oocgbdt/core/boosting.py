@@ -388,6 +388,12 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
         sampler = RowSampler(params, rows)
     quantizer, quant_offsets = _quantized_setup(executor, partitions, params, objective, meta,
                                                 key)
+    # Bagging draws its rows from the labels alone: drawn before the gradients, only its rows
+    # need them (the same values; see partition_gradients). Not with quantized gradients
+    # (their scales are taken over every row, as LightGBM's) or position biases (summed over
+    # every row's gradients).
+    bag_first = (sampler is not None and sampler.strategy != "goss" and quantizer is None
+                 and biases is None and objective.row_wise)
     total = int(params["n_estimators"])
     bar = progress(total) if progress is not None else progress_bar(total, verbose)
     stopped = None  # the EarlyStopException a callback ended training with
@@ -398,20 +404,28 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             round_objective = objective.at_round(g)  # rank_xendcg's draws depend on it
             if biases is not None:
                 round_objective = round_objective.with_position_biases(biases)
+            t_sample = None
+            if bag_first:  # the bag first, then the gradients of its rows alone
+                t_sample = time.perf_counter()
+                partitions = sampler.sample(executor, partitions, g, key=f"{key}-sample-{rnd}")
+                t_sample = time.perf_counter() - t_sample
             partitions = executor.map(partition_gradients, partitions, [round_objective] * n,
-                                      key=f"{key}-grad-{rnd}", consume=0)
+                                      [bag_first] * n, key=f"{key}-grad-{rnd}", consume=0)
             if biases is not None:
                 sums = executor.map(partition_position_sums, partitions, [len(biases)] * n,
                                     key=f"{key}-possums-{rnd}")
                 sums = executor.gather(tree_reduce(executor, _sum_list, sums, split_every,
                                                    f"{key}-possum-{rnd}"))
                 biases = objective.update_position_biases(biases, sums, learning_rate)
-            t_sample = time.perf_counter()
-            if sampler is not None and sampler.active(g):
-                partitions = sampler.sample(executor, partitions, g, key=f"{key}-sample-{rnd}")
+            if t_sample is None:
+                t_sample = time.perf_counter()
+                if sampler is not None and sampler.active(g):
+                    partitions = sampler.sample(executor, partitions, g,
+                                                key=f"{key}-sample-{rnd}")
+                t_sample = time.perf_counter() - t_sample
             # The round's shared work (gradients, row sampling), split among its trees.
             share = (time.perf_counter() - t_round) / n_out
-            share_sampling = (time.perf_counter() - t_sample) / n_out
+            share_sampling = t_sample / n_out
             share_cpu = (time.process_time() - c_round) / n_out
             round_meta, round_meta_h, round_blocks = meta, meta_h, blocks
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)

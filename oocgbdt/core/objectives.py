@@ -160,6 +160,12 @@ class Objective:
     #: Whether the objective's gradients need the rows' query groups (ranking).
     needs_queries = False
 
+    #: Whether each row's gradients depend on that row's label, weight and raw scores alone,
+    #: so that the gradients of some rows can be computed without the others
+    #: (:func:`oocgbdt.core.partition.partition_gradients` on a bagging round's rows). False
+    #: for ranking (per query) and for a callable objective (it is given every row).
+    row_wise = True
+
     #: How a training set's labels are checked before training: ``"values"`` (every distinct
     #: label, :meth:`check_labels`), ``"range"`` (the smallest and largest label suffice), or
     #: None (any finite label).
@@ -1081,6 +1087,7 @@ class LambdarankNDCG(Objective):
     name = "lambdarank"
     label_check = "values"
     needs_queries = True
+    row_wise = False
     #: The current position bias factors (a tuple of float32 values, one per position id), or
     #: None: no positions (:meth:`with_position_biases`).
     position_biases = None
@@ -1252,6 +1259,7 @@ class CustomObjective(Objective):
     """
 
     name = "custom"
+    row_wise = False
 
     def __init__(self, fobj, num_class=1):
         super().__init__(num_class, boost_from_average=False)

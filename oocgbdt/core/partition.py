@@ -20,6 +20,7 @@ from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundl
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
 from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int
 from oocgbdt.kernels.categorical import construct_bitset
+from oocgbdt.kernels.sampling import scatter_selected_rows
 from oocgbdt.kernels.routing import (CATEGORICAL_NODE, SKEWED_SHARE, column_major_copy,
                                      split_rows)
 from oocgbdt.kernels.predict import (add_leaf_values, leaves_binned, leaves_by_routing,
@@ -243,9 +244,33 @@ def partition_label_stats(data: PartitionData, objective):
     return objective.label_stats(data.y, data.weight)
 
 
-def partition_gradients(data: PartitionData, objective) -> PartitionData:
+def partition_gradients(data: PartitionData, objective, selected_rows: bool = False
+                        ) -> PartitionData:
     """Gradients and hessians of every output from the current raw scores (every row; a
-    previous round's row selection is dropped)."""
+    previous round's row selection is dropped).
+
+    ``selected_rows``: only the rows of the round's selection (``data.rows``, set by a
+    bagging round's :func:`~oocgbdt.core.sampling.partition_select_rows`, which reads no
+    gradient) get gradients, and the selection is kept; the other rows' entries are left
+    unset, and nothing reads them (the tree reads its rows alone). For an objective whose
+    rows are independent (:attr:`~oocgbdt.core.objectives.Objective.row_wise`): each row's
+    values are those of the every-row call, bit for bit. A 30% bag on 200,000 rows: 0.7
+    against 1.6 ms."""
+    if selected_rows and data.rows is not None:
+        rows = data.rows
+        k = data.raw_score.shape[0]
+        m = rows.shape[0]
+        grad = np.empty((m, k), dtype=G_H_DTYPE)
+        hess = np.empty((m, k), dtype=G_H_DTYPE)
+        weight = None if data.weight is None else data.weight.take(rows)
+        objective.gradients(data.y.take(rows), np.ascontiguousarray(data.raw_score[:, rows].T),
+                            weight, grad, hess)
+        n = data.raw_score.shape[1]
+        gradients = np.empty((k, n), dtype=G_H_DTYPE)
+        hessians = np.empty((k, n), dtype=G_H_DTYPE)
+        scatter_selected_rows(grad, hess, rows, gradients, hessians)
+        return replace(data, gradients=gradients, hessians=hessians, quantized=None,
+                       goss_bits=None)
     k, n = data.raw_score.shape
     grad = np.empty((n, k), dtype=G_H_DTYPE)
     hess = np.empty((n, k), dtype=G_H_DTYPE)

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 from oocgbdt.core.executor import LocalExecutor
-from oocgbdt.core.partition import PartitionData, partition_apply_tree, partition_root
+from oocgbdt.core.objectives import get_objective
+from oocgbdt.core.partition import (PartitionData, partition_apply_tree, partition_gradients,
+                                    partition_root)
 from oocgbdt.core.sampling import (RowSampler, goss_keys, goss_top_k, goss_warmup_rounds,
                                    row_uniforms, sampling_enabled)
 from oocgbdt.params import resolve_params
@@ -366,3 +368,36 @@ def test_balanced_bagging_needs_the_binary_objective_and_bagging_freq():
     plain = resolve_params(dict(objective="regression", pos_bagging_fraction=0.5,
                                 bagging_fraction=0.7, bagging_freq=1))
     assert RowSampler(plain, [10]).fractions == (0.7, 0.7)
+
+
+@pytest.mark.parametrize("objective, n_class, weighted", [
+    ("binary", 1, False), ("regression", 1, True), ("huber", 1, False),
+    ("multiclass", 3, True), ("poisson", 1, False)])
+def test_gradients_of_the_selected_rows_are_the_every_row_values(objective, n_class, weighted):
+    """A bagging round computes the gradients of its rows alone: at those rows, the values of
+    the every-row call (the objective applied to NumPy-gathered inputs as the oracle as well),
+    and the selection is kept."""
+    rng = np.random.default_rng(5)
+    n = 4001
+    y = (rng.integers(0, n_class, n) if n_class > 1 else
+         rng.integers(0, 2, n) if objective == "binary" else rng.poisson(2.0, n)).astype(np.float32)
+    raw = rng.normal(size=(n_class, n))
+    weight = rng.uniform(0.5, 2.0, n).astype(np.float32) if weighted else None
+    rows = np.flatnonzero(rng.random(n) < 0.3).astype(np.int32)
+    obj = get_objective(dict(objective=objective, num_class=n_class))
+    data = PartitionData(np.zeros((n, 1), np.uint8), y, weight, raw, rows=rows)
+    every = partition_gradients(data, obj)
+    some = partition_gradients(data, obj, selected_rows=True)
+    assert every.rows is None and some.rows is rows
+    for name in ("gradients", "hessians"):
+        np.testing.assert_array_equal(getattr(some, name)[:, rows], getattr(every, name)[:, rows])
+    g = np.empty((rows.shape[0], n_class), np.float32)
+    h = np.empty_like(g)
+    obj.gradients(y[rows], np.ascontiguousarray(raw[:, rows].T),
+                  None if weight is None else weight[rows], g, h)
+    np.testing.assert_array_equal(some.gradients[:, rows], g.T)
+    np.testing.assert_array_equal(some.hessians[:, rows], h.T)
+    # without a selection, every row is computed
+    whole = partition_gradients(PartitionData(data.X_binned, y, weight, raw), obj,
+                                selected_rows=True)
+    np.testing.assert_array_equal(whole.gradients, every.gradients)

@@ -70,3 +70,32 @@ def test_sampled_model_does_not_depend_on_the_partitioning(binary):
     one = oocgbdt.train(p, X, y, verbose=False)
     many = oocgbdt.train(dict(p, chunk_rows=333, partition_rows=666), X, y, verbose=False)
     assert one == many
+
+
+@pytest.mark.parametrize("objective, fraction", [("binary", 0.3), ("regression", 0.7),
+                                                 ("multiclass", 0.4)])
+def test_weighted_bagging_equals_lightgbm(binary, objective, fraction):
+    """A bagging round computes the gradients of its rows alone, with their weights: LightGBM
+    (every row's gradients) grows the same trees. 0.3 and 0.4: the tree copies its rows
+    compactly; 0.7: it reads them in place."""
+    from tests.dask.test_node_sampling import PARAMS
+    X, y = binary
+    rng = np.random.default_rng(8)
+    w = rng.uniform(0.2, 3.0, y.shape[0]).astype(np.float32)
+    if objective == "regression":
+        y = X[:, 0] + X[:, 1] * y
+    elif objective == "multiclass":
+        y = np.digitize(X[:, 0] + y, np.quantile(X[:, 0] + y, [0.33, 0.66])).astype(float)
+    params = dict(PARAMS, objective=objective, bagging_fraction=fraction, bagging_freq=1,
+                  bagging_seed=5)
+    if objective == "multiclass":
+        params["num_class"] = 3
+    model = lgb.train(dict(params, enable_bundle=False, deterministic=True, num_threads=1,
+                           verbose=-1), lgb.Dataset(X, y, weight=w), num_boost_round=N_TREES)
+    ours = oocgbdt.train(dict(params, n_estimators=N_TREES), X, y, sample_weight=w,
+                         verbose=False)
+    if objective != "multiclass":
+        _assert_same_trees(ours, model, X, N_TREES)
+    theirs = model.predict(X, raw_score=True)
+    np.testing.assert_allclose(ours.predict(X, raw_score=True), theirs, rtol=0,
+                               atol=1e-12 * np.abs(theirs).max())

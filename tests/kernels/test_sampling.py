@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from oocgbdt.kernels.sampling import (goss_keys, goss_select, goss_select_naive, lcg_jump,
-                                      scale_small_rows,
+                                      scale_small_rows, scatter_selected_rows,
                                       lightgbm_bag_select, lightgbm_bag_select_naive,
                                       digit_counts, digit_counts_naive, uniforms, uniforms_naive)
 from oocgbdt.kernels.splitting import lcg_step
@@ -124,3 +124,20 @@ def test_scale_small_rows_is_numpys_product_by_a_factor():
     scale_small_rows(g, h, small, mult, g2, h2)
     np.testing.assert_array_equal(g2.view(np.uint32), (g * factor).view(np.uint32))
     np.testing.assert_array_equal(h2.view(np.uint32), (h * factor).view(np.uint32))
+
+
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_scatter_selected_rows_is_numpys_fancy_assignment(n_outputs):
+    rng = np.random.default_rng(4)
+    n = 5003
+    rows = np.flatnonzero(rng.random(n) < 0.3).astype(np.int32)
+    g = rng.normal(size=(rows.shape[0], n_outputs)).astype(np.float32)
+    h = rng.random(size=(rows.shape[0], n_outputs)).astype(np.float32)
+    before = rng.normal(size=(n_outputs, n)).astype(np.float32)
+    out_g, out_h = before.copy(), before.copy()
+    scatter_selected_rows(g, h, rows, out_g, out_h)
+    want_g, want_h = before.copy(), before.copy()
+    want_g[:, rows] = g.T
+    want_h[:, rows] = h.T
+    np.testing.assert_array_equal(out_g, want_g)  # the other rows' entries untouched too
+    np.testing.assert_array_equal(out_h, want_h)
