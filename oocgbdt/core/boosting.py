@@ -149,6 +149,14 @@ def _quantized_setup(executor, partitions, params, objective, meta, key):
     return quantizer, [int(o) for o in np.concatenate([[0], np.cumsum(rows)])[:-1]]
 
 
+def _sample_rows(sampler, executor, partitions, rnd: int, key: str):
+    """``(partitions, seconds)``: round ``rnd``'s rows selected (:meth:`RowSampler.sample`),
+    and the wall seconds it took."""
+    t = time.perf_counter()
+    partitions = sampler.sample(executor, partitions, rnd, key=key)
+    return partitions, time.perf_counter() - t
+
+
 def _quantize_tree(executor, partitions, quantizer, sp, class_idx, tree_index, offsets, key):
     """Discretize every partition's gradients of output ``class_idx`` for one tree; returns the
     partitions and the tree's :class:`SplitParams` (with its scales)."""
@@ -404,11 +412,10 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             round_objective = objective.at_round(g)  # rank_xendcg's draws depend on it
             if biases is not None:
                 round_objective = round_objective.with_position_biases(biases)
-            t_sample = None
+            seconds_sampling = 0.0
             if bag_first:  # the bag first, then the gradients of its rows alone
-                t_sample = time.perf_counter()
-                partitions = sampler.sample(executor, partitions, g, key=f"{key}-sample-{rnd}")
-                t_sample = time.perf_counter() - t_sample
+                partitions, seconds_sampling = _sample_rows(sampler, executor, partitions, g,
+                                                            f"{key}-sample-{rnd}")
             partitions = executor.map(partition_gradients, partitions, [round_objective] * n,
                                       [bag_first] * n, key=f"{key}-grad-{rnd}", consume=0)
             if biases is not None:
@@ -417,15 +424,12 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 sums = executor.gather(tree_reduce(executor, _sum_list, sums, split_every,
                                                    f"{key}-possum-{rnd}"))
                 biases = objective.update_position_biases(biases, sums, learning_rate)
-            if t_sample is None:
-                t_sample = time.perf_counter()
-                if sampler is not None and sampler.active(g):
-                    partitions = sampler.sample(executor, partitions, g,
-                                                key=f"{key}-sample-{rnd}")
-                t_sample = time.perf_counter() - t_sample
+            if not bag_first and sampler is not None and sampler.active(g):
+                partitions, seconds_sampling = _sample_rows(sampler, executor, partitions, g,
+                                                            f"{key}-sample-{rnd}")
             # The round's shared work (gradients, row sampling), split among its trees.
             share = (time.perf_counter() - t_round) / n_out
-            share_sampling = t_sample / n_out
+            share_sampling = seconds_sampling / n_out
             share_cpu = (time.process_time() - c_round) / n_out
             round_meta, round_meta_h, round_blocks = meta, meta_h, blocks
             round_gains = np.full(meta.feature_mask.shape[0], -np.inf)

@@ -254,24 +254,22 @@ def partition_gradients(data: PartitionData, objective, selected_rows: bool = Fa
     gradient) get gradients, and the selection is kept; the other rows' entries are left
     unset, and nothing reads them (the tree reads its rows alone). For an objective whose
     rows are independent (:attr:`~oocgbdt.core.objectives.Objective.row_wise`): each row's
-    values are those of the every-row call, bit for bit. A 30% bag on 200,000 rows: 0.7
-    against 1.6 ms."""
+    values are those of the every-row call, bit for bit. A 30% bag of 200,000 rows (binary):
+    0.88 against 1.48 ms."""
+    k, n = data.raw_score.shape
     if selected_rows and data.rows is not None:
         rows = data.rows
-        k = data.raw_score.shape[0]
         m = rows.shape[0]
         grad = np.empty((m, k), dtype=G_H_DTYPE)
         hess = np.empty((m, k), dtype=G_H_DTYPE)
         weight = None if data.weight is None else data.weight.take(rows)
         objective.gradients(data.y.take(rows), np.ascontiguousarray(data.raw_score[:, rows].T),
                             weight, grad, hess)
-        n = data.raw_score.shape[1]
         gradients = np.empty((k, n), dtype=G_H_DTYPE)
         hessians = np.empty((k, n), dtype=G_H_DTYPE)
         scatter_selected_rows(grad, hess, rows, gradients, hessians)
         return replace(data, gradients=gradients, hessians=hessians, quantized=None,
                        goss_bits=None)
-    k, n = data.raw_score.shape
     grad = np.empty((n, k), dtype=G_H_DTYPE)
     hess = np.empty((n, k), dtype=G_H_DTYPE)
     if getattr(objective, "needs_queries", False):
