@@ -16,7 +16,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from oocgbdt.core.callback import evaluation_result_list
-from oocgbdt.core.executor import tree_reduce
+from oocgbdt.core.executor import PEER_WAIT, tree_reduce
 from oocgbdt.core.partition import (partition_add_score, partition_apply_tree, partition_compact_columns,
                                 partition_gradients, partition_leaf_counts,
                                 partition_label_stats, partition_metric_partials, merge_metric_partials,
@@ -58,7 +58,10 @@ class BoostResult:
     its tasks (:class:`~oocgbdt.core.executor.LocalExecutor`), seconds routing rows and building
     histograms (``seconds_histogram``), summing partial histograms over partitions
     (``seconds_reduce``) and, per pass, the last sum, the siblings' subtraction and the split
-    search (``seconds_split_search``).
+    search (``seconds_split_search``); on several workers, the seconds a worker waited for the
+    values other workers push to it (``seconds_peer_wait``: their partial histograms and
+    gathered results; what the exchange and the slower worker cost; read as the other timers
+    are, from the worker running the loop or the largest over workers; 0 in process).
     """
 
     trees: list
@@ -533,7 +536,8 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                     seconds_split_search=(spent.get("finish_root", 0.0)
                                           + spent.get("finish_split_many", 0.0)),
                     seconds_quantize=(spent.get("partition_gradient_max", 0.0)
-                                      + spent.get("partition_quantize", 0.0)))
+                                      + spent.get("partition_quantize", 0.0)),
+                    seconds_peer_wait=spent.get(PEER_WAIT, 0.0))
                 result.tree_stats.append(stats)
             if all(t.n_leaves == 1 for t in round_trees) and g > 0:
                 # LightGBM stops when no leaf meets the split requirements (gbdt.cpp TrainOneIter).

@@ -21,11 +21,16 @@ from functools import partial
 from typing import Any, Callable, Protocol, runtime_checkable
 
 __all__ = ["Executor", "LocalExecutor", "KernelThreads", "tree_reduce", "reduce_levels",
-           "EVERYWHERE", "fit_threads", "inline_task"]
+           "EVERYWHERE", "PEER_WAIT", "fit_threads", "inline_task"]
 
 #: ``place`` of a step that every place of a remote executor runs, each on its own copy of the
 #: inputs (its result is then held everywhere); a single-place executor runs it once.
 EVERYWHERE = -1
+
+#: Key of :attr:`Executor.seconds` under which a place of a remote executor counts the seconds
+#: its steps waited for inputs that other places push to it (partial histograms, gathered
+#: values); an in-process executor never waits so.
+PEER_WAIT = "peer_wait"
 
 
 @runtime_checkable
@@ -46,7 +51,8 @@ class Executor(Protocol):
         itself, so that split records need not travel.
     seconds : dict of str to float
         Seconds spent per task function name so far (the busiest place's, where there are
-        several).
+        several), and under :data:`PEER_WAIT` the seconds spent waiting for values pushed by
+        other places.
     """
 
     n_feature_blocks: int

@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import threading
+import time
 
 from distributed.protocol import pickle as _pickle
 
-from oocgbdt.core.executor import LocalExecutor
+from oocgbdt.core.executor import PEER_WAIT, LocalExecutor
 from oocgbdt.runtime.handles import ALL, Key, Ref, find_refs, walk
 from oocgbdt.runtime.heap import training_heap
 from oocgbdt.runtime.progress import EventBar, RoundEvents
@@ -132,10 +133,21 @@ class Shard:
     def _resolve(self, obj):
         """``obj`` with its handles replaced by their values. Inputs owned by another shard are
         pushed here by their owner (the caller queues the push when it queues the step that
-        needs them): wait until they have arrived."""
+        needs them): wait until they have arrived. The wait is counted in the local executor's
+        ``seconds`` under :data:`~oocgbdt.core.executor.PEER_WAIT`."""
         missing = [k.id for k in find_refs(obj, [], (Ref, Key))
                    if k.id not in self.store and k.owner not in (self.index, ALL)]
-        while missing:
+        if missing:
+            t0 = time.perf_counter()
+            try:
+                self._wait_for(missing)
+            finally:
+                self.executor.seconds[PEER_WAIT] += time.perf_counter() - t0
+        return walk(obj, lambda k: self.store[k.id])
+
+    def _wait_for(self, missing):
+        """Wait until the values ``missing`` (ids) pushed by other shards are stored."""
+        while True:
             with self._arrived:
                 if all(i in self.store for i in missing):
                     break
@@ -146,7 +158,6 @@ class Shard:
                 if not answered:
                     self._arrived.wait(timeout=1.0)
             self._confirm_pushes(answered)  # not under the lock: receive takes it
-        return walk(obj, lambda k: self.store[k.id])
 
     def _confirm_pushes(self, answered):
         """Forget the loop's pushes that were answered, raising the error of one that failed

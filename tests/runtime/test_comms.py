@@ -247,6 +247,37 @@ def test_a_fit_over_tls_comms_gives_the_in_process_model():
                                   expected.predict(X, raw_score=True))
 
 
+def test_tree_stats_count_the_seconds_a_worker_waits_for_pushed_values():
+    """``tree_stats[i]["seconds_peer_wait"]``: with every push held back 50 ms on its way in
+    (the receiving side sleeps before it stores the values), each pass of a 2-worker fit
+    waits at least that long for the other shard's partial histograms, so a tree's count is
+    at least 40 ms per pass, and never more than the tree took; in process nothing is pushed,
+    and it is 0."""
+    import asyncio
+
+    from oocgbdt.runtime.shard import Shard
+    delay = 0.05
+    params = dict(objective="binary", num_leaves=4, n_estimators=3, chunk_rows=5_000,
+                  partition_rows=10_000, verbose=False)  # 4 partitions, 2 per worker
+    Xd, yd, X, y = _data(8, params["chunk_rows"], 10, seed=2)
+    yd, y = (yd > 0).astype(float), (y > 0).astype(float)
+    original = Shard.receive
+
+    async def receive(self, ids, values):  # the workers run in this process
+        await asyncio.sleep(delay)
+        return await original(self, ids, values)
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address=":0") as cluster, \
+            Client(cluster, set_as_default=False) as client, \
+            mock.patch.object(Shard, "receive", receive):
+        booster = oocgbdt.train(params, Xd, yd, client=client)
+    assert len(booster.tree_stats) == params["n_estimators"]
+    for s in booster.tree_stats:
+        assert 0.8 * delay * s["n_passes"] <= s["seconds_peer_wait"] <= s["seconds"], s
+    assert all(s["seconds_peer_wait"] == 0.0 for s in _in_process(params, X, y).tree_stats)
+
+
 def test_a_push_the_other_shard_cannot_take_fails_the_fit_instead_of_hanging():
     """When a shard's push is refused by the other shard (its ``receive`` raises: values that
     cannot be stored), both shards' loops wait for values that will never come unless the
