@@ -49,7 +49,12 @@ Scenarios:
   Zarr store once (cached in ``--data-dir``, default ``benchmarks/results/data``), 100 trees of 31
   leaves, learning rate 0.1, 255 bins, every tool; oocgbdt runs twice, at its defaults and with
   its feature screening (``feature_screening="ema"``, label ``oocgbdt feature_screening=ema``),
-  and every ratio is printed and judged for both. Targets: oocgbdt wall time <= 1.5x LightGBM,
+  and every ratio is printed and judged for both. Beside the screened run, each peer also runs
+  with its own way of skipping features at the same share of them (:data:`SCREENED_SHARE`, EMA-FS's
+  default ``screening_ratio``): LightGBM and lightgbm.dask with ``feature_fraction``, XGBoost and
+  xgboost.dask with ``colsample_bytree`` (a new draw per tree in both), labelled e.g.
+  ``lightgbm.dask feature_fraction=0.3``; their ratios to the screened run are printed, not
+  judged. Targets: oocgbdt wall time <= 1.5x LightGBM,
   <= 0.8x lightgbm.dask and xgboost.dask, test AUC within 0.002 of LightGBM. With ``--repeats N``
   (default 3 in full, 1 otherwise) every tool runs N times, in rounds that each start one tool
   later in the list (no tool always runs first, on memory the machine has just reclaimed), and
@@ -156,6 +161,17 @@ COMMON = dict(num_leaves=31, learning_rate=0.1, max_bin=255)
 #: screening_warmup 5), every other parameter as in the first.
 SCREENED_PARAMS = dict(feature_screening="ema")
 SCREENED_LABEL = "oocgbdt feature_screening=ema"
+#: The share of features the screened run builds per tree (oocgbdt's default ``screening_ratio``),
+#: and each peer's parameter for building that share per tree: the runs that put the peers' own
+#: way of skipping features beside EMA-FS.
+SCREENED_SHARE = 0.3
+PEER_FRACTION_PARAMS = {"lightgbm": "feature_fraction", "lightgbm.dask": "feature_fraction",
+                        "xgboost": "colsample_bytree", "xgboost.dask": "colsample_bytree"}
+
+
+def peer_fraction_label(tool):
+    """The label of ``tool``'s run at :data:`SCREENED_SHARE` of the features per tree."""
+    return f"{tool} {PEER_FRACTION_PARAMS[tool]}={SCREENED_SHARE}"
 WARMUP_ROWS, WARMUP_ROUNDS = 5_000, 2
 LOG_KEYWORDS = ("memory", "restart", "pausing", "paused", "killed", "terminat", "spill",
                 "exceed", "died", "lost")
@@ -300,7 +316,7 @@ def tool_lightgbm(run, fit, client):
     import lightgbm as lgb
     X, y = _numpy_train(run)
     params = dict(objective="binary", num_threads=2, enable_bundle=False, verbose=-1,
-                  **run["common"])
+                  **run["common"], **run.get("params", {}))
     if run["warmup"]:
         lgb.train(params, lgb.Dataset(X[:WARMUP_ROWS], y[:WARMUP_ROWS]), WARMUP_ROUNDS)
     with fit:
@@ -313,7 +329,7 @@ def tool_lightgbm(run, fit, client):
 def tool_xgboost(run, fit, client):
     import xgboost as xgb
     X, y = _numpy_train(run)
-    params = _xgb_params(run, nthread=2)
+    params = dict(_xgb_params(run, nthread=2), **run.get("params", {}))
     if run["warmup"]:
         xgb.train(params, xgb.QuantileDMatrix(X[:WARMUP_ROWS], y[:WARMUP_ROWS], max_bin=255),
                   WARMUP_ROUNDS)
@@ -344,8 +360,9 @@ def tool_sklearn(run, fit, client):
 def tool_lightgbm_dask(run, fit, client):
     import lightgbm.dask as lgbd
     X, y = _lazy_train(run)
+    extra = run.get("params", {})
     make = lambda n: lgbd.DaskLGBMClassifier(client=client, n_estimators=n, enable_bundle=False,
-                                             verbose=-1, **run["common"])
+                                             verbose=-1, **run["common"], **extra)
     if run["warmup"]:
         make(WARMUP_ROUNDS).fit(X[:WARMUP_ROWS], y[:WARMUP_ROWS])
     with fit:
@@ -354,13 +371,13 @@ def tool_lightgbm_dask(run, fit, client):
     local = model.to_local()
     return dict(n_trees_built=int(local.booster_.num_trees()),
                 test_auc=_auc(yt, local.predict_proba(Xt)[:, 1]),
-                extra=dict(params=dict(COMMON, enable_bundle=False)))
+                extra=dict(params=dict(run["common"], enable_bundle=False, **extra)))
 
 
 def tool_xgboost_dask(run, fit, client):
     import xgboost.dask as xgbd
     X, y = _lazy_train(run)
-    params = _xgb_params(run)
+    params = dict(_xgb_params(run), **run.get("params", {}))
     if run["warmup"]:
         xgbd.train(client, params, xgbd.DaskQuantileDMatrix(client, X[:WARMUP_ROWS],
                                                             y[:WARMUP_ROWS], max_bin=255),
@@ -873,6 +890,10 @@ def scenario_inmemory(s):
     kinds = [dict(tool=t) for t in TOOLS if t in s.args.tools]
     if "oocgbdt" in s.args.tools:
         kinds.insert(1, dict(tool="oocgbdt", label=SCREENED_LABEL, params=SCREENED_PARAMS))
+        # the peers' own way of building a share of the features per tree, beside EMA-FS
+        kinds += [dict(tool=t, label=peer_fraction_label(t),
+                       params={PEER_FRACTION_PARAMS[t]: SCREENED_SHARE})
+                  for t in TOOLS if t in PEER_FRACTION_PARAMS and t in s.args.tools]
     runs = [s.make_run("inmemory", kind["tool"], data, rows, c["n_trees"], cluster="main",
                        label=kind.get("label"), params=kind.get("params"), repeat=k)
             for k, kind in alternating_rounds(kinds, s.args.repeats or s.cfg["repeats"])]
@@ -1032,9 +1053,12 @@ def report_inmemory(records, lines, verdicts):
 
 
 def _inmemory_ratios(records, ooc, label, lines, verdicts):
-    for peer, target in (("lightgbm", TARGETS["vs_lightgbm"]), ("xgboost", None),
-                         ("sklearn", None), ("lightgbm.dask", TARGETS["vs_dask_peers"]),
-                         ("xgboost.dask", TARGETS["vs_dask_peers"]), ("xgboost.extmem", None)):
+    peers = [("lightgbm", TARGETS["vs_lightgbm"]), ("xgboost", None), ("sklearn", None),
+             ("lightgbm.dask", TARGETS["vs_dask_peers"]),
+             ("xgboost.dask", TARGETS["vs_dask_peers"]), ("xgboost.extmem", None)]
+    if label == SCREENED_LABEL:  # and each peer skipping the same share of features
+        peers += [(peer_fraction_label(t), None) for t in PEER_FRACTION_PARAMS]
+    for peer, target in peers:
         p = _median_run(records, "inmemory", peer)
         if p is None:
             continue

@@ -51,6 +51,12 @@ def test_benchmark_suite_smoke(tmp_path):
     assert {r["tool"] for r in runs if r["scenario"] == "inmemory"} == set(suite.TOOLS)
     screened = [r for r in runs if r["label"] == suite.SCREENED_LABEL]
     assert len(screened) == 1 and screened[0]["extra"]["params"]["feature_screening"] == "ema"
+    # each peer beside it, building the same share of the features per tree its own way
+    for tool, name in suite.PEER_FRACTION_PARAMS.items():
+        peer = [r for r in runs if r["label"] == suite.peer_fraction_label(tool)]
+        assert len(peer) == 1 and peer[0]["tool"] == tool, tool
+        if peer[0]["status"] == "ok":
+            assert peer[0]["extra"]["params"][name] == suite.SCREENED_SHARE, peer[0]
     sizes = suite.SUITES["smoke"]["throughput"]["rows"]
     assert sorted((r["label"], r["rows"]) for r in runs if r["scenario"] == "throughput") == \
         sorted((f"oocgbdt cache={c}", n) for n in sizes for c in ("memory", "disk"))
@@ -60,6 +66,8 @@ def test_benchmark_suite_smoke(tmp_path):
     for line in ("## inmemory", "## throughput", "## larger_than_memory", "oocgbdt / lightgbm",
                  "oocgbdt / lightgbm.dask", "oocgbdt / xgboost.dask", "disk / memory",
                  f"{suite.SCREENED_LABEL} / lightgbm.dask", f"{suite.SCREENED_LABEL} / xgboost.dask",
+                 f"{suite.SCREENED_LABEL} / lightgbm.dask feature_fraction=0.3",
+                 f"{suite.SCREENED_LABEL} / xgboost colsample_bytree=0.3",
                  "linear", "worker restarts"):
         assert line in md, line
     assert "load average" in proc.stdout
@@ -77,7 +85,8 @@ def test_failed_runs_are_recorded(tmp_path):
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     runs = json.loads((out / "results.json").read_text())["runs"]
-    assert [r["tool"] for r in runs] == ["oocgbdt", "oocgbdt", "lightgbm"]  # + screened oocgbdt
+    # oocgbdt at its defaults and screened, LightGBM at its defaults and with feature_fraction
+    assert [r["tool"] for r in runs] == ["oocgbdt", "oocgbdt", "lightgbm", "lightgbm"]
     assert all(r["status"] == "failed" and "timeout" in r["error"] for r in runs), runs
 
 
@@ -127,3 +136,11 @@ def test_alternating_rounds_and_median_run():
     recs[2]["status"] = "failed"  # two ok runs left: the lower middle
     assert suite._median_run(recs, "inmemory", "a")["wall_seconds"] == 10.0
     assert suite._median_run(recs, "inmemory", "b") is None
+
+
+def test_peers_skip_the_share_of_features_that_ema_fs_builds():
+    """The peers' feature_fraction / colsample_bytree runs use EMA-FS's default share."""
+    from benchmarks import run as suite
+    from oocgbdt.params import resolve_params
+    assert suite.SCREENED_SHARE == resolve_params(dict(objective="binary"))["screening_ratio"]
+    assert suite.peer_fraction_label("lightgbm.dask") == "lightgbm.dask feature_fraction=0.3"
