@@ -60,7 +60,8 @@ from oocgbdt.kernels.sampling import (goss_keys as goss_keys_kernel, goss_select
 __all__ = [
     "RowSelection", "RowSampler", "sampling_enabled", "balanced_bagging", "goss_warmup_rounds", "goss_top_k",
     "goss_keys", "row_uniforms", "stream_key", "partition_n_rows", "partition_goss_keys",
-    "partition_key_histogram", "partition_count_ties", "partition_select_rows", "sum_counts",
+    "partition_key_histogram", "partition_key_histograms", "partition_count_ties",
+    "partition_select_rows", "sum_counts", "sum_count_pairs",
 ]
 
 #: Stream kind of GOSS's draws (part of the random key; bagging draws LightGBM's numbers).
@@ -175,6 +176,20 @@ def partition_key_histogram(data, high_bucket):
     among rows whose high 16 bits equal ``high_bucket``.
     """
     return digit_counts(_key_bits(data), -1 if high_bucket is None else int(high_bucket))
+
+
+def partition_key_histograms(data, guess: int):
+    """:func:`partition_key_histogram` twice from one task: the high digits' counts, and the
+    low digits' counts among rows whose high digit is ``guess`` (the previous round's
+    threshold bucket, which usually holds this round's too): ``(high, low)``."""
+    bits = _key_bits(data)
+    return digit_counts(bits, -1), digit_counts(bits, int(guess))
+
+
+def sum_count_pairs(parts):
+    """Combine step for ``(high, low)`` pairs of sparse digit counts
+    (:func:`partition_key_histograms`): each added as :func:`sum_counts` adds them."""
+    return sum_counts([p[0] for p in parts]), sum_counts([p[1] for p in parts])
 
 
 def sum_counts(parts):
@@ -295,6 +310,9 @@ class RowSampler:
             self.fractions = (self.bagging_fraction, self.bagging_fraction)
         self.bagging_freq = int(params["bagging_freq"])
         self.last = {}
+        self._bucket = None  # GOSS: the last round's threshold bucket (high 16 bits)
+        #: GOSS rounds whose threshold took a second gather of key counts (the bucket moved)
+        self.n_second_gathers = 0
 
     def active(self, rnd: int) -> bool:
         """Whether round ``rnd`` (0-based) trains on a sample."""
@@ -316,15 +334,36 @@ class RowSampler:
                                consume=0)
 
     def _goss(self, executor, partitions, rnd, key):
+        """The round's GOSS selections: the exact top_k threshold key by radix select over
+        the keys' float32 bits, the high 16 bits' counts summed over every partition, then the
+        low 16 bits' counts within the bucket holding the top_k-th key. The bucket moves little
+        between rounds (it is the same as the round before in about nine rounds out of ten on
+        400k rows, binary and L2 alike), so the low counts of the last round's bucket are
+        gathered with the high ones: one gather of counts, and a second only when the bucket
+        has moved. The same threshold either way."""
         n = len(partitions)
         top_k = goss_top_k(self.n_rows, self.top_rate)
-        high = executor.gather(tree_reduce(
-            executor, sum_counts, executor.map(partition_key_histogram, partitions, [None] * n, key=f"{key}-kh"),
-            self.split_every, f"{key}-khsum"))
+        guess = self._bucket
+        if guess is None:
+            high = executor.gather(tree_reduce(
+                executor, sum_counts, executor.map(partition_key_histogram, partitions, [None] * n, key=f"{key}-kh"),
+                self.split_every, f"{key}-khsum"))
+            low_of_guess = None
+        else:
+            high, low_of_guess = executor.gather(tree_reduce(
+                executor, sum_count_pairs,
+                executor.map(partition_key_histograms, partitions, [guess] * n, key=f"{key}-kh"),
+                self.split_every, f"{key}-khsum"))
         bucket, above = _top_bucket(high, top_k)
-        low = executor.gather(tree_reduce(
-            executor, sum_counts, executor.map(partition_key_histogram, partitions, [bucket] * n, key=f"{key}-kl"),
-            self.split_every, f"{key}-klsum"))
+        if bucket == guess:
+            low = low_of_guess
+        else:
+            if guess is not None:
+                self.n_second_gathers += 1
+            low = executor.gather(tree_reduce(
+                executor, sum_counts, executor.map(partition_key_histogram, partitions, [bucket] * n, key=f"{key}-kl"),
+                self.split_every, f"{key}-klsum"))
+        self._bucket = bucket
         low_bucket, above_low = _top_bucket(low, top_k - above)
         threshold = (bucket << 16) | low_bucket
         need = top_k - above - above_low          # rows equal to the threshold to keep, >= 1

@@ -105,6 +105,32 @@ def test_goss_top_set_is_exact_global_top_k_and_small_rows_are_reweighted(n_outp
         assert abs(est - g[k].astype(np.float64).sum()) <= Z * sd
 
 
+def test_goss_rounds_gather_key_counts_once_while_the_threshold_bucket_holds():
+    """One sampler over rounds: each round's top set is the exact global top_k (NumPy oracle),
+    whether the last round's bucket (gathered with the high counts) holds the threshold or the
+    keys moved away from it (a second gather)."""
+    n = sum(SIZES)
+    sampler = RowSampler(resolve_params(dict(data_sample_strategy="goss", top_rate=0.2,
+                                             other_rate=0.1)), SIZES)
+    top_k = goss_top_k(n, 0.2)
+    g, h = _logloss_like(n, 1, seed=7)
+    scales = [1.0, 1.0001, 1.0, 3.0, 3.0]  # the threshold bucket stays, then moves, then stays
+    moved = 0
+    for rnd, scale in enumerate(scales, start=10):
+        gs = (g * np.float32(scale)).astype(np.float32)
+        before = sampler.n_second_gathers
+        out = sampler.sample(LocalExecutor(), _chunks(gs, h, SIZES), rnd, key="t")
+        rows = np.concatenate([c.rows.astype(np.int64) + off
+                               for c, off in zip(out, sampler.offsets)])
+        selected = np.zeros(n, bool)
+        selected[rows] = True
+        top = _oracle_top(np.abs(gs[0] * h[0]), top_k)
+        assert selected[top].all(), rnd
+        moved += sampler.n_second_gathers - before
+    # the first round has no bucket to guess; of the others only the jump to 3x moves it
+    assert moved == 1
+
+
 def test_goss_ties_at_the_threshold_fill_top_k_in_global_row_order():
     """L2-like keys with heavy ties: still exactly top_k top rows (LightGBM would keep them all)."""
     rng = np.random.default_rng(1)
