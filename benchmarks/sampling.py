@@ -37,7 +37,9 @@ from a before/after-iteration callback pair. Per run the median and the mean ove
 window; per strategy the median of those over the repeats. On the cluster, ``peer wait
 s/tree`` is oocgbdt's mean ``tree_stats[i]["seconds_peer_wait"]`` over the window: the part
 of a tree a worker spent waiting for the values the other pushes to it (partial histograms,
-gathered results), which a sample of rows does not shrink. The ratio is sampled / none of
+gathered results), which a sample of rows does not shrink. ``selection s/tree`` is oocgbdt's
+mean ``tree_stats[i]["seconds_sampling"]`` over the window: the round's row selection (GOSS:
+its keys, the gathers of their counts that find the threshold, the draw), in every mode. The ratio is sampled / none of
 the same library, mode and size.
 
 Acceptance (full run; printed as PASS/FAIL lines, exit code 1 on any FAIL): for oocgbdt, in
@@ -120,7 +122,8 @@ def run_oocgbdt(data, strategy, rounds, lr, client):
     cpu = _window([s["cpu_seconds"] for s in stats], warm)[1] if client is None else float("nan")
     # On the cluster: seconds a worker waited for the other's pushed values (0 in process)
     peer = _window([s["seconds_peer_wait"] for s in stats], warm)[1] if client else float("nan")
-    return dict(median=med, mean=mean, cpu=cpu, peer=peer,
+    selection = _window([s["seconds_sampling"] for s in stats], warm)[1]
+    return dict(median=med, mean=mean, cpu=cpu, peer=peer, selection=selection,
                 rows=float(np.mean([s["n_rows"] for s in stats[warm:]])),
                 leaves=float(np.mean([s["n_leaves"] for s in stats[warm:]])),
                 auc=auc(yt, booster.predict(Xt)))
@@ -213,10 +216,11 @@ def run_block(size, mode, data, rounds, lr, repeats, client, out):
                          f"{r['ratio_median']:.3f}x", f"{r['ratio_mean']:.3f}x",
                          "-" if np.isnan(r["cpu"]) else f"{r['cpu']:.4f} ({r['ratio_cpu']:.3f}x)",
                          "-" if np.isnan(r.get("peer", np.nan)) else f"{r['peer']:.4f}",
+                         "-" if np.isnan(r.get("selection", np.nan)) else f"{r['selection']:.4f}",
                          f"{r['auc']:.4f}", f"{r['auc_diff']:+.4f}"])
     print_table(["library", "strategy", "rows/tree", "leaves/tree", "s/tree median",
                  "s/tree mean", "vs none (median)", "vs none (mean)", "cpu s/tree (vs none)",
-                 "peer wait s/tree", "AUC", "AUC - none"],
+                 "peer wait s/tree", "selection s/tree", "AUC", "AUC - none"],
                 rows, out)
     print(f"load average after: {_load()}", file=out, flush=True)
     return res
