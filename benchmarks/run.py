@@ -167,14 +167,14 @@ SCREENED_LABEL = "oocgbdt feature_screening=ema"
 SCREENED_SHARE = 0.3
 PEER_FRACTION_PARAMS = {"lightgbm": "feature_fraction", "lightgbm.dask": "feature_fraction",
                         "xgboost": "colsample_bytree", "xgboost.dask": "colsample_bytree"}
+WARMUP_ROWS, WARMUP_ROUNDS = 5_000, 2
+LOG_KEYWORDS = ("memory", "restart", "pausing", "paused", "killed", "terminat", "spill",
+                "exceed", "died", "lost")
 
 
 def peer_fraction_label(tool):
     """The label of ``tool``'s run at :data:`SCREENED_SHARE` of the features per tree."""
     return f"{tool} {PEER_FRACTION_PARAMS[tool]}={SCREENED_SHARE}"
-WARMUP_ROWS, WARMUP_ROUNDS = 5_000, 2
-LOG_KEYWORDS = ("memory", "restart", "pausing", "paused", "killed", "terminat", "spill",
-                "exceed", "died", "lost")
 
 
 # ============================================================================================

@@ -39,8 +39,8 @@ s/tree`` is oocgbdt's mean ``tree_stats[i]["seconds_peer_wait"]`` over the windo
 of a tree a worker spent waiting for the values the other pushes to it (partial histograms,
 gathered results), which a sample of rows does not shrink. ``selection s/tree`` is oocgbdt's
 mean ``tree_stats[i]["seconds_sampling"]`` over the window: the round's row selection (GOSS:
-its keys, the gathers of their counts that find the threshold, the draw), in every mode. The ratio is sampled / none of
-the same library, mode and size.
+its keys, the gathers of their counts that find the threshold, the draw), in every mode. The
+ratio is sampled / none of the same library, mode and size.
 
 Acceptance (full run; printed as PASS/FAIL lines, exit code 1 on any FAIL): for oocgbdt, in
 each mode and size, bagging and GOSS at most :data:`TIME_RATIO_TARGET` (0.5) of no sampling

@@ -289,6 +289,9 @@ class RowSampler:
     ----------
     last : dict
         Statistics of the last sampled round: ``top`` rows (GOSS), ``threshold`` key (GOSS).
+    n_second_gathers : int
+        GOSS rounds whose threshold took a second gather of key counts, the previous round's
+        bucket no longer holding it (see :meth:`_goss`).
     """
 
     def __init__(self, params, chunk_rows):
@@ -311,7 +314,6 @@ class RowSampler:
         self.bagging_freq = int(params["bagging_freq"])
         self.last = {}
         self._bucket = None  # GOSS: the last round's threshold bucket (high 16 bits)
-        #: GOSS rounds whose threshold took a second gather of key counts (the bucket moved)
         self.n_second_gathers = 0
 
     def active(self, rnd: int) -> bool:
@@ -343,26 +345,24 @@ class RowSampler:
         has moved. The same threshold either way."""
         n = len(partitions)
         top_k = goss_top_k(self.n_rows, self.top_rate)
+
+        def summed(count, combine, arg, name):  # every partition's counts, added and gathered
+            return executor.gather(tree_reduce(
+                executor, combine, executor.map(count, partitions, [arg] * n, key=f"{key}-{name}"),
+                self.split_every, f"{key}-{name}sum"))
+
         guess = self._bucket
         if guess is None:
-            high = executor.gather(tree_reduce(
-                executor, sum_counts, executor.map(partition_key_histogram, partitions, [None] * n, key=f"{key}-kh"),
-                self.split_every, f"{key}-khsum"))
-            low_of_guess = None
+            high, low_of_guess = summed(partition_key_histogram, sum_counts, None, "kh"), None
         else:
-            high, low_of_guess = executor.gather(tree_reduce(
-                executor, sum_count_pairs,
-                executor.map(partition_key_histograms, partitions, [guess] * n, key=f"{key}-kh"),
-                self.split_every, f"{key}-khsum"))
+            high, low_of_guess = summed(partition_key_histograms, sum_count_pairs, guess, "kh")
         bucket, above = _top_bucket(high, top_k)
         if bucket == guess:
             low = low_of_guess
         else:
             if guess is not None:
                 self.n_second_gathers += 1
-            low = executor.gather(tree_reduce(
-                executor, sum_counts, executor.map(partition_key_histogram, partitions, [bucket] * n, key=f"{key}-kl"),
-                self.split_every, f"{key}-klsum"))
+            low = summed(partition_key_histogram, sum_counts, bucket, "kl")
         self._bucket = bucket
         low_bucket, above_low = _top_bucket(low, top_k - above)
         threshold = (bucket << 16) | low_bucket
