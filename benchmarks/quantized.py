@@ -5,6 +5,7 @@ Usage::
 
     python -m benchmarks.quantized [--quick] [--repeats N] [--datasets NAME ...] [--rounds N]
                                    [--seeds N]
+    python -m benchmarks.quantized --kernels [--quick] [--repeats N] [--rows N]
 
 Datasets: ``synthetic_1m`` (1,000,000 x 100 dense float32 N(0, 1), binary labels from a
 nonlinear function of 10 features; :func:`benchmarks.sampling.synthetic`; 200,000 test rows),
@@ -33,6 +34,19 @@ An untimed warm-up fit per library and mode comes first (JIT compilation, import
 seed's difference, their mean and standard deviation, for oocgbdt and LightGBM. On a small test
 set (lightgbm_binary's 500 rows) one seed's difference is mostly noise; the mean over seeds is
 the accuracy cost.
+
+``--kernels`` times the histogram kernels alone, one thread, in ns per cell (a cell: one row's
+bin of one column; medians of ``--repeats``, default 7): on ``--rows`` (default 400,000) rows
+of uniform uint8 bins 0..254 (:func:`benchmarks.histogram_blocks.make_bins`), 50 and 100
+columns, a tenth, three tenths (sorted row lists) and every row (no list, as a root): the
+float kernel (:func:`oocgbdt.kernels.histogram.build_histogram_block`), the integer one on
+the packed pairs of 4-level stochastic rounding
+(:func:`oocgbdt.kernels.quantize.build_histogram_int`), and a floor (:func:`count_floor`):
+the same bins read the same way with a 32-bit count added per cell, no gradient read, no
+widening. A kernel that reads row-major bins this way into LightGBM's narrowest integer
+cells (16-bit gradient and 16-bit hessian sums in one 32-bit cell) makes at least that
+read-modify-write of a 32-bit cell per cell, so float / floor bounds the histogram speed-up
+such a kernel can reach on this machine; the table prints it beside the integer kernel's.
 """
 from __future__ import annotations
 
@@ -44,6 +58,8 @@ import time
 import warnings
 
 import numpy as np
+
+from oocgbdt.kernels._jit import PREFETCH_ROWS, load_word, njit, prefetch, whole_words, word_bin
 
 COMMON = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255)
 MODES = {"float": {}, "quant": dict(use_quantized_grad=True)}
@@ -87,6 +103,105 @@ def fit_lightgbm(params, X, y, Xt, yt, rounds):
 
 
 RUNNERS = {"oocgbdt": fit_oocgbdt, "lightgbm": fit_lightgbm}
+
+#: ``--kernels`` cases: columns, and the share of the rows each histogram adds.
+KERNEL_FEATURES = (50, 100)
+KERNEL_FRACTIONS = (0.1, 0.3, 1.0)
+
+
+@njit
+def count_floor(X, offsets, rows, cells):
+    """Add 1 to ``cells[offsets[j] + X[r, j]]`` for every row ``r`` of ``rows`` (None: every
+    row of ``X`` in order) and column ``j``: a histogram of counts, in the integer kernel's
+    loop (a row's bins read a word at a time, listed rows prefetched) with the least work per
+    cell, nothing read per row but its bins.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_columns), dtype uint8, C-contiguous
+    offsets : ndarray of shape (n_columns,), dtype int64
+    rows : ndarray of shape (n_selected,), dtype int32, or None
+    cells : ndarray of shape (n_cells,), dtype int32 (added to)
+    """
+    n_cols = X.shape[1]
+    per_word = 8
+    n_words = whole_words(X, n_cols, True)
+    n = X.shape[0] if rows is None else rows.shape[0]
+    for i in range(n):
+        if rows is None:
+            r = np.uint64(i)
+        else:
+            if i + PREFETCH_ROWS < n:  # the row's first and last bins, as the kernels do
+                ahead = rows[i + PREFETCH_ROWS]
+                prefetch(X, (ahead, 0))
+                prefetch(X, (ahead, n_cols - 1))
+            r = np.uint64(rows[i])
+        for w in range(n_words):
+            word = load_word(X, (r, w * per_word))
+            for k in range(per_word):
+                cells[np.uint64(offsets[w * per_word + k] + word_bin(word, k, 8))] += 1
+        for j in range(n_words * per_word, n_cols):
+            cells[np.uint64(offsets[j] + X[r, j])] += 1
+
+
+def kernel_cases(rows, repeats, features=KERNEL_FEATURES, fractions=KERNEL_FRACTIONS):
+    """``--kernels``: per (columns, share of rows), the ns per cell of the float kernel, the
+    integer kernel and the floor (see the module docstring), one thread; returns a list of
+    dicts."""
+    from benchmarks.histogram_blocks import make_bins
+    from oocgbdt.kernels.histogram import build_histogram_block
+    from oocgbdt.kernels.quantize import (QUANT_DTYPE, build_histogram_int, discretize,
+                                          gradient_max_abs, quant_scales)
+    out = []
+    for n_cols in features:
+        X, g, h, offsets = make_bins(rows, n_cols)
+        rng = np.random.default_rng(1)
+        max_g, max_h = gradient_max_abs(g, h)
+        _, _, inv_g, inv_h = quant_scales(max_g, max_h, 4, False)
+        packed = np.empty(rows, dtype=QUANT_DTYPE)
+        discretize(g, h, inv_g, inv_h, False, rng.random(rows), rng.random(rows), packed)
+        cols = np.arange(n_cols, dtype=np.int64)
+        for share in fractions:
+            listed = None if share >= 1.0 else np.sort(
+                rng.choice(rows, max(1, int(share * rows)), replace=False)).astype(np.int32)
+            cells = (rows if listed is None else listed.shape[0]) * n_cols
+            hist = np.zeros((int(offsets[-1]), 2))
+            ints = np.zeros((int(offsets[-1]), 1), dtype=QUANT_DTYPE)
+            counts = np.zeros(int(offsets[-1]), dtype=np.int32)
+            runs = {
+                "float": lambda: build_histogram_block(X, offsets, cols, g, h, listed, hist,
+                                                       True),
+                "integer": lambda: build_histogram_int(X, offsets, cols, packed, listed, ints,
+                                                       True),
+                "floor": lambda: count_floor(X, offsets[:-1], listed, counts),
+            }
+            times = {name: [] for name in runs}
+            for fn in runs.values():
+                fn()  # compiled and warm
+            for k in range(repeats):  # the kernels alternated, in a rotating order
+                names = list(runs)[k % 3:] + list(runs)[:k % 3]
+                for name in names:
+                    t0 = time.perf_counter()
+                    runs[name]()
+                    times[name].append(time.perf_counter() - t0)
+            out.append(dict(columns=n_cols, share=share,
+                            **{name: statistics.median(t) / cells * 1e9
+                               for name, t in times.items()}))
+    return out
+
+
+def print_kernel_cases(cases, log=print):
+    log("| columns | rows | float ns/cell | integer ns/cell | floor ns/cell "
+        "| float / integer | float / floor |")
+    log("|---|---|---|---|---|---|---|")
+    for c in cases:
+        rows = "every row" if c["share"] >= 1.0 else f"{c['share']:.0%} listed"
+        log(f"| {c['columns']} | {rows} | {c['float']:.3f} | {c['integer']:.3f} "
+            f"| {c['floor']:.3f} | {c['float'] / c['integer']:.2f}x "
+            f"| {c['float'] / c['floor']:.2f}x |")
+    best = max(c["float"] / c["floor"] for c in cases)
+    log(f"\nthe most a kernel adding 32-bit cells so could gain on histograms here: {best:.2f}x "
+        f"(target {TARGETS['histogram']}x)")
 
 
 def seed_differences(name, quick, rounds, n_seeds):
@@ -156,10 +271,24 @@ def main(argv=None):
     ap.add_argument("--datasets", nargs="*", default=None)
     ap.add_argument("--seeds", type=int, default=0,
                     help="also the quantized - float AUC difference over seeds 0..N-1")
+    ap.add_argument("--kernels", action="store_true",
+                    help="time the float and integer histogram kernels and their floor instead")
+    ap.add_argument("--rows", type=int, default=None, help="--kernels: rows (400,000)")
     args = ap.parse_args(argv)
     if args.seeds < 0:
         ap.error(f"--seeds must be >= 0, got {args.seeds}")
+    if args.rows is not None and (not args.kernels or args.rows < 1):
+        ap.error(f"--rows takes a positive count, with --kernels only; got {args.rows}")
     warnings.simplefilter("ignore")
+    if args.kernels:
+        rows = args.rows or (5_000 if args.quick else 400_000)
+        repeats = args.repeats or (2 if args.quick else 7)
+        print(f"# histogram kernels, one thread: {rows} rows, medians of {repeats}; cores "
+              f"{os.cpu_count()}, load average before "
+              f"{tuple(round(x, 2) for x in os.getloadavg())}\n")
+        print_kernel_cases(kernel_cases(rows, repeats))
+        print(f"\nload average after {tuple(round(x, 2) for x in os.getloadavg())}")
+        return 0
     repeats = args.repeats or (1 if args.quick else 3)
     rounds = args.rounds or (5 if args.quick else 100)
     names = args.datasets or (("synthetic_1m", "lightgbm_binary") if args.quick else DATASETS)
