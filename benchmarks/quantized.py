@@ -279,6 +279,11 @@ def main(argv=None):
         ap.error(f"--seeds must be >= 0, got {args.seeds}")
     if args.rows is not None and (not args.kernels or args.rows < 1):
         ap.error(f"--rows takes a positive count, with --kernels only; got {args.rows}")
+    if args.kernels:
+        fit_only = [f"--{name}" for name in ("datasets", "rounds", "seeds")
+                    if getattr(args, name) not in (None, 0)]
+        if fit_only:
+            ap.error(f"--kernels times no fit: {', '.join(fit_only)} would be ignored")
     warnings.simplefilter("ignore")
     if args.kernels:
         rows = args.rows or (5_000 if args.quick else 400_000)

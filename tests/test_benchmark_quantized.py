@@ -107,7 +107,11 @@ def test_kernels_quick_run_prints_each_case_and_the_bound():
     assert "load average before" in out and "load average after" in out
 
 
-def test_rows_is_refused_without_kernels():
-    run = subprocess.run([sys.executable, "-m", "benchmarks.quantized", "--rows", "100"],
+@pytest.mark.parametrize("argv, named", [(["--rows", "100"], "--rows"),
+                                         (["--kernels", "--rows", "0"], "--rows"),
+                                         (["--kernels", "--seeds", "2"], "--seeds"),
+                                         (["--kernels", "--datasets", "a9a"], "--datasets")])
+def test_options_that_would_be_ignored_are_refused(argv, named):
+    run = subprocess.run([sys.executable, "-m", "benchmarks.quantized", *argv],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 2 and "--rows" in run.stderr
+    assert run.returncode == 2 and named in run.stderr, run.stderr
