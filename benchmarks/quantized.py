@@ -200,8 +200,8 @@ def print_kernel_cases(cases, log=print):
             f"| {c['floor']:.3f} | {c['float'] / c['integer']:.2f}x "
             f"| {c['float'] / c['floor']:.2f}x |")
     best = max(c["float"] / c["floor"] for c in cases)
-    log(f"\nthe most a kernel adding 32-bit cells so could gain on histograms here: {best:.2f}x "
-        f"(target {TARGETS['histogram']}x)")
+    log("\nthe most a kernel adding 32-bit cells this way could gain on histograms here: "
+        f"{best:.2f}x (target {TARGETS['histogram']}x)")
 
 
 def seed_differences(name, quick, rounds, n_seeds):
