@@ -182,8 +182,7 @@ def partition_key_histograms(data, guess: int):
     """:func:`partition_key_histogram` twice from one task: the high digits' counts, and the
     low digits' counts among rows whose high digit is ``guess`` (the previous round's
     threshold bucket, which usually holds this round's too): ``(high, low)``."""
-    bits = _key_bits(data)
-    return digit_counts(bits, -1), digit_counts(bits, int(guess))
+    return partition_key_histogram(data, None), partition_key_histogram(data, guess)
 
 
 def sum_count_pairs(parts):
