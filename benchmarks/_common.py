@@ -502,6 +502,16 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def alternating_rounds(items, repeats):
+    """``(round, item)`` pairs: ``repeats`` rounds over ``items``, round k starting k items
+    later, so that no item always runs first (or always right after the same one)."""
+    out = []
+    for k in range(repeats):
+        j = k % len(items) if items else 0
+        out += [(k, item) for item in items[j:] + items[:j]]
+    return out
+
+
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
     """A GitHub markdown table; floats get a few significant digits, None prints as ``-``."""
     cells = [[str(h) for h in headers]] + [[_fmt(v) for v in r] for r in rows]

@@ -148,6 +148,7 @@ def kernel_cases(rows, repeats, features=KERNEL_FEATURES, fractions=KERNEL_FRACT
     """``--kernels``: per (columns, share of rows), the ns per cell of the float kernel, the
     integer kernel and the floor (see the module docstring), one thread; returns a list of
     dicts."""
+    from benchmarks._common import alternating_rounds
     from benchmarks.histogram_blocks import make_bins
     from oocgbdt.kernels.histogram import build_histogram_block
     from oocgbdt.kernels.quantize import (QUANT_DTYPE, build_histogram_int, discretize,
@@ -178,12 +179,10 @@ def kernel_cases(rows, repeats, features=KERNEL_FEATURES, fractions=KERNEL_FRACT
             times = {name: [] for name in runs}
             for fn in runs.values():
                 fn()  # compiled and warm
-            for k in range(repeats):  # the kernels alternated, in a rotating order
-                names = list(runs)[k % 3:] + list(runs)[:k % 3]
-                for name in names:
-                    t0 = time.perf_counter()
-                    runs[name]()
-                    times[name].append(time.perf_counter() - t0)
+            for _, name in alternating_rounds(list(runs), repeats):
+                t0 = time.perf_counter()
+                runs[name]()
+                times[name].append(time.perf_counter() - t0)
             out.append(dict(columns=n_cols, share=share,
                             **{name: statistics.median(t) / cells * 1e9
                                for name, t in times.items()}))

@@ -114,7 +114,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import ProcessTreeMemory, markdown_table, machine_info
+from benchmarks._common import ProcessTreeMemory, alternating_rounds, markdown_table, machine_info
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOLS = ("oocgbdt", "lightgbm", "xgboost", "sklearn", "lightgbm.dask", "xgboost.dask",
@@ -284,6 +284,7 @@ def _xgb_params(run, nthread=None):
         p.update(grow_policy="lossguide", max_leaves=run["common"]["num_leaves"], max_depth=0)
     if nthread:
         p["nthread"] = nthread
+    p.update(run.get("params", {}))  # the run's own (e.g. colsample_bytree)
     return p
 
 
@@ -329,7 +330,7 @@ def tool_lightgbm(run, fit, client):
 def tool_xgboost(run, fit, client):
     import xgboost as xgb
     X, y = _numpy_train(run)
-    params = dict(_xgb_params(run, nthread=2), **run.get("params", {}))
+    params = _xgb_params(run, nthread=2)
     if run["warmup"]:
         xgb.train(params, xgb.QuantileDMatrix(X[:WARMUP_ROWS], y[:WARMUP_ROWS], max_bin=255),
                   WARMUP_ROUNDS)
@@ -377,7 +378,7 @@ def tool_lightgbm_dask(run, fit, client):
 def tool_xgboost_dask(run, fit, client):
     import xgboost.dask as xgbd
     X, y = _lazy_train(run)
-    params = dict(_xgb_params(run), **run.get("params", {}))
+    params = _xgb_params(run)
     if run["warmup"]:
         xgbd.train(client, params, xgbd.DaskQuantileDMatrix(client, X[:WARMUP_ROWS],
                                                             y[:WARMUP_ROWS], max_bin=255),
@@ -898,16 +899,6 @@ def scenario_inmemory(s):
                        label=kind.get("label"), params=kind.get("params"), repeat=k)
             for k, kind in alternating_rounds(kinds, s.args.repeats or s.cfg["repeats"])]
     return s.execute(runs)
-
-
-def alternating_rounds(items, repeats):
-    """``(round, item)`` pairs: ``repeats`` rounds over ``items``, round k starting k items
-    later, so that no item always runs first (or always right after the same one)."""
-    out = []
-    for k in range(repeats):
-        j = k % len(items) if items else 0
-        out += [(k, item) for item in items[j:] + items[:j]]
-    return out
 
 
 def scenario_throughput(s):
