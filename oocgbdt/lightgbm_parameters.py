@@ -242,8 +242,6 @@ REFUSED = {
     "saved_feature_importance_type": "Booster.feature_importance(importance_type=...) chooses "
                                      "it when asked",
     "max_bin_by_feature": _NOT_YET + "; max_bin applies to every feature",
-    "data_random_seed": "the bin sample is drawn from `seed` (over the global row range, so it "
-                        "does not depend on the chunking)",
     "header": _FILES,
     "label_column": _FILES,
     "weight_column": _FILES,

@@ -888,12 +888,20 @@ _TABLE = [
     ),
     Param(
         "seed", 0, ("random_seed", "random_state"), "int or None", _range(0, integer=True),
-        "Master random seed; None means 0 (not given). Given, it sets bagging_seed, "
-        "feature_fraction_seed, objective_seed and extra_seed that are not given, from "
-        "LightGBM's Random(seed) in LightGBM's order (src/io/config.cpp). It also keys the bin "
-        "sample's rows, GOSS's draws (with bagging_seed, by round and global row index) and "
+        "Master random seed; None means 0 (not given). Given, it sets data_random_seed, "
+        "bagging_seed, feature_fraction_seed, objective_seed and extra_seed that are not given, "
+        "from LightGBM's Random(seed) in LightGBM's order (src/io/config.cpp). It also keys "
+        "GOSS's draws (with bagging_seed, by round and global row index) and "
         "feature_screening's draws (by round): models do not depend on chunking or workers.",
         _normalize_seed,
+    ),
+    Param(
+        "data_random_seed", 1, ("data_seed",), "int", _range(0, integer=True),
+        "Seed of the bin sample: with more than bin_construct_sample_cnt rows, the rows whose "
+        "values bins are found on are LightGBM's Random(data_random_seed).Sample(n_rows, "
+        "bin_construct_sample_cnt), drawn over the global row range (LightGBM's default 1; "
+        "derived from seed when seed is given and this is not, as LightGBM). The same rows, "
+        "hence the same bins and trees as LightGBM's, whatever the chunking or workers.",
     ),
     Param(
         "num_threads", 0, ("num_thread", "nthread", "nthreads", "n_jobs"), "int or None",
@@ -1461,7 +1469,7 @@ def resolve_params(params=None):
 
 
 #: The seeds LightGBM derives from ``seed``, in the order of their draws (``src/io/config.cpp``,
-#: ``Config::Set``); ``data_random_seed`` and ``drop_seed`` are not parameters of oocgbdt.
+#: ``Config::Set``); ``drop_seed`` is not a parameter of oocgbdt.
 DERIVED_SEEDS = ("data_random_seed", "bagging_seed", "drop_seed", "feature_fraction_seed",
                  "objective_seed", "extra_seed")
 

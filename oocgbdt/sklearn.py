@@ -56,9 +56,10 @@ _PARAMS_DOC = """
     random_state : int, numpy.random.RandomState, numpy.random.Generator or None, default None
         Master seed (LightGBM ``seed``; None: not given, training is still deterministic; a
         RandomState or Generator gives one draw of it; anything else raises a TypeError). An
-        int sets ``bagging_seed``, ``feature_fraction_seed``, ``objective_seed`` and
-        ``extra_seed`` as LightGBM derives them (the LightGBM keywords win when given); it also
-        keys the rows sampled for bin boundaries, GOSS's draws and ``feature_screening``'s draws.
+        int sets ``data_random_seed`` (the rows sampled for bin boundaries), ``bagging_seed``,
+        ``feature_fraction_seed``, ``objective_seed`` and ``extra_seed`` as LightGBM derives
+        them (the LightGBM keywords win when given); it also keys GOSS's draws and
+        ``feature_screening``'s draws.
     early_stopping_rounds : int or None, default None
         Stop when any metric on any eval set has not improved for this many rounds (LightGBM's
         rule); the model keeps every tree and predicts with ``best_iteration_``. Needs

@@ -51,6 +51,7 @@ from oocgbdt.kernels.binning import (
 )
 from oocgbdt.kernels.bundling import bundle_sparse_rows_guided, value_guides
 from oocgbdt.kernels.categorical import map_categories
+from oocgbdt.kernels.sampling import lightgbm_sample
 
 __all__ = ["BinMapper", "sample_row_indices"]
 
@@ -101,13 +102,13 @@ def _format_double(x):
 
 
 def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | None:
-    """The bin sample's rows: sorted indices of a uniform draw without replacement of
-    ``n_sample`` rows over the global row range, from ``seed`` (so the sample, and hence the
-    bins, do not depend on chunking); None means every row (no more than ``n_sample``)."""
+    """The bin sample's rows: LightGBM's ``Random(seed).Sample(n_rows, n_sample)``
+    (:func:`~oocgbdt.kernels.sampling.lightgbm_sample`, ascending int64) over the global row
+    range, so the sample, and hence the bins, are LightGBM's and do not depend on chunking;
+    None means every row (no more than ``n_sample``). ``seed`` is ``data_random_seed``."""
     if n_sample >= n_rows:
         return None
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(n_rows, size=n_sample, replace=False))
+    return lightgbm_sample(int(n_rows), int(n_sample), int(seed))
 
 
 class BinMapper:

@@ -1,8 +1,9 @@
 """This module contains the bins of a fit: a BinMapper fitted on a row sample.
 
 Data flow position: after input normalization. The sample is one small compute: row indices are
-drawn on the client from ``seed`` over the GLOBAL row range (so the sample, and hence the bins,
-do not depend on chunking), and only those rows are read. Each partition's loading task then
+drawn on the client from ``data_random_seed`` over the GLOBAL row range, as LightGBM's
+``Random::Sample`` draws them (so the sample, and hence the bins, are LightGBM's and do not
+depend on chunking), and only those rows are read. Each partition's loading task then
 bins its rows (:func:`oocgbdt.dask.partitions.load_partition`).
 """
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _stack_rows(blocks):
 
 def bin_sample(X: da.Array, params: dict, compute):
     """The rows of ``X`` that the bin sample takes (:func:`sample_row_indices` with
-    ``bin_construct_sample_cnt`` and ``seed``; every row of a smaller ``X``), computed with
+    ``bin_construct_sample_cnt`` and ``data_random_seed``; every row of a smaller ``X``), computed with
     ``compute`` (Dask collection -> NumPy or scipy.sparse).
 
     In-memory input (:func:`~oocgbdt.dask.inputs.in_memory_source`) is read here, without a
@@ -63,7 +64,7 @@ def bin_sample(X: da.Array, params: dict, compute):
     10-23 ms (threaded scheduler, measured).
     """
     idx = sample_row_indices(int(X.shape[0]), int(params["bin_construct_sample_cnt"]),
-                             int(params["seed"]))
+                             int(params["data_random_seed"]))
     source = in_memory_source(X)
     if source is not None:
         if idx is None:
@@ -80,9 +81,10 @@ def bin_sample(X: da.Array, params: dict, compute):
 
 def sample_key(X: da.Array, params: dict) -> tuple:
     """What determines the bin sample of ``X``: its Dask name and shape, and the sampling
-    parameters (``bin_construct_sample_cnt``, ``seed``; see :func:`sample_row_indices`)."""
+    parameters (``bin_construct_sample_cnt``, ``data_random_seed``; see
+    :func:`sample_row_indices`)."""
     return (X.name, tuple(int(n) for n in X.shape), int(params["bin_construct_sample_cnt"]),
-            int(params["seed"]))
+            int(params["data_random_seed"]))
 
 
 def fit_bin_mapper(X: da.Array, params: dict, compute, on_sample=None) -> BinMapper:

@@ -38,12 +38,14 @@ def conflict_counts(X: da.Array, bin_mapper, params: dict, compute, key="oocgbdt
     X : dask.array.Array of shape (n_samples, n_features), chunked by rows
         Raw features (NumPy or scipy.sparse chunks).
     bin_mapper : fitted BinMapper
-    params : dict of resolved parameters (``bin_construct_sample_cnt``, ``seed``, ``split_every``)
+    params : dict of resolved parameters (``bin_construct_sample_cnt``, ``data_random_seed``,
+        ``split_every``)
     compute : callable
         Computes one Dask collection (a client's, or the threaded scheduler's).
     """
     n_rows, n_features = X.shape
-    idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]), int(params["seed"]))
+    idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]),
+                             int(params["data_random_seed"]))
     mode = conflict_mode(n_features)
     bm = dask.delayed(bin_mapper, pure=True)
     parts, offset = [], 0
@@ -67,7 +69,7 @@ def sample_nondefault_counts(X: da.Array, bin_mapper, params: dict):
 
     They are the mapper's ``sample_nondefault_counts_`` when the mapper was fitted by
     :func:`oocgbdt.dask.binning.fit_bin_mapper` on the bin sample of this same ``X`` (same Dask
-    name, shape, ``bin_construct_sample_cnt`` and ``seed``), ``X`` is float32 (the sparse
+    name, shape, ``bin_construct_sample_cnt`` and ``data_random_seed``), ``X`` is float32 (the sparse
     conflict pass bins stored entries at their own precision, the mapper saw them as float32)
     and every count is known; otherwise None.
     """

@@ -109,9 +109,9 @@ COMPRESS_BELOW = 0.5
 #: training state.
 PIECE_RAW_BYTES = 64 * 2 ** 20
 #: Parameters that change the bins or bundles, recorded in the fingerprint.
-BIN_SETTINGS = ("max_bin", "min_data_in_bin", "bin_construct_sample_cnt", "seed", "use_missing",
-                "zero_as_missing", "feature_pre_filter", "min_data_in_leaf", "enable_bundle",
-                "max_conflict_rate")
+BIN_SETTINGS = ("max_bin", "min_data_in_bin", "bin_construct_sample_cnt", "data_random_seed",
+                "use_missing", "zero_as_missing", "feature_pre_filter", "min_data_in_leaf",
+                "enable_bundle", "max_conflict_rate")
 #: File that tells the write tasks of a failed write pass to stop (see :func:`abort_writes`).
 ABORT_MARKER = "ABORTED"
 #: A piece is written to ``<piece>`` + this + a random hex name, then renamed into place.

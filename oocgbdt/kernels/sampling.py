@@ -15,6 +15,10 @@ linear congruential generator of :mod:`oocgbdt.kernels.splitting`) per block of
 :data:`BAG_BLOCK` rows, seeded ``bagging_seed + block``, drawing one ``NextFloat`` per row of
 the block at every re-bagging. Its state before a row's draw is reached by jumping
 (:func:`lcg_jump`: the affine map's power by squaring), so a chunk starts at any global row.
+
+The bin sample's rows are LightGBM's as well (:func:`lightgbm_sample`: ``Random::Sample`` of
+``include/LightGBM/utils/random.h``, seeded with ``data_random_seed``), so that bins found on a
+sample of a large data set are LightGBM's.
 """
 import numpy as np
 
@@ -23,7 +27,8 @@ from oocgbdt.kernels.splitting import _LCG_A, _LCG_C, _LCG_MASK, lcg_step
 
 __all__ = ["uniforms", "uniforms_naive", "goss_keys", "digit_counts", "digit_counts_naive",
            "goss_select", "goss_select_naive", "scale_small_rows", "BAG_BLOCK", "lcg_jump",
-           "lightgbm_bag_select", "lightgbm_bag_select_naive", "scatter_selected_rows"]
+           "lightgbm_bag_select", "lightgbm_bag_select_naive", "scatter_selected_rows",
+           "lightgbm_sample", "lightgbm_sample_naive"]
 
 #: Rows per bagging generator (LightGBM's ``bagging_rand_block_``).
 BAG_BLOCK = 1024
@@ -337,3 +342,81 @@ def lightgbm_bag_select_naive(bagging_seed, n_total, bag_index, row_offset, y, p
     rows = np.flatnonzero(keep)
     out_rows[:len(rows)] = rows
     return len(rows)
+
+
+@njit
+def lightgbm_sample(n, k, seed):
+    """LightGBM's ``Random(seed).Sample(n, k)``: ``k`` of the rows ``0 .. n - 1``, ascending,
+    as LightGBM draws its bin sample (``CreateSampleIndices`` in ``src/c_api.cpp``, with
+    ``data_random_seed``).
+
+    Two ways, as LightGBM: when ``k > n / log2(k)`` (``k > 1``), row ``i`` is taken when
+    ``NextFloat()`` is below ``(k - taken) / (n - i)`` (selection sampling, one draw per
+    row); otherwise Floyd's algorithm, one ``NextInt(0, r + 1)`` per ``r`` from ``n - k`` to
+    ``n - 1`` (taking ``r`` itself when the draw was taken before). ``k >= n`` gives every
+    row, ``k <= 0`` none.
+
+    Parameters
+    ----------
+    n, k : int                                           # IN  rows, rows to take
+    seed : int                                           # IN  the generator's state (mod 2**32)
+
+    Returns
+    -------
+    ndarray of shape (min(k, n),), dtype int64
+        The rows taken, ascending.
+    """
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if k >= n:
+        return np.arange(n).astype(np.int64)
+    state = np.int64(seed) & _LCG_MASK
+    if k > 1 and k > n / np.log2(k):
+        out = np.empty(k, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            state = (_LCG_A * state + _LCG_C) & _LCG_MASK
+            u = np.float32((state >> 16) & 0x7FFF) / np.float32(32768.0)
+            if np.float64(u) < (k - m) / np.float64(n - i):
+                out[m] = i
+                m += 1
+        return out[:m]
+    taken = set()
+    taken.add(np.int64(-1))
+    for r in range(n - k, n):
+        state = (_LCG_A * state + _LCG_C) & _LCG_MASK
+        v = (state & 0x7FFFFFFF) % (r + 1)
+        if v in taken:
+            taken.add(np.int64(r))
+        else:
+            taken.add(v)
+    taken.discard(np.int64(-1))
+    out = np.empty(len(taken), dtype=np.int64)
+    m = 0
+    for v in taken:
+        out[m] = v
+        m += 1
+    return np.sort(out)
+
+
+def lightgbm_sample_naive(n, k, seed):
+    """Python twin of :func:`lightgbm_sample`, LightGBM's ``Random::Sample`` line by line on
+    Python ints (the float draw as ``float32``); used by tests."""
+    x = int(seed) & _LCG_MASK
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if k >= n:
+        return np.arange(n, dtype=np.int64)
+    ret = []
+    if k > 1 and k > n / np.log2(k):
+        for i in range(n):
+            x = lcg_step(x)
+            if float(np.float32((x >> 16) & 0x7FFF) / np.float32(32768.0)) < (k - len(ret)) / float(n - i):
+                ret.append(i)
+        return np.array(ret, dtype=np.int64)
+    chosen = set()
+    for r in range(n - k, n):
+        x = lcg_step(x)
+        v = (x & 0x7FFFFFFF) % (r + 1)
+        chosen.add(r if v in chosen else v)
+    return np.array(sorted(chosen), dtype=np.int64)

@@ -42,7 +42,8 @@ def fit_in_process(params, X, y, sample_weight=None, executor=None):
     X = np.ascontiguousarray(X, dtype=np.float32)
     y = np.asarray(y)
     n_rows, n_features = X.shape
-    idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]), int(params["seed"]))
+    idx = sample_row_indices(n_rows, int(params["bin_construct_sample_cnt"]),
+                             int(params["data_random_seed"]))
     sample = X if idx is None else X[idx]
     bin_mapper = BinMapper.from_params(params).fit(sample, n_rows)
     bundler = None

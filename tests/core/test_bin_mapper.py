@@ -84,16 +84,17 @@ def _lightgbm_sample(n_rows, n_sample, seed=1):
     return np.array(rows)
 
 
-def _assert_bins_equal_lightgbm(X, n_sample=None, **params):
-    """Fit on LightGBM's sample of ``X`` (float32; all rows unless ``n_sample`` is given) and
-    compare every fitted attribute with LightGBM's."""
+def _assert_bins_equal_lightgbm(X, n_sample=None, rows=None, **params):
+    """Fit on LightGBM's sample of ``X`` (float32; all rows unless ``n_sample`` is given; the
+    sample's ``rows``, else :func:`_lightgbm_sample`'s) and compare every fitted attribute with
+    LightGBM's."""
     X = np.asarray(X, dtype=np.float32)
     n_total = len(X)
     if n_sample is None:
         num_bin, blob = _lgb_dataset(X, params)
     else:
         num_bin, blob = _lgb_dataset(X, params, bin_construct_sample_cnt=n_sample)
-        X = X[_lightgbm_sample(n_total, n_sample)]
+        X = X[_lightgbm_sample(n_total, n_sample) if rows is None else rows]
         assert len(X) == n_sample
     bm = BinMapper(**params).fit(X, n_total)
     # LightGBM's feature_num_bin counts the NaN bin and reports 0 for dropped (trivial) features
@@ -221,6 +222,26 @@ def test_bins_equal_lightgbm_on_a_row_sample(higgs):
     bm = _assert_bins_equal_lightgbm(X, n_sample=1500, min_data_in_leaf=3200)
     assert bm.n_samples_fit_ == 1500 and bm.n_samples_total_ == 7000
     assert np.flatnonzero(bm.is_trivial_).tolist() == [16, 20]
+
+
+@pytest.mark.parametrize("n_sample", [1500, 300, 40])
+def test_bin_sample_rows_are_lightgbms(higgs, n_sample):
+    """The rows ``sample_row_indices`` draws with LightGBM's default ``data_random_seed`` (1)
+    are LightGBM's bin sample: fitted on them, the bins are LightGBM's. 1500 of 7000 rows is
+    the one-draw-per-row branch of ``Random::Sample`` (checked against the test's own
+    transcription too); 300 and 40 are its Floyd branch (k <= n / log2(k)), where another
+    row set would give other bounds."""
+    from oocgbdt.core.bin_mapper import sample_row_indices
+    from oocgbdt.params import resolve_params
+
+    X, _ = higgs
+    seed = resolve_params({})["data_random_seed"]
+    rows = sample_row_indices(len(X), n_sample, seed)
+    if n_sample > len(X) / math.log2(n_sample):
+        np.testing.assert_array_equal(rows, _lightgbm_sample(len(X), n_sample, seed))
+    bm = _assert_bins_equal_lightgbm(X, n_sample=n_sample, rows=rows, min_data_in_bin=1,
+                                     min_data_in_leaf=1)
+    assert bm.n_samples_fit_ == n_sample
 
 
 @pytest.mark.parametrize("max_bin", [255, 15])

@@ -106,7 +106,7 @@ def test_every_alias_resolves(alias):
         "feature_fraction_seed": 9, "feature_screening": "stochastic", "screening_alpha": 0.5,
         "screening_beta": 2.0, "screening_ratio": 0.7, "screening_warmup": 3,
         "data_sample_strategy": "goss", "top_rate": 0.3, "other_rate": 0.05,
-        "bagging_fraction": 0.5, "bagging_freq": 2, "bagging_seed": 11,
+        "bagging_fraction": 0.5, "bagging_freq": 2, "bagging_seed": 11, "data_random_seed": 13,
         "pos_bagging_fraction": 0.6, "neg_bagging_fraction": 0.4,
         "enable_bundle": False, "max_conflict_rate": 0.25, "grow_policy": "depthwise",
         "max_leaves_per_pass": 4, "lookahead_leaves": 3, "histogram_pool_size": 64.0, "cache": "disk",

@@ -311,7 +311,8 @@ def test_no_skip_without_the_mappers_counts_of_this_sample(monkeypatch):
     other = da.from_array(X[::-1].copy(), chunks=(300, 5))
     assert dask_bundling.sample_nondefault_counts(Xd, bm, p) is not None
     assert dask_bundling.sample_nondefault_counts(other, bm, p) is None
-    assert dask_bundling.sample_nondefault_counts(Xd, bm, dict(p, seed=p["seed"] + 1)) is None
+    assert dask_bundling.sample_nondefault_counts(
+        Xd, bm, dict(p, data_random_seed=p["data_random_seed"] + 1)) is None
     assert dask_bundling.sample_nondefault_counts(Xd, BinMapper.from_dict(bm.to_dict()), p) is None
     X64 = da.from_array(X.astype(np.float64), chunks=(300, 5))  # its own sample and mapper
     assert dask_bundling.sample_nondefault_counts(X64, fit_bin_mapper(X64, p, compute), p) is None

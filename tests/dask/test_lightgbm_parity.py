@@ -133,6 +133,32 @@ def test_regression_in_process_on_many_partitions_equals_lightgbm(shared_data):
     _assert_lightgbm_trees(ours, model, X, X[::7], n_trees)
 
 
+@pytest.mark.parametrize("n_sample, seeds", [
+    (2000, {}),                          # one draw per row (k > n / log2(k))
+    (300, {}),                           # Floyd's algorithm
+    (2000, {"seed": 7}),                 # data_random_seed derived from seed, as LightGBM
+    (300, {"data_random_seed": 11}),
+])
+def test_binary_on_a_bin_sample_equals_lightgbm(binary, n_sample, seeds):
+    """More rows than ``bin_construct_sample_cnt``: the bins come from LightGBM's own sample
+    of the rows (``Random(data_random_seed).Sample``), so 10 trees are LightGBM's, for
+    NumPy input in process and for a Dask array on the threaded scheduler (the sample's rows
+    read chunk by chunk). Another sample gives other bounds, hence other thresholds."""
+    X, y, Xt = binary
+    n_trees = 10
+    params = dict(PARAMS, objective="binary", bin_construct_sample_cnt=n_sample, **seeds)
+    model = lgb.train(dict(params, enable_bundle=False, deterministic=True, num_threads=1,
+                           verbose=-1), lgb.Dataset(X, y), num_boost_round=n_trees)
+    ours = oocgbdt.train(dict(params, n_estimators=n_trees), X, y, verbose=False)
+    _assert_lightgbm_trees(ours, model, X, Xt, n_trees)
+    import dask
+    with dask.config.set(scheduler="threads"):
+        chunked = oocgbdt.train(dict(params, n_estimators=n_trees, partition_rows=1500),
+                                da.from_array(X, chunks=(1500, -1)),
+                                da.from_array(y, chunks=1500), verbose=False)
+    _assert_lightgbm_trees(chunked, model, X, Xt, n_trees)
+
+
 def _train_on_cluster(n_workers, X, y, chunk_rows, n_trees):
     from distributed import Client, LocalCluster
     with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=False,

@@ -56,7 +56,7 @@ def test_bin_sample_of_sparse_chunks_is_numpys_row_selection():
     compute = lambda a: dask.compute(a, scheduler="sync")[0]  # noqa: E731
     for chunk_rows, count in ((700, 200000), (700, 3), (500, 900), (3000, 1000)):
         Xd = da.from_array(_csr(X), chunks=(chunk_rows, X.shape[1]), asarray=False)
-        params = dict(bin_construct_sample_cnt=count, seed=3)
+        params = dict(bin_construct_sample_cnt=count, data_random_seed=3)
         got = bin_sample(Xd, params, compute)
         idx = sample_row_indices(X.shape[0], count, 3)
         want = X if idx is None else X[idx]
@@ -74,7 +74,7 @@ def test_bin_sample_of_in_memory_input_is_numpys_row_selection():
     X, _ = _data(n=3000)
     compute = lambda a: dask.compute(a, scheduler="sync")[0]  # noqa: E731
     for count in (200000, 1000):
-        params = dict(bin_construct_sample_cnt=count, seed=3)
+        params = dict(bin_construct_sample_cnt=count, data_random_seed=3)
         idx = sample_row_indices(X.shape[0], count, 3)
         want = X if idx is None else X[idx]
         for source in (_csr(X), X.copy()):

@@ -1,11 +1,13 @@
-"""Row-sampling kernels (GOSS, LightGBM's bagging) against their NumPy and Python twins."""
+"""Row-sampling kernels (GOSS, LightGBM's bagging, LightGBM's bin sample) against their NumPy and
+Python twins."""
 import numpy as np
 import pytest
 
 from oocgbdt.kernels.sampling import (goss_keys, goss_select, goss_select_naive, lcg_jump,
                                       scale_small_rows, scatter_selected_rows,
                                       lightgbm_bag_select, lightgbm_bag_select_naive,
-                                      digit_counts, digit_counts_naive, uniforms, uniforms_naive)
+                                      digit_counts, digit_counts_naive, lightgbm_sample,
+                                      lightgbm_sample_naive, uniforms, uniforms_naive)
 from oocgbdt.kernels.splitting import lcg_step
 
 SEED = np.uint64(0xDEADBEEF12345678)
@@ -141,3 +143,22 @@ def test_scatter_selected_rows_is_numpys_fancy_assignment(n_outputs):
     want_h[:, rows] = h.T
     np.testing.assert_array_equal(out_g, want_g)  # the other rows' entries untouched too
     np.testing.assert_array_equal(out_h, want_h)
+
+
+@pytest.mark.parametrize("n, k, seed", [
+    (7000, 1500, 1),       # k > n / log2(k): one draw per row
+    (300_000, 200_000, 1),
+    (7000, 300, 1),        # Floyd's algorithm: one draw per taken row
+    (5_000_000, 2000, 4),
+    (50, 49, 0xFFFFFFFF),  # the state is the seed mod 2**32
+    (20, 1, 5),            # k = 1 is Floyd's (LightGBM tests k > 1 first)
+    (10, 10, 1), (10, 12, 1), (10, 0, 1),
+])
+def test_lightgbm_sample_is_the_line_by_line_twin(n, k, seed):
+    """The kernel against the Python twin of ``Random::Sample`` on Python ints, and the
+    contract: min(k, n) distinct rows, ascending."""
+    got = lightgbm_sample(n, k, seed)
+    np.testing.assert_array_equal(got, lightgbm_sample_naive(n, k, seed))
+    assert got.dtype == np.int64 and got.shape == (max(0, min(k, n)),)
+    assert np.all(np.diff(got) > 0) and (got.size == 0 or (got[0] >= 0 and got[-1] < n))
+
