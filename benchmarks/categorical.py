@@ -15,9 +15,8 @@ adult              AUC         workclass, education, marital-status, occupation,
                                relationship, race, sex, native-country (integer codes)
 nycflights13       RMSE        carrier, tailnum (4k levels), origin, dest (pandas codes,
                                by name); the features and split of benchmarks._common; its
-                               262k training rows exceed the 200k-row bin sample, which the
-                               two libraries draw differently, so it runs a second time with
-                               bin_construct_sample_cnt = every row
+                               262k training rows exceed the 200k-row bin sample, which both
+                               libraries draw as LightGBM's Random::Sample
 adult few levels   AUC         workclass, marital-status, relationship, race, sex, plus age
                                and hours-per-week; once with max_cat_to_onehot=4 and once
                                with 10 (every column one-vs-rest)
@@ -108,9 +107,6 @@ def _sets(quick):
     nyc_cat = [d.feature_names.index(c) for c in NYC_CATEGORICAL]
     yield ("nycflights13", "regression", "rmse", X, y, d.X_test, d.y_test, nyc_cat,
            d.feature_names, {})
-    if len(y) > 200_000:  # the same, with every row in both libraries' bin samples
-        yield ("nycflights13, bin sample = all rows", "regression", "rmse", X, y, d.X_test,
-               d.y_test, nyc_cat, d.feature_names, dict(bin_construct_sample_cnt=len(y)))
 
 
 def _score(metric, y, p):
