@@ -876,7 +876,8 @@ _TABLE = [
         "max_conflict_rate", 0.0, (), "float", _range(0.0, 1.0, hi_open=True),
         "Share of the sampled rows on which the features of one bundle may be non-zero "
         "together (the rows' values of all but one are lost); 0.0 bundles only features that "
-        "never are, which is lossless on the sample. LightGBM v2's parameter; LightGBM 3.0 "
+        "never are, which is lossless on the sample (rows outside it may still lose values: "
+        "training warns). LightGBM v2's parameter; LightGBM 3.0 "
         "removed it (and it is absent from v4), where the budget is a fixed 1/10000 of the "
         "sample.",
     ),

@@ -105,10 +105,12 @@ def sample_row_indices(n_rows: int, n_sample: int, seed: int) -> np.ndarray | No
     """The bin sample's rows: LightGBM's ``Random(seed).Sample(n_rows, n_sample)``
     (:func:`~oocgbdt.kernels.sampling.lightgbm_sample`, ascending int64) over the global row
     range, so the sample, and hence the bins, are LightGBM's and do not depend on chunking;
-    None means every row (no more than ``n_sample``). ``seed`` is ``data_random_seed``."""
+    None means every row (no more than ``n_sample``). ``seed`` is ``data_random_seed``; LightGBM
+    keeps it in a 32-bit unsigned state, so it is taken modulo 2**32 (a larger seed draws what
+    LightGBM draws from its low 32 bits)."""
     if n_sample >= n_rows:
         return None
-    return lightgbm_sample(int(n_rows), int(n_sample), int(seed))
+    return lightgbm_sample(int(n_rows), int(n_sample), int(seed) & 0xFFFFFFFF)
 
 
 class BinMapper:

@@ -34,10 +34,10 @@ LIGHTGBM_PARAMETER_NAMES = (
     "objective", "num_class", "learning_rate", "num_leaves", "max_depth", "histogram_pool_size",
     "min_data_in_leaf", "min_sum_hessian_in_leaf", "lambda_l1", "lambda_l2",
     "min_gain_to_split", "max_bin", "min_data_in_bin", "bin_construct_sample_cnt",
-    "use_missing", "zero_as_missing", "feature_pre_filter", "enable_bundle",
+    "data_random_seed", "use_missing", "zero_as_missing", "feature_pre_filter", "enable_bundle",
     "boost_from_average", "seed", "data_sample_strategy", "top_rate", "other_rate",
     "bagging_fraction", "bagging_freq", "bagging_seed", "metric", "feature_fraction",
-    "feature_fraction_seed", "first_metric_only")
+    "feature_fraction_seed", "objective_seed", "extra_seed", "first_metric_only")
 #: oocgbdt name -> LightGBM name where they differ.
 _RENAMED = {"n_estimators": "num_iterations", "early_stopping_rounds": "early_stopping_round"}
 

@@ -2,8 +2,8 @@
 
 Data flow position: after binning (:mod:`oocgbdt.dask.binning`). :func:`fit_bundler` is one small
 compute: every row chunk bins its rows of the bin sample (the same ``bin_construct_sample_cnt``
-rows drawn from ``seed`` over the global row range, all rows when fewer) and counts where
-features are off their default bin and where two are off it together
+rows, LightGBM's draw from ``data_random_seed`` over the global row range, all rows when fewer)
+and counts where features are off their default bin and where two are off it together
 (:func:`oocgbdt.core.bundler.sparse_chunk_conflicts`, which is
 :func:`~oocgbdt.core.bundler.chunk_conflicts` of the sampled pattern); the counts are added in a fan-in tree of
 ``split_every`` (:func:`oocgbdt.core.bundler.merge_conflicts`) and only the merged counts reach

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 import time
 import uuid
 from contextlib import nullcontext
@@ -774,6 +775,17 @@ def _bundle_report(bundler, bin_mapper, conflict_stats, X, params):
     logger.info(report["summary"])
     if params["verbose"]:
         print(report["summary"] + (f" ({lost_values} values lost)" if lost_values else ""))
+    if lost_values and float(params["max_conflict_rate"]) == 0.0:
+        # Bundles are chosen on the bin sample; features that never share a row there may
+        # share rows outside it, where the bundle column keeps one value of the two.
+        warnings.warn(
+            f"enable_bundle: {lost_values} values on {conflict_rows} training rows were lost "
+            f"where bundled features are non-zero together: the bundles were chosen on the "
+            f"{min(n_rows, int(params['bin_construct_sample_cnt']))}-row bin sample "
+            f"(bin_construct_sample_cnt), where those features never are. The trees are "
+            f"grown without these values; for exact histograms pass enable_bundle=False or a "
+            f"bin_construct_sample_cnt of at least the {n_rows} training rows.",
+            UserWarning, stacklevel=2)
     return report
 
 

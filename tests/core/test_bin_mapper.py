@@ -779,3 +779,13 @@ def test_a_csr_sample_regrouped_by_column_on_threads_equals_scipys_csc(monkeypat
     ref = _naive_fit(X.astype(np.float32), n)
     _assert_fit_equals_naive(BinMapper().fit(sp.csr_matrix(X.astype(np.float32)), n,
                                              n_threads=n_threads), ref)
+
+
+def test_bin_sample_seed_is_taken_modulo_2_32():
+    """LightGBM's generator state is 32-bit unsigned: a data_random_seed of 2**64 + 5 or
+    2**32 + 5 draws the rows 5 draws (one the kernel's int64 could not even hold)."""
+    from oocgbdt.core.bin_mapper import sample_row_indices
+    want = sample_row_indices(7000, 300, 5)
+    for seed in (2 ** 32 + 5, 2 ** 64 + 5):
+        np.testing.assert_array_equal(sample_row_indices(7000, 300, seed), want)
+    assert not np.array_equal(sample_row_indices(7000, 300, 6), want)

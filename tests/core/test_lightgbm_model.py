@@ -86,6 +86,24 @@ def test_lightgbm_reads_our_binary_model_with_equal_raw_scores(higgs, tmp_path):
             booster.predict(Xt, raw_score=True, start_iteration=start, num_iteration=num))
 
 
+def test_seeds_travel_in_the_lightgbm_file(higgs, tmp_path):
+    """The seeds LightGBM knows are written in the file's parameters, so LightGBM and a
+    read-back oocgbdt booster see the data_random_seed the bins were sampled with (and the
+    derived seeds), not their defaults."""
+    X, y, _ = higgs
+    params = dict(objective="binary", n_estimators=2, num_leaves=4, seed=3, data_random_seed=9,
+                  bin_construct_sample_cnt=500)
+    booster = fit_in_process(params, X, y)
+    path = booster.save_model(tmp_path / "model.txt", format="lightgbm")
+    ours = Booster.load_model(path).params
+    theirs = lgb.Booster(model_file=str(path)).params
+    for name in ("data_random_seed", "bagging_seed", "feature_fraction_seed", "objective_seed",
+                 "extra_seed"):
+        assert ours[name] == booster.params[name], name
+        assert int(theirs[name]) == booster.params[name], name
+    assert ours["data_random_seed"] == 9 and ours["bagging_seed"] != 3
+
+
 def test_lightgbm_reads_our_multiclass_model(shared_data, tmp_path):
     X, y = load_lightgbm_tsv(shared_data / "lightgbm_multiclass" / "multiclass.train")
     booster = fit_in_process(dict(objective="multiclass", num_class=5, n_estimators=4,

@@ -420,3 +420,41 @@ def test_eval_rows_with_two_values_in_one_bundle_on_two_workers():
     by_predict = [np.mean((local.predict(Xe, num_iteration=k) - ye.astype(np.float64)) ** 2)
                   for k in range(1, 5)]
     np.testing.assert_allclose(local.evals_result["valid_0"]["l2"], by_predict, rtol=1e-12)
+
+
+def test_conflicts_outside_the_bin_sample_warn_and_unbundled_trees_stay_lightgbms():
+    """Sparse features that never share a row in a 300-row bin sample of 6,000 rows but do in
+    the other rows: with the default max_conflict_rate=0 the bundles lose values there, which
+    is reported (a warning naming the remedies, the lost values in bundle_report). With
+    enable_bundle=False the trees are LightGBM's on the same sample; with a sample of every row,
+    nothing is lost and bundled trees are LightGBM's too."""
+    import warnings
+
+    import scipy.sparse as sp
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(5)
+    X = sp.random(6000, 40, density=0.08, random_state=1, format="csr", dtype=np.float32)
+    X.data = np.round(X.data * 10) + 1
+    y = (np.asarray(X[:, :5].sum(1)).ravel() + rng.normal(size=6000) > 3).astype(float)
+
+    def lightgbm_raw(p):
+        model = lgb.train(dict(p, deterministic=True, num_threads=1, verbose=-1),
+                          lgb.Dataset(X, y), num_boost_round=4)
+        return model.predict(X, raw_score=True)
+
+    p = dict(objective="binary", num_leaves=7, bin_construct_sample_cnt=300)
+    with pytest.warns(UserWarning, match=r"enable_bundle: \d+ values .* bin_construct_sample_cnt"):
+        bundled = oocgbdt.train(dict(p, n_estimators=4), X, y, verbose=False)
+    assert bundled.bundle_report["lost_values"] > 0
+    theirs = lightgbm_raw(p)
+    exact = oocgbdt.train(dict(p, n_estimators=4, enable_bundle=False), X, y, verbose=False)
+    np.testing.assert_allclose(exact.predict(X, raw_score=True), theirs, rtol=0,
+                               atol=1e-12 * np.abs(theirs).max())
+    p_all = dict(p, bin_construct_sample_cnt=6000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        every_row = oocgbdt.train(dict(p_all, n_estimators=4), X, y, verbose=False)
+    assert every_row.bundle_report["lost_values"] == 0
+    theirs_all = lightgbm_raw(p_all)
+    np.testing.assert_allclose(every_row.predict(X, raw_score=True), theirs_all, rtol=0,
+                               atol=1e-12 * np.abs(theirs_all).max())
