@@ -48,8 +48,8 @@ def _stack_rows(blocks):
 
 def bin_sample(X: da.Array, params: dict, compute):
     """The rows of ``X`` that the bin sample takes (:func:`sample_row_indices` with
-    ``bin_construct_sample_cnt`` and ``data_random_seed``; every row of a smaller ``X``), computed with
-    ``compute`` (Dask collection -> NumPy or scipy.sparse).
+    ``bin_construct_sample_cnt`` and ``data_random_seed``; every row of a smaller ``X``),
+    computed with ``compute`` (Dask collection -> NumPy or scipy.sparse).
 
     In-memory input (:func:`~oocgbdt.dask.inputs.in_memory_source`) is read here, without a
     Dask compute: the input itself when the sample is every row (read only, never written),

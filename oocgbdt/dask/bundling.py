@@ -69,9 +69,9 @@ def sample_nondefault_counts(X: da.Array, bin_mapper, params: dict):
 
     They are the mapper's ``sample_nondefault_counts_`` when the mapper was fitted by
     :func:`oocgbdt.dask.binning.fit_bin_mapper` on the bin sample of this same ``X`` (same Dask
-    name, shape, ``bin_construct_sample_cnt`` and ``data_random_seed``), ``X`` is float32 (the sparse
-    conflict pass bins stored entries at their own precision, the mapper saw them as float32)
-    and every count is known; otherwise None.
+    name, shape, ``bin_construct_sample_cnt`` and ``data_random_seed``), ``X`` is float32 (the
+    sparse conflict pass bins stored entries at their own precision, the mapper saw them as
+    float32) and every count is known; otherwise None.
     """
     counts = getattr(bin_mapper, "sample_nondefault_counts_", None)
     if counts is None or getattr(bin_mapper, "_sample_key", None) != sample_key(X, params):

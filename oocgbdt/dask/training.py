@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import logging
 import os
-import warnings
 import time
 import uuid
+import warnings
 from contextlib import nullcontext
 
 import dask

@@ -411,7 +411,8 @@ def lightgbm_sample_naive(n, k, seed):
     if k > 1 and k > n / np.log2(k):
         for i in range(n):
             x = lcg_step(x)
-            if float(np.float32((x >> 16) & 0x7FFF) / np.float32(32768.0)) < (k - len(ret)) / float(n - i):
+            u = float(np.float32((x >> 16) & 0x7FFF) / np.float32(32768.0))
+            if u < (k - len(ret)) / float(n - i):
                 ret.append(i)
         return np.array(ret, dtype=np.int64)
     chosen = set()
