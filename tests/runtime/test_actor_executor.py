@@ -880,13 +880,14 @@ def test_the_workers_are_asked_of_the_scheduler_not_read_from_the_clients_cache(
     # The client's periodic refresh keeps cluster totals only ("workers" empty). A refresh
     # landing inside Client.scheduler_info(), between its fetch and its return, made a cluster
     # of two workers look empty, and an executor of no shards. Reproduced here: every fetch of
-    # the client's is followed by such a refresh.
+    # the client's is followed by such a refresh, whose value the client then holds (and, from
+    # distributed 2026.11, which returns the value its own call fetched, returns).
     from oocgbdt.runtime.cluster import cluster_workers
     fetch = client._update_scheduler_info
 
     async def fetch_then_refresh(n_workers=0):
         await fetch(n_workers=n_workers)
-        await fetch(n_workers=0)
+        return await fetch(n_workers=0)
 
     monkeypatch.setattr(client, "_update_scheduler_info", fetch_then_refresh)
     assert client.scheduler_info()["workers"] == {}  # the race, as the client sees it
