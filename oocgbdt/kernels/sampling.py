@@ -23,12 +23,12 @@ sample of a large data set are LightGBM's.
 import numpy as np
 
 from oocgbdt.kernels._jit import njit
-from oocgbdt.kernels.splitting import _LCG_A, _LCG_C, _LCG_MASK, lcg_step
+from oocgbdt.kernels.splitting import _LCG_A, _LCG_C, _LCG_MASK, lcg_next_int, lcg_step
 
 __all__ = ["uniforms", "uniforms_naive", "goss_keys", "digit_counts", "digit_counts_naive",
            "goss_select", "goss_select_naive", "scale_small_rows", "BAG_BLOCK", "lcg_jump",
            "lightgbm_bag_select", "lightgbm_bag_select_naive", "scatter_selected_rows",
-           "lightgbm_sample", "lightgbm_sample_naive"]
+           "lightgbm_sample"]
 
 #: Rows per bagging generator (LightGBM's ``bagging_rand_block_``).
 BAG_BLOCK = 1024
@@ -354,7 +354,8 @@ def lightgbm_sample(n, k, seed):
     ``NextFloat()`` is below ``(k - taken) / (n - i)`` (selection sampling, one draw per
     row); otherwise Floyd's algorithm, one ``NextInt(0, r + 1)`` per ``r`` from ``n - k`` to
     ``n - 1`` (taking ``r`` itself when the draw was taken before). ``k >= n`` gives every
-    row, ``k <= 0`` none.
+    row, ``k <= 0`` none. The Python twin is
+    :meth:`oocgbdt.core.node_sampling.LightGBMRandom.sample` (``feature_fraction``'s draws).
 
     Parameters
     ----------
@@ -381,11 +382,11 @@ def lightgbm_sample(n, k, seed):
                 out[m] = i
                 m += 1
         return out[:m]
+    box = np.full(1, state, dtype=np.int64)  # lcg_next_int advances its state in place
     taken = set()
     taken.add(np.int64(-1))
     for r in range(n - k, n):
-        state = (_LCG_A * state + _LCG_C) & _LCG_MASK
-        v = (state & 0x7FFFFFFF) % (r + 1)
+        v = lcg_next_int(box, 0, r + 1)
         if v in taken:
             taken.add(np.int64(r))
         else:
@@ -398,26 +399,3 @@ def lightgbm_sample(n, k, seed):
         m += 1
     return np.sort(out)
 
-
-def lightgbm_sample_naive(n, k, seed):
-    """Python twin of :func:`lightgbm_sample`, LightGBM's ``Random::Sample`` line by line on
-    Python ints (the float draw as ``float32``); used by tests."""
-    x = int(seed) & _LCG_MASK
-    if k <= 0:
-        return np.empty(0, dtype=np.int64)
-    if k >= n:
-        return np.arange(n, dtype=np.int64)
-    ret = []
-    if k > 1 and k > n / np.log2(k):
-        for i in range(n):
-            x = lcg_step(x)
-            u = float(np.float32((x >> 16) & 0x7FFF) / np.float32(32768.0))
-            if u < (k - len(ret)) / float(n - i):
-                ret.append(i)
-        return np.array(ret, dtype=np.int64)
-    chosen = set()
-    for r in range(n - k, n):
-        x = lcg_step(x)
-        v = (x & 0x7FFFFFFF) % (r + 1)
-        chosen.add(r if v in chosen else v)
-    return np.array(sorted(chosen), dtype=np.int64)

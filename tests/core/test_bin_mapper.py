@@ -23,6 +23,7 @@ import pytest
 from oocgbdt._dtypes import K_ZERO_THRESHOLD as KZ
 from oocgbdt._dtypes import MISSING_NAN, MISSING_NONE, MISSING_ZERO
 from oocgbdt.core.bin_mapper import BinMapper
+from oocgbdt.core.node_sampling import LightGBMRandom
 
 up = math.nextafter
 INF = math.inf
@@ -70,31 +71,17 @@ def _lgb_dataset(X, params, bin_construct_sample_cnt=200_000):
     return num_bin, blob
 
 
-def _lightgbm_sample(n_rows, n_sample, seed=1):
-    """LightGBM's bin sample ``Random(data_random_seed=1).Sample(N, K)``
-    (``include/LightGBM/utils/random.h``), only its branch for ``K > N / log2(K)``: row i is kept
-    with probability (K - kept) / (N - i), drawn with the LCG x <- 214013 x + 2531011 (mod 2^32)
-    and NextFloat = ((x >> 16) & 0x7fff) / 32768."""
-    assert 1 < n_sample < n_rows and n_sample > n_rows / math.log2(n_sample)
-    x, rows = seed, []
-    for i in range(n_rows):
-        x = (214013 * x + 2531011) & 0xFFFFFFFF
-        if ((x >> 16) & 0x7FFF) / 32768.0 < (n_sample - len(rows)) / float(n_rows - i):
-            rows.append(i)
-    return np.array(rows)
-
-
 def _assert_bins_equal_lightgbm(X, n_sample=None, rows=None, **params):
     """Fit on LightGBM's sample of ``X`` (float32; all rows unless ``n_sample`` is given; the
-    sample's ``rows``, else :func:`_lightgbm_sample`'s) and compare every fitted attribute with
-    LightGBM's."""
+    sample's ``rows``, else LightGBM's ``Random(1).Sample``, drawn by ``LightGBMRandom``) and
+    compare every fitted attribute with LightGBM's."""
     X = np.asarray(X, dtype=np.float32)
     n_total = len(X)
     if n_sample is None:
         num_bin, blob = _lgb_dataset(X, params)
     else:
         num_bin, blob = _lgb_dataset(X, params, bin_construct_sample_cnt=n_sample)
-        X = X[_lightgbm_sample(n_total, n_sample) if rows is None else rows]
+        X = X[LightGBMRandom(1).sample(n_total, n_sample) if rows is None else rows]
         assert len(X) == n_sample
     bm = BinMapper(**params).fit(X, n_total)
     # LightGBM's feature_num_bin counts the NaN bin and reports 0 for dropped (trivial) features
@@ -228,17 +215,16 @@ def test_bins_equal_lightgbm_on_a_row_sample(higgs):
 def test_bin_sample_rows_are_lightgbms(higgs, n_sample):
     """The rows ``sample_row_indices`` draws with LightGBM's default ``data_random_seed`` (1)
     are LightGBM's bin sample: fitted on them, the bins are LightGBM's. 1500 of 7000 rows is
-    the one-draw-per-row branch of ``Random::Sample`` (checked against the test's own
-    transcription too); 300 and 40 are its Floyd branch (k <= n / log2(k)), where another
-    row set would give other bounds."""
+    the one-draw-per-row branch of ``Random::Sample``, 300 and 40 its Floyd branch
+    (k <= n / log2(k)), where another row set would give other bounds; the rows are also
+    ``LightGBMRandom.sample``'s (the Python ``Random`` of feature_fraction's draws)."""
     from oocgbdt.core.bin_mapper import sample_row_indices
     from oocgbdt.params import resolve_params
 
     X, _ = higgs
     seed = resolve_params({})["data_random_seed"]
     rows = sample_row_indices(len(X), n_sample, seed)
-    if n_sample > len(X) / math.log2(n_sample):
-        np.testing.assert_array_equal(rows, _lightgbm_sample(len(X), n_sample, seed))
+    np.testing.assert_array_equal(rows, LightGBMRandom(seed).sample(len(X), n_sample))
     bm = _assert_bins_equal_lightgbm(X, n_sample=n_sample, rows=rows, min_data_in_bin=1,
                                      min_data_in_leaf=1)
     assert bm.n_samples_fit_ == n_sample
