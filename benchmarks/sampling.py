@@ -4,7 +4,7 @@ oocgbdt next to LightGBM, in process and on a two-worker cluster.
 Usage::
 
     python -m benchmarks.sampling [--quick] [--sizes 400k 1m] [--modes process cluster]
-                                  [--rounds N] [--repeats N]
+                                  [--rounds N] [--repeats N] [--floor]
 
 Strategies, at the same row budget of 30% for the two sampled ones:
 
@@ -53,6 +53,14 @@ machine their ratio is the steadier measure of the work saved. The load average 
 before and after each block: on a shared machine the wall-clock ratios are only as good as
 the quiet the run got.
 
+``--floor`` adds ``bagging_floor`` (``bagging_fraction=0.05, bagging_freq=1``) to every block:
+what a tree costs with almost no rows, the part of its time that a row sample does not shrink
+(every row's gradients and scores, the tree's passes and split searches, the sampling itself).
+With per-tree time modelled as ``fixed + fraction * per_row`` and fitted through no sampling
+and the floor, each library's ``fixed`` share of an unsampled tree is printed, and the ratio a
+30% sample would reach if its row-proportional work scaled exactly with its rows:
+``fixed + 0.3 * (1 - fixed)``.
+
 ``--quick`` (smoke run, not judged): 20,000 x 20 rows, 12 rounds at learning_rate 0.25 (GOSS
 from round 4), one repeat, in process.
 """
@@ -72,6 +80,10 @@ STRATEGIES = {
     "bagging": dict(bagging_fraction=0.3, bagging_freq=1),
     "goss": dict(data_sample_strategy="goss", top_rate=0.2, other_rate=0.1),
 }
+#: ``--floor``: a 5% bag, what a tree costs with almost no rows.
+FLOOR_STRATEGY = {"bagging_floor": dict(bagging_fraction=0.05, bagging_freq=1)}
+FLOOR_FRACTION = 0.05
+SAMPLED_FRACTION = 0.3
 LIBRARIES = ("oocgbdt", "LightGBM")
 COMMON = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255)
 SIZES = {"400k": (400_000, 50), "1m": (1_000_000, 100)}
@@ -108,10 +120,14 @@ def _window(seconds, warm):
     return float(np.median(s)), float(np.mean(s))
 
 
+def _strategy(name):
+    return STRATEGIES[name] if name in STRATEGIES else FLOOR_STRATEGY[name]
+
+
 def run_oocgbdt(data, strategy, rounds, lr, client):
     import oocgbdt
     X, y, Xt, yt = data
-    params = dict(COMMON, learning_rate=lr, n_estimators=rounds, **STRATEGIES[strategy])
+    params = dict(COMMON, learning_rate=lr, n_estimators=rounds, **_strategy(strategy))
     if client is None:
         params["num_threads"] = N_THREADS  # on the cluster: each worker's own thread
     booster = oocgbdt.train(params, X, y, client=client, verbose=False)
@@ -133,7 +149,7 @@ def run_lightgbm(data, strategy, rounds, lr, client):
     import lightgbm as lgb
     X, y, Xt, yt = data
     params = dict(COMMON, learning_rate=lr, verbose=-1, num_threads=N_THREADS,
-                  **STRATEGIES[strategy])
+                  **_strategy(strategy))
     starts, ends, cpu_starts, cpu_ends = [], [], [], []
 
     def before(env):
@@ -188,16 +204,17 @@ def _load():
     return f"{os.getloadavg()[0]:.2f}"
 
 
-def run_block(size, mode, data, rounds, lr, repeats, client, out):
-    """Every strategy and library ``repeats`` times on one size and mode; returns
-    ``{(library, strategy): summary}`` (medians over the repeats)."""
+def run_block(size, mode, data, rounds, lr, repeats, client, out, floor=False):
+    """Every strategy (and the floor's, with ``floor``) and library ``repeats`` times on one
+    size and mode; returns ``{(library, strategy): summary}`` (medians over the repeats)."""
     n, p = data[0].shape
     print(f"\n## {size}: {n:,} rows x {p} features, {mode}, {rounds} rounds, {repeats} "
           f"repeat(s); load average before: {_load()}", file=out, flush=True)
-    runs = {(lib, s): [] for lib in LIBRARIES for s in STRATEGIES}
+    strategies = list(STRATEGIES) + (list(FLOOR_STRATEGY) if floor else [])
+    runs = {(lib, s): [] for lib in LIBRARIES for s in strategies}
     for rep in range(repeats):
         libs = LIBRARIES if rep % 2 == 0 else LIBRARIES[::-1]
-        for strategy in STRATEGIES:
+        for strategy in strategies:
             for lib in libs:
                 runs[(lib, strategy)].append(
                     RUNNERS[lib](data, strategy, rounds, lr, client if lib == "oocgbdt" else None))
@@ -205,7 +222,7 @@ def run_block(size, mode, data, rounds, lr, repeats, client, out):
     rows = []
     for lib in LIBRARIES:
         base = res[(lib, "none")]
-        for strategy in STRATEGIES:
+        for strategy in strategies:
             r = res[(lib, strategy)]
             r["ratio_median"] = r["median"] / base["median"]
             r["ratio_mean"] = r["mean"] / base["mean"]
@@ -222,8 +239,28 @@ def run_block(size, mode, data, rounds, lr, repeats, client, out):
                  "s/tree mean", "vs none (median)", "vs none (mean)", "cpu s/tree (vs none)",
                  "peer wait s/tree", "selection s/tree", "AUC", "AUC - none"],
                 rows, out)
+    if floor:
+        for line in floor_lines(res):
+            print(line, file=out)
     print(f"load average after: {_load()}", file=out, flush=True)
     return res
+
+
+def floor_lines(res):
+    """Per library, the fixed share of an unsampled tree (``fixed + fraction * per_row`` through
+    no sampling and the 5% floor, mean seconds) and the ratio a 30% sample reaches when its
+    row-proportional work scales exactly: ``fixed + 0.3 * (1 - fixed)``."""
+    lines = []
+    for lib in LIBRARIES:
+        none = res[(lib, "none")]["mean"]
+        low = res[(lib, "bagging_floor")]["mean"]
+        per_row = (none - low) / (1.0 - FLOOR_FRACTION)
+        fixed = (none - per_row) / none
+        best = fixed + SAMPLED_FRACTION * (1.0 - fixed)
+        lines.append(f"{lib}: a 5% bag takes {low / none:.3f}x of no sampling; fixed share "
+                     f"{fixed:.3f} of an unsampled tree ({none - per_row:.4f} s), so a 30% "
+                     f"sample scaling exactly would take {best:.3f}x")
+    return lines
 
 
 def verdicts(size, mode, res):
@@ -243,7 +280,7 @@ def verdicts(size, mode, res):
     return lines, ok
 
 
-def run(sizes, modes, quick=False, rounds=None, repeats=None, out=sys.stdout):
+def run(sizes, modes, quick=False, rounds=None, repeats=None, out=sys.stdout, floor=False):
     """Run the blocks; returns ``(verdict lines, all passed)``."""
     import lightgbm
     import numba
@@ -272,9 +309,9 @@ def run(sizes, modes, quick=False, rounds=None, repeats=None, out=sys.stdout):
                 warnings.filterwarnings("ignore", message="Sending large graph")
                 with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, Client(cluster) as client:
-                    res = run_block(size, mode, data, rounds, lr, repeats, client, out)
+                    res = run_block(size, mode, data, rounds, lr, repeats, client, out, floor)
             else:
-                res = run_block(size, mode, data, rounds, lr, repeats, None, out)
+                res = run_block(size, mode, data, rounds, lr, repeats, None, out, floor)
             block_lines, block_ok = verdicts(size, mode, res)
             lines += block_lines
             ok &= block_ok
@@ -292,6 +329,8 @@ def parse_args(argv=None):
     p.add_argument("--modes", nargs="+", choices=MODES, default=None)
     p.add_argument("--rounds", type=int, default=None, help=f"rounds per fit (default {ROUNDS})")
     p.add_argument("--repeats", type=int, default=None, help=f"repeats (default {REPEATS})")
+    p.add_argument("--floor", action="store_true",
+                   help="add a 5%% bag: the per-tree cost a row sample does not shrink")
     return p.parse_args(argv)
 
 
@@ -300,7 +339,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     sizes = list(QUICK_SIZE) if args.quick else (args.sizes or list(SIZES))
     modes = args.modes or (["process"] if args.quick else list(MODES))
-    _, ok = run(sizes, modes, args.quick, args.rounds, args.repeats)
+    _, ok = run(sizes, modes, args.quick, args.rounds, args.repeats, floor=args.floor)
     print(f"\ntotal {time.perf_counter() - t0:.0f} s", flush=True)
     return 0 if ok or args.quick else 1
 
