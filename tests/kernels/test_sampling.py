@@ -61,13 +61,16 @@ def test_digit_counts_dense_and_sparse_paths_agree_with_the_naive_twin():
 
 @pytest.mark.parametrize("tied", [False, True])
 @pytest.mark.parametrize("ties", [-1, 0, 1, 37])
-def test_goss_select_matches_numpy(tied, ties):
+@pytest.mark.parametrize("probability", [0.125, 1 / 3, 0.0, 1.0, 1 - 2 ** -40])
+def test_goss_select_matches_numpy(tied, ties, probability):
+    """The kernel compares each draw's integer with a limit; the twin compares the double
+    ``u < probability``: the same rows for any probability."""
     bits, _ = _bits(5000, 1, tied)
     t = int(np.sort(bits)[-1000])
     outs = []
     for kernel in (goss_select, goss_select_naive):
         rows, small = np.full(5000, -1, np.int32), np.zeros(5000, bool)
-        m = kernel(bits, SEED, 777, t, ties, 0.125, rows, small)
+        m = kernel(bits, SEED, 777, t, ties, probability, rows, small)
         outs.append((rows[:m], small))
     np.testing.assert_array_equal(outs[0][0], outs[1][0])
     np.testing.assert_array_equal(outs[0][1], outs[1][1])
@@ -166,3 +169,17 @@ def test_lightgbm_sample_is_the_python_random_sample(n, k, seed):
     assert got.dtype == np.int64 and got.shape == (max(0, min(k, n)),)
     assert np.all(np.diff(got) > 0) and (got.size == 0 or (got[0] >= 0 and got[-1] < n))
 
+
+
+@pytest.mark.parametrize("probability", [0.125, 1 / 3, 0.1, 2 ** -60, 1 - 2 ** -53, 0.0, 1.0])
+def test_draw_limit_is_the_first_integer_draw_not_below_probability(probability):
+    """GOSS compares the draw's 53-bit integer ``k`` with the limit: ``k < limit`` must be
+    ``k * 2**-53 < probability`` for every ``k``, so at the boundary ``limit - 1`` is kept and
+    ``limit`` is not (the double comparison of :func:`uniforms` as the oracle)."""
+    from oocgbdt.kernels.sampling import _draw_limit
+    limit = int(_draw_limit(probability))
+    assert 0 <= limit <= 2 ** 53
+    if limit > 0:
+        assert (limit - 1) * 2.0 ** -53 < probability
+    if limit < 2 ** 53:
+        assert not limit * 2.0 ** -53 < probability
