@@ -152,11 +152,11 @@ def _quantized_setup(executor, partitions, params, objective, meta, key):
     return quantizer, [int(o) for o in np.concatenate([[0], np.cumsum(rows)])[:-1]]
 
 
-def _sample_rows(sampler, executor, partitions, rnd: int, key: str):
+def _sample_rows(sampler, executor, partitions, rnd: int, key: str, keys_made: bool = False):
     """``(partitions, seconds)``: round ``rnd``'s rows selected (:meth:`RowSampler.sample`),
     and the wall seconds it took."""
     t = time.perf_counter()
-    partitions = sampler.sample(executor, partitions, rnd, key=key)
+    partitions = sampler.sample(executor, partitions, rnd, key=key, keys_made=keys_made)
     return partitions, time.perf_counter() - t
 
 
@@ -419,8 +419,12 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             if bag_first:  # the bag first, then the gradients of its rows alone
                 partitions, seconds_sampling = _sample_rows(sampler, executor, partitions, g,
                                                             f"{key}-sample-{rnd}")
+            # a GOSS round's keys with the gradients: one task per partition less
+            goss_round = (not bag_first and sampler is not None and sampler.strategy == "goss"
+                          and sampler.active(g))
             partitions = executor.map(partition_gradients, partitions, [round_objective] * n,
-                                      [bag_first] * n, key=f"{key}-grad-{rnd}", consume=0)
+                                      [bag_first] * n, [goss_round] * n,
+                                      key=f"{key}-grad-{rnd}", consume=0)
             if biases is not None:
                 sums = executor.map(partition_position_sums, partitions, [len(biases)] * n,
                                     key=f"{key}-possums-{rnd}")
@@ -429,7 +433,7 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 biases = objective.update_position_biases(biases, sums, learning_rate)
             if not bag_first and sampler is not None and sampler.active(g):
                 partitions, seconds_sampling = _sample_rows(sampler, executor, partitions, g,
-                                                            f"{key}-sample-{rnd}")
+                                                            f"{key}-sample-{rnd}", goss_round)
             # The round's shared work (gradients, row sampling), split among its trees.
             share = (time.perf_counter() - t_round) / n_out
             share_sampling = seconds_sampling / n_out

@@ -319,11 +319,15 @@ class RowSampler:
         """Whether round ``rnd`` (0-based) trains on a sample."""
         return rnd >= self.warmup if self.strategy == "goss" else True
 
-    def sample(self, executor, partitions, rnd: int, key: str):
-        """Select round ``rnd``'s rows; returns new partition handles (``rows`` set on each)."""
+    def sample(self, executor, partitions, rnd: int, key: str, keys_made: bool = False):
+        """Select round ``rnd``'s rows; returns new partition handles (``rows`` set on each).
+
+        ``keys_made``: GOSS keys are already on the partitions (``partition_gradients`` with
+        ``with_goss_keys``), not computed again."""
         if self.strategy == "goss":
-            partitions = executor.map(partition_goss_keys, partitions, key=f"{key}-keys",
-                                      consume=0)
+            if not keys_made:
+                partitions = executor.map(partition_goss_keys, partitions, key=f"{key}-keys",
+                                          consume=0)
             selections = self._goss(executor, partitions, rnd, key)
         else:
             bag = (self.n_rows, rnd // self.bagging_freq)

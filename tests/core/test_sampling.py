@@ -427,3 +427,42 @@ def test_gradients_of_the_selected_rows_are_the_every_row_values(objective, n_cl
     whole = partition_gradients(PartitionData(data.X_binned, y, weight, raw), obj,
                                 selected_rows=True)
     np.testing.assert_array_equal(whole.gradients, every.gradients)
+
+
+@pytest.mark.parametrize("objective, n_class", [("binary", 1), ("multiclass", 3)])
+def test_gradients_made_with_goss_keys_select_the_exact_top_set(objective, n_class):
+    """A GOSS round's keys made with its gradients are NumPy's float32 sum over outputs of
+    |g * h|, and the sampler told they are made selects the exact global top set from them
+    (the NumPy oracle), the same rows as when it computes the keys itself."""
+    rng = np.random.default_rng(11)
+    n = sum(SIZES)
+    y = (rng.integers(0, n_class, n) if n_class > 1 else rng.integers(0, 2, n)).astype(np.float32)
+    raw = rng.normal(size=(n_class, n))
+    obj = get_objective(dict(objective=objective, num_class=n_class))
+    chunks, start = [], 0
+    for s in SIZES:
+        sl = slice(start, start + s)
+        chunks.append(PartitionData(np.zeros((s, 1), np.uint8), y[sl], None, raw[:, sl]))
+        start += s
+    made = [partition_gradients(c, obj, with_goss_keys=True) for c in chunks]
+    plain = [partition_gradients(c, obj) for c in chunks]
+    assert all(c.goss_bits is None for c in plain)
+    g = np.concatenate([c.gradients for c in plain], axis=1)
+    h = np.concatenate([c.hessians for c in plain], axis=1)
+    key = np.zeros(n, np.float32)
+    for k in range(n_class):
+        key += np.abs(g[k] * h[k])
+    np.testing.assert_array_equal(np.concatenate([c.goss_bits for c in made]),
+                                  key.view(np.uint32))
+    p = resolve_params(dict(objective=objective, num_class=n_class, data_sample_strategy="goss",
+                            top_rate=0.2, other_rate=0.1, learning_rate=0.1))
+    rows = []
+    for parts, keys_made in ((made, True), (plain, False)):
+        sampler = RowSampler(p, SIZES)
+        out = sampler.sample(LocalExecutor(), parts, 10, key="t", keys_made=keys_made)
+        rows.append(np.concatenate([c.rows.astype(np.int64) + off
+                                    for c, off in zip(out, sampler.offsets)]))
+    np.testing.assert_array_equal(rows[0], rows[1])
+    selected = np.zeros(n, bool)
+    selected[rows[0]] = True
+    assert selected[_oracle_top(key, goss_top_k(n, 0.2))].all()
