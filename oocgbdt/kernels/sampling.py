@@ -40,12 +40,18 @@ _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
 
 
 @njit
-def _uniform(seed, row):
+def _draw_bits(seed, row):
+    """The top 53 bits of row ``row``'s SplitMix64 output (see the module docstring)."""
     z = seed + np.uint64(row + 1) * _GAMMA
     z = (z ^ (z >> np.uint64(30))) * _M1
     z = (z ^ (z >> np.uint64(27))) * _M2
     z = z ^ (z >> np.uint64(31))
-    return np.float64(z >> np.uint64(11)) * _TO_UNIT
+    return z >> np.uint64(11)
+
+
+@njit
+def _uniform(seed, row):
+    return np.float64(_draw_bits(seed, row)) * _TO_UNIT
 
 
 @njit
@@ -210,9 +216,9 @@ def digit_counts_naive(bits, high_bucket):
 
 @njit
 def _draw_limit(probability):
-    """The integer ``L`` with ``u < probability`` exactly when ``z >> 11 < L``, for the draw
-    ``u = (z >> 11) * 2**-53`` of :func:`_uniform`: ``ceil(probability * 2**53)`` (a product by
-    a power of two is exact, and ``z >> 11`` is an integer below ``2**53``)."""
+    """The integer ``L`` with ``u < probability`` exactly when ``k < L``, for the draw
+    ``u = k * 2**-53`` of :func:`_uniform` (``k``: :func:`_draw_bits`): ``ceil(probability *
+    2**53)`` (a product by a power of two is exact, and ``k`` is an integer below ``2**53``)."""
     if not probability > 0.0:
         return np.uint64(0)
     if probability >= 1.0:
@@ -226,11 +232,7 @@ def _draws_below(seed, row_offset, limit, out):
     :func:`_draw_limit`): the same decisions as :func:`_uniform`'s doubles, in a loop the
     compiler vectorizes (no conversion to double, no compaction)."""
     for i in range(out.shape[0]):
-        z = seed + np.uint64(row_offset + i + 1) * _GAMMA
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-        z = z ^ (z >> np.uint64(31))
-        out[i] = (z >> np.uint64(11)) < limit
+        out[i] = _draw_bits(seed, row_offset + i) < limit
 
 
 @njit
