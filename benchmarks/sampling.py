@@ -39,7 +39,9 @@ s/tree`` is oocgbdt's mean ``tree_stats[i]["seconds_peer_wait"]`` over the windo
 of a tree a worker spent waiting for the values the other pushes to it (partial histograms,
 gathered results), which a sample of rows does not shrink. ``selection s/tree`` is oocgbdt's
 mean ``tree_stats[i]["seconds_sampling"]`` over the window: the round's row selection (GOSS:
-its keys, the gathers of their counts that find the threshold, the draw), in every mode. The
+the gathers of its key counts that find the threshold, the draw; the keys are made with the
+gradients), in every mode; on the cluster, whose steps run at the next gather, it also holds
+the round's gradients and the steps queued before them. The
 ratio is sampled / none of the same library, mode and size.
 
 Acceptance (full run; printed as PASS/FAIL lines, exit code 1 on any FAIL): for oocgbdt, in

@@ -52,7 +52,9 @@ class BoostResult:
     ``seconds`` in total
     (growing the tree, applying it to every row, and the tree's share of its round's gradients
     and row sampling: a multiclass round's trees share it equally), the share spent sampling
-    rows (``seconds_sampling``), the same total in CPU seconds of this process, all threads
+    rows (``seconds_sampling``; on an executor that defers its steps to its first gather,
+    the shards' executors, this includes the round's gradients and whatever else was queued
+    before the selection's first gather), the same total in CPU seconds of this process, all threads
     (``cpu_seconds``: robust to other processes on a shared machine; only meaningful where the
     loop's tasks run in this process), seconds waiting for split records, and, on a executor that times
     its tasks (:class:`~oocgbdt.core.executor.LocalExecutor`), seconds routing rows and building
