@@ -421,9 +421,9 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
             if bag_first:  # the bag first, then the gradients of its rows alone
                 partitions, seconds_sampling = _sample_rows(sampler, executor, partitions, g,
                                                             f"{key}-sample-{rnd}")
+            sample_after = not bag_first and sampler is not None and sampler.active(g)
             # a GOSS round's keys with the gradients: one task per partition less
-            goss_round = (not bag_first and sampler is not None and sampler.strategy == "goss"
-                          and sampler.active(g))
+            goss_round = sample_after and sampler.strategy == "goss"
             partitions = executor.map(partition_gradients, partitions, [round_objective] * n,
                                       [bag_first] * n, [goss_round] * n,
                                       key=f"{key}-grad-{rnd}", consume=0)
@@ -433,7 +433,7 @@ def boost(executor, partitions, *, bin_mapper, params, objective, metrics=(), ev
                 sums = executor.gather(tree_reduce(executor, _sum_list, sums, split_every,
                                                    f"{key}-possum-{rnd}"))
                 biases = objective.update_position_biases(biases, sums, learning_rate)
-            if not bag_first and sampler is not None and sampler.active(g):
+            if sample_after:
                 partitions, seconds_sampling = _sample_rows(sampler, executor, partitions, g,
                                                             f"{key}-sample-{rnd}", goss_round)
             # The round's shared work (gradients, row sampling), split among its trees.

@@ -15,12 +15,13 @@ import numpy as np
 from oocgbdt._dtypes import G_H_DTYPE, HIST_DTYPE, LABEL_DTYPE, LEAF_DTYPE, Y_DTYPE
 from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.executor import inline_task
+from oocgbdt.core.sampling import goss_keys
 from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, best_split, leaf_totals
 from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundled, split_rows_bundled
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
 from oocgbdt.kernels.quantize import QUANT_DTYPE, build_histogram_int
 from oocgbdt.kernels.categorical import construct_bitset
-from oocgbdt.kernels.sampling import goss_keys, scatter_selected_rows
+from oocgbdt.kernels.sampling import scatter_selected_rows
 from oocgbdt.kernels.routing import (CATEGORICAL_NODE, SKEWED_SHARE, column_major_copy,
                                      split_rows)
 from oocgbdt.kernels.predict import (add_leaf_values, leaves_binned, leaves_by_routing,
@@ -289,11 +290,7 @@ def partition_gradients(data: PartitionData, objective, selected_rows: bool = Fa
         objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad,
                             hess)
     gradients, hessians = np.ascontiguousarray(grad.T), np.ascontiguousarray(hess.T)
-    bits = None
-    if with_goss_keys:
-        keys = np.empty(n, dtype=G_H_DTYPE)
-        goss_keys(gradients, hessians, keys)
-        bits = keys.view(np.uint32)
+    bits = goss_keys(gradients, hessians).view(np.uint32) if with_goss_keys else None
     return replace(data, gradients=gradients, hessians=hessians, rows=None, quantized=None,
                    goss_bits=bits)
 

@@ -259,7 +259,7 @@ def goss_select(bits, seed, row_offset, threshold_bits, ties, probability, out_r
     _draws_below(seed, row_offset, _draw_limit(probability), out_small)
     keep = np.empty(n, dtype=np.bool_)
     t = np.uint32(threshold_bits)
-    if ties < 0:
+    if ties < 0:  # every tie kept (the usual case): no running count of ties
         for i in range(n):
             top = bits[i] >= t
             small = (not top) & out_small[i]
