@@ -20,6 +20,15 @@ def test_setup_benchmark_quick(capsys):
     # the same trees as LightGBM's, with or without bundles: the same test AUC
     assert fit["bundling on"]["auc"] == pytest.approx(fit["bundling off"]["auc"], abs=1e-12)
     assert fit["bundling on"]["auc"] == pytest.approx(fit["LightGBM"]["auc"], abs=1e-3)
+    for name, f in fit.items():
+        # set-up and rounds split each run's seconds; the medians are taken per column
+        for run in f["runs"]:
+            assert run[2] > 0 and run[3] > 0 and run[2] + run[3] == pytest.approx(run[0])
+        assert f["setup"] + f["rounds"] == pytest.approx(f["seconds"], rel=0.5)
+    for part in ("setup", "rounds"):
+        assert out["parts"][part] == pytest.approx(
+            fit["bundling on"][part] / fit["LightGBM"][part])
+        assert f"{part.replace('setup', 'set-up')} {out['parts'][part]:.3f}" in text
     assert set(out["pass"]) == set(TARGETS)
     for k, v in out["ratios"].items():
         assert ("PASS" if v <= TARGETS[k] else "FAIL") in text and out["pass"][k] == (v <= TARGETS[k])
