@@ -15,7 +15,7 @@ import numpy as np
 from oocgbdt._dtypes import G_H_DTYPE, HIST_DTYPE, LABEL_DTYPE, LEAF_DTYPE, Y_DTYPE
 from oocgbdt.core.bundler import bundle_chunk
 from oocgbdt.core.executor import inline_task
-from oocgbdt.core.sampling import goss_keys
+from oocgbdt.core.sampling import partition_goss_keys
 from oocgbdt.core.split import FeatureMeta, LeafTotals, SplitInfo, SplitParams, best_split, leaf_totals
 from oocgbdt.kernels.bundling import decode_feature_column, predict_binned_bundled, split_rows_bundled
 from oocgbdt.kernels.histogram import build_histogram, build_histogram_block
@@ -259,9 +259,8 @@ def partition_gradients(data: PartitionData, objective, selected_rows: bool = Fa
     0.88 against 1.48 ms.
 
     ``with_goss_keys`` (every row): the rows' GOSS key bits are computed from the new
-    gradients in the same task (``PartitionData.goss_bits``, what
-    :func:`oocgbdt.core.sampling.partition_goss_keys` makes), which saves a GOSS round one
-    task per partition."""
+    gradients in the same task (:func:`oocgbdt.core.sampling.partition_goss_keys`), which
+    saves a GOSS round one task per partition."""
     k, n = data.raw_score.shape
     if selected_rows and data.rows is not None:
         rows = data.rows
@@ -289,10 +288,10 @@ def partition_gradients(data: PartitionData, objective, selected_rows: bool = Fa
     else:
         objective.gradients(data.y, np.ascontiguousarray(data.raw_score.T), data.weight, grad,
                             hess)
-    gradients, hessians = np.ascontiguousarray(grad.T), np.ascontiguousarray(hess.T)
-    bits = goss_keys(gradients, hessians).view(np.uint32) if with_goss_keys else None
-    return replace(data, gradients=gradients, hessians=hessians, rows=None, quantized=None,
-                   goss_bits=bits)
+    out = replace(data, gradients=np.ascontiguousarray(grad.T),
+                  hessians=np.ascontiguousarray(hess.T), rows=None, quantized=None,
+                  goss_bits=None)
+    return partition_goss_keys(out) if with_goss_keys else out
 
 
 #: In process, a partition's histograms of a pass are cut into column blocks (run on the

@@ -111,7 +111,8 @@ def goss_keys(gradients: np.ndarray, hessians: np.ndarray) -> np.ndarray:
 
 def _key_bits(data) -> np.ndarray:
     """Float32 bit patterns of the partition's GOSS keys (ordered like the keys: all are >= 0):
-    ``data.goss_bits`` when :func:`partition_goss_keys` made them this round."""
+    ``data.goss_bits`` when :func:`partition_goss_keys` made them this round (alone, or inside
+    :func:`oocgbdt.core.partition.partition_gradients`)."""
     if data.goss_bits is not None:
         return data.goss_bits
     return goss_keys(data.gradients, data.hessians).view(np.uint32)
