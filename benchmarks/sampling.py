@@ -83,9 +83,10 @@ STRATEGIES = {
     "goss": dict(data_sample_strategy="goss", top_rate=0.2, other_rate=0.1),
 }
 #: ``--floor``: a 5% bag, what a tree costs with almost no rows.
-FLOOR_STRATEGY = {"bagging_floor": dict(bagging_fraction=0.05, bagging_freq=1)}
 FLOOR_FRACTION = 0.05
-SAMPLED_FRACTION = 0.3
+FLOOR_STRATEGY = {"bagging_floor": dict(bagging_fraction=FLOOR_FRACTION, bagging_freq=1)}
+#: The rows the sampled strategies keep (bagging's fraction; GOSS's top + other rates).
+SAMPLED_FRACTION = STRATEGIES["bagging"]["bagging_fraction"]
 LIBRARIES = ("oocgbdt", "LightGBM")
 COMMON = dict(objective="binary", num_leaves=31, learning_rate=0.1, max_bin=255)
 SIZES = {"400k": (400_000, 50), "1m": (1_000_000, 100)}
@@ -259,9 +260,10 @@ def floor_lines(res):
         per_row = (none - low) / (1.0 - FLOOR_FRACTION)
         fixed = (none - per_row) / none
         best = fixed + SAMPLED_FRACTION * (1.0 - fixed)
-        lines.append(f"{lib}: a 5% bag takes {low / none:.3f}x of no sampling; fixed share "
-                     f"{fixed:.3f} of an unsampled tree ({none - per_row:.4f} s), so a 30% "
-                     f"sample scaling exactly would take {best:.3f}x")
+        lines.append(f"{lib}: a {FLOOR_FRACTION:.0%} bag takes {low / none:.3f}x of no "
+                     f"sampling; fixed share {fixed:.3f} of an unsampled tree "
+                     f"({none - per_row:.4f} s), so a {SAMPLED_FRACTION:.0%} sample scaling "
+                     f"exactly would take {best:.3f}x")
     return lines
 
 

@@ -69,20 +69,27 @@ def dense_table(n_rows, n_features, seed=0):
     return X, y
 
 
-def oocgbdt_setup(X, y, objective, threads, max_bin=255):
-    """Seconds before the first tree (see the module docstring)."""
+def _train_timed(params, X, y):
+    """``(booster, seconds, set-up seconds)`` of ``oocgbdt.train(params, X, y)``: the set-up is
+    the wall time to the first round's callback minus that tree's own
+    ``tree_stats[0]["seconds"]`` (see the module docstring)."""
     import oocgbdt
-    t0 = time.perf_counter()
     first = []
 
     def at_first_round(env):
         if not first:
             first.append(time.perf_counter())
 
-    booster = oocgbdt.train(dict(objective=objective, n_estimators=1, num_leaves=31,
-                                 max_bin=max_bin, num_threads=threads, verbose=False),
-                            X, y, callbacks=[at_first_round])
-    return first[0] - t0 - float(booster.tree_stats[0]["seconds"])
+    t0 = time.perf_counter()
+    booster = oocgbdt.train(params, X, y, callbacks=[at_first_round])
+    seconds = time.perf_counter() - t0
+    return booster, seconds, first[0] - t0 - float(booster.tree_stats[0]["seconds"])
+
+
+def oocgbdt_setup(X, y, objective, threads, max_bin=255):
+    """Seconds before the first tree (see the module docstring)."""
+    return _train_timed(dict(objective=objective, n_estimators=1, num_leaves=31,
+                             max_bin=max_bin, num_threads=threads, verbose=False), X, y)[2]
 
 
 def lightgbm_construct(X, y, threads, max_bin=255):
@@ -99,22 +106,11 @@ def auc(y, p):
 
 def oocgbdt_fit(X, y, Xt, yt, rounds, threads, enable_bundle):
     """``(seconds, test AUC, set-up seconds, rounds seconds)`` of one whole fit: set-up as
-    :func:`oocgbdt_setup` measures it (to the first round's callback, minus that tree's own
-    seconds), the rounds the rest of the fit."""
-    import oocgbdt
-    first = []
-
-    def at_first_round(env):
-        if not first:
-            first.append(time.perf_counter())
-
-    t0 = time.perf_counter()
-    booster = oocgbdt.train(dict(objective="binary", n_estimators=rounds, num_leaves=31,
-                                 learning_rate=0.1, max_bin=255, num_threads=threads,
-                                 enable_bundle=enable_bundle, verbose=False), X, y,
-                            callbacks=[at_first_round])
-    seconds = time.perf_counter() - t0
-    setup = first[0] - t0 - float(booster.tree_stats[0]["seconds"])
+    :func:`oocgbdt_setup` measures it, the rounds the rest of the fit."""
+    booster, seconds, setup = _train_timed(
+        dict(objective="binary", n_estimators=rounds, num_leaves=31, learning_rate=0.1,
+             max_bin=255, num_threads=threads, enable_bundle=enable_bundle, verbose=False),
+        X, y)
     return seconds, auc(yt, booster.predict(Xt)), setup, seconds - setup
 
 
